@@ -1,0 +1,60 @@
+"""graphsvc's own errors.
+
+Every error a caller can cause or hit is one of these. Each carries a stable ``code`` (the GraphQL
+``extensions.code`` and the CLI's reason) and a message that says what to do next. Errors from the
+libraries below (the Neo4j driver, the file system) are translated into these at one boundary, with
+``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+
+class GraphsvcError(Exception):
+    """Base class of every graphsvc error."""
+
+    code = "INTERNAL"
+
+
+class BadInputError(GraphsvcError):
+    """The request is malformed or out of range; nothing was written."""
+
+    code = "BAD_INPUT"
+
+
+class ConflictError(BadInputError):
+    """A write names an existing id with different content."""
+
+
+class NotFoundError(GraphsvcError):
+    """A memory (or other object) the request names does not exist in this namespace."""
+
+    code = "NOT_FOUND"
+
+
+class LimitExceededError(GraphsvcError):
+    """The request is larger than a configured limit."""
+
+    code = "LIMIT_EXCEEDED"
+
+
+class StoreUnavailableError(GraphsvcError):
+    """The store cannot be reached or is locked; retry later. Nothing was half-applied."""
+
+    code = "UNAVAILABLE"
+
+
+class StoreCorruptError(GraphsvcError):
+    """The persisted data cannot be read back."""
+
+    code = "INTERNAL"
+
+
+__all__ = [
+    "BadInputError",
+    "ConflictError",
+    "GraphsvcError",
+    "LimitExceededError",
+    "NotFoundError",
+    "StoreCorruptError",
+    "StoreUnavailableError",
+]

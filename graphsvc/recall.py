@@ -1,0 +1,444 @@
+"""The recall engine: pure functions over what a store returns (DESIGN.md, read semantics).
+
+No I/O here. The service asks the store for term statistics, candidates, supersessions and walks,
+and these functions turn them into a :class:`ContextBundle` or a :class:`ReconstructedBelief`.
+Same inputs, same bytes out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+from graphsvc.errors import BadInputError
+from graphsvc.model import (
+    ContextBundle,
+    ContextCapsule,
+    LinkKind,
+    Memory,
+    ReconstructedBelief,
+)
+from graphsvc.store.base import TermStats, Walk
+from graphsvc.text import asks_about_order, estimate_tokens
+
+# BM25 parameters (Robertson/Sparck Jones defaults, as Lucene uses them).
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Capsules whose term sets overlap this much (Jaccard) with a packed one are duplicates.
+DUPLICATE_JACCARD = 0.8
+# Output floats are rounded to this many places (DESIGN.md, read semantics 11).
+PLACES = 6
+# A summary line quotes at most this many characters of a memory.
+SUMMARY_CHARS = 280
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Weights of the composite score. ``coverage`` and ``bm25`` make the relevance (they are
+    normalised to sum 1); ``freshness`` and ``confidence`` are the share of the score that the
+    memory's age and stored confidence can take away."""
+
+    name: str
+    coverage: float
+    bm25: float
+    freshness: float
+    confidence: float
+    half_life_days: float
+
+
+STAGES: dict[str, Stage] = {
+    stage.name: stage
+    for stage in (
+        # Balanced: mostly "does it mention what was asked", a little recency and confidence.
+        Stage("default", coverage=0.6, bm25=0.4, freshness=0.1, confidence=0.1, half_life_days=365),
+        # For "what is the state now" questions: recency weighs more.
+        Stage("recent", coverage=0.6, bm25=0.4, freshness=0.3, confidence=0.1, half_life_days=30),
+        # For exact lookups: term coverage only, no recency.
+        Stage("exact", coverage=0.8, bm25=0.2, freshness=0.0, confidence=0.1, half_life_days=365),
+    )
+}
+
+
+def get_stage(name: str) -> Stage:
+    """The named stage, or a BadInputError listing the known ones."""
+    try:
+        return STAGES[name]
+    except KeyError:
+        known = ", ".join(sorted(STAGES))
+        raise BadInputError(f"unknown stage {name!r}: use one of {known}") from None
+
+
+@dataclass(frozen=True)
+class CandidatePlan:
+    """Which postings to fetch: every memory containing one of ``terms``, plus the
+    ``fallback_limit`` newest memories containing ``fallback_term`` when even the rarest term is
+    too common."""
+
+    terms: tuple[str, ...]
+    fallback_term: str | None = None
+    fallback_limit: int = 0
+
+
+def plan_candidates(terms: Sequence[str], stats: TermStats, limit: int) -> CandidatePlan:
+    """Bound the work of candidate generation by what the query touches.
+
+    Terms are taken rarest first (df ascending, then the term) while their summed df stays within
+    ``limit``: rare terms discriminate, and a memory that shares only very common terms with the
+    query could not score high anyway. When the rarest known term alone is over the limit, the
+    ``limit`` newest memories containing it stand in.
+    """
+    known = sorted((stats.df.get(t, 0), t) for t in terms if stats.df.get(t, 0) > 0)
+    chosen: list[str] = []
+    total = 0
+    for df, term in known:
+        if total + df > limit:
+            continue
+        chosen.append(term)
+        total += df
+    if chosen or not known:
+        return CandidatePlan(terms=tuple(chosen))
+    return CandidatePlan(terms=(), fallback_term=known[0][1], fallback_limit=limit)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A candidate with its composite score and the query terms it matched (query order)."""
+
+    memory: Memory
+    score: float
+    matched: tuple[str, ...]
+
+
+def _day_ordinal(moment: datetime) -> int:
+    return moment.date().toordinal()
+
+
+def score_candidates(
+    terms: Sequence[str], stats: TermStats, candidates: Iterable[Memory], stage: Stage
+) -> list[Scored]:
+    """Score and rank candidates (DESIGN.md, read semantics 3).
+
+    score = relevance * (1 - f - c + f * freshness + c * confidence), with relevance the weighted
+    mean of the memory's IDF-weighted coverage of the query and its BM25 relevance normalised by
+    the BM25 of a single mention of every term in an average-length memory (capped at 1).
+    Freshness halves every ``half_life_days`` before the newest candidate's day, so it depends on
+    the data, not on the clock. Ranking: score descending, then ``recordedAt`` descending (newer
+    first), then id.
+    """
+    pool = list(candidates)
+    weights = [(t, stats.idf(t)) for t in terms]
+    total_weight = sum(w for _, w in weights)
+    if not pool or total_weight <= 0.0:
+        return []
+    avg_len = stats.avg_length or 1.0
+    newest = max(_day_ordinal(m.when) for m in pool)
+    rel_sum = stage.coverage + stage.bm25
+    keep = 1.0 - stage.freshness - stage.confidence
+    scored: list[Scored] = []
+    for memory in pool:
+        tf = Counter(memory.terms)
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(memory.terms) / avg_len)
+        covered = 0.0
+        bm25 = 0.0
+        matched: list[str] = []
+        for term, weight in weights:
+            count = tf.get(term, 0)
+            if count == 0:
+                continue
+            matched.append(term)
+            covered += weight
+            bm25 += weight * count * (BM25_K1 + 1.0) / (count + norm)
+        if not matched:
+            continue
+        relevance = (
+            stage.coverage * covered / total_weight + stage.bm25 * min(1.0, bm25 / total_weight)
+        ) / rel_sum
+        age_days = newest - _day_ordinal(memory.when)
+        freshness = 0.5 ** (age_days / stage.half_life_days)
+        factor = keep + stage.freshness * freshness + stage.confidence * memory.confidence
+        score = round(min(1.0, max(0.0, relevance * factor)), PLACES)
+        scored.append(Scored(memory, score, tuple(matched)))
+    scored.sort(key=_rank_key)
+    return scored
+
+
+def _rank_key(item: Scored) -> tuple[float, float, str]:
+    return (-item.score, -item.memory.recorded_at.timestamp(), str(item.memory.id))
+
+
+def apply_supersessions(
+    ranked: Sequence[Scored], pairs: Iterable[tuple[UUID, UUID]]
+) -> list[Scored]:
+    """Make every superseded memory rank below the memories that supersede it.
+
+    A topological order of the ``newer -> older`` edges, taking among the ready items the one of
+    best original rank. A cycle (which ``link`` refuses) falls back to rank order for its members.
+    """
+    position = {item.memory.id: i for i, item in enumerate(ranked)}
+    blockers: dict[UUID, set[UUID]] = {}
+    for newer, older in pairs:
+        if newer in position and older in position and newer != older:
+            blockers.setdefault(older, set()).add(newer)
+    if not blockers:
+        return list(ranked)
+    placed: set[UUID] = set()
+    order: list[Scored] = []
+    remaining = list(ranked)
+    while remaining:
+        ready = next(
+            (i for i, it in enumerate(remaining) if blockers.get(it.memory.id, set()) <= placed),
+            0,  # a cycle: take the best-ranked remaining item
+        )
+        item = remaining.pop(ready)
+        placed.add(item.memory.id)
+        order.append(item)
+    return order
+
+
+def _capsule_text(memory: Memory, chronological: bool) -> str:
+    if not chronological:
+        return memory.text
+    if memory.occurred_at is None:
+        return f"[undated] {memory.text}"
+    return f"[{memory.occurred_at.date().isoformat()}] {memory.text}"
+
+
+def _capsule(item: Scored, chronological: bool, reason: str | None) -> ContextCapsule:
+    text = _capsule_text(item.memory, chronological)
+    return ContextCapsule(
+        memory_id=item.memory.id,
+        text=text,
+        kind=item.memory.kind,
+        score=item.score,
+        tokens=estimate_tokens(text),
+        occurred_at=item.memory.occurred_at,
+        matched_terms=item.matched,
+        reason=reason,
+    )
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def chronological_key(
+    capsule: ContextCapsule, recorded: dict[UUID, datetime]
+) -> tuple[bool, datetime, datetime, str]:
+    """Oldest first: dated capsules by ``occurredAt``, then undated; ties by ``recordedAt``, id."""
+    occurred = capsule.occurred_at or recorded[capsule.memory_id]
+    return (
+        capsule.occurred_at is None,
+        occurred,
+        recorded[capsule.memory_id],
+        str(capsule.memory_id),
+    )
+
+
+@dataclass(frozen=True)
+class BundleRequest:
+    """A validated bundle request."""
+
+    query: str
+    budget_tokens: int
+    min_score: float
+    max_capsules: int
+    stage: Stage
+
+
+def build_bundle(
+    request: BundleRequest,
+    terms: Sequence[str],
+    stats: TermStats,
+    ranked: Sequence[Scored],
+) -> ContextBundle:
+    """Abstain, de-duplicate, pack, measure coverage and render (read semantics 4-8).
+
+    ``ranked`` is the ranked window (after :func:`apply_supersessions`); each of its items ends in
+    ``capsules`` or in ``excluded`` with a reason.
+    """
+    chronological = asks_about_order(request.query)
+    top_score = ranked[0].score if ranked else 0.0
+    skipped = top_score < request.min_score or not ranked
+    packed: list[ContextCapsule] = []
+    excluded: list[ContextCapsule] = []
+    packed_terms: list[frozenset[str]] = []
+    used = 0
+    for item in ranked:
+        if skipped:
+            excluded.append(_capsule(item, chronological, "abstained"))
+            continue
+        if item.score < request.min_score or item.score <= 0.0:
+            excluded.append(_capsule(item, chronological, "below_floor"))
+            continue
+        term_set = frozenset(item.memory.terms)
+        if any(_jaccard(term_set, seen) >= DUPLICATE_JACCARD for seen in packed_terms):
+            excluded.append(_capsule(item, chronological, "duplicate"))
+            continue
+        capsule = _capsule(item, chronological, "match")
+        if len(packed) >= request.max_capsules:
+            excluded.append(capsule.model_copy(update={"reason": "max_capsules"}))
+            continue
+        if used + capsule.tokens > request.budget_tokens:
+            excluded.append(capsule.model_copy(update={"reason": "budget"}))
+            continue
+        packed.append(capsule)
+        packed_terms.append(term_set)
+        used += capsule.tokens
+
+    discriminating = [t for t in terms if stats.coverage_weight(t) > 0.0]
+    seen_terms: set[str] = set()
+    for frozen_terms in packed_terms:
+        seen_terms |= frozen_terms
+    covered = [t for t in discriminating if t in seen_terms]
+    uncovered = sorted(
+        (t for t in discriminating if t not in seen_terms),
+        key=lambda t: (-stats.coverage_weight(t), t),
+    )
+    total = sum(stats.coverage_weight(t) for t in discriminating)
+    if skipped:
+        coverage = 0.0
+    elif total <= 0.0:
+        coverage = 1.0
+    else:
+        coverage = round(sum(stats.coverage_weight(t) for t in covered) / total, PLACES)
+
+    if chronological and packed:
+        recorded = {item.memory.id: item.memory.recorded_at for item in ranked}
+        packed.sort(key=lambda c: chronological_key(c, recorded))
+
+    bundle = ContextBundle(
+        query=request.query,
+        stage=request.stage.name,
+        budget_tokens=request.budget_tokens,
+        min_score=request.min_score,
+        used_tokens=used,
+        capsules=tuple(packed),
+        excluded=tuple(excluded),
+        skipped=skipped,
+        top_score=top_score,
+        evidence_coverage=coverage,
+        uncovered_terms=tuple(uncovered),
+        chronological=chronological,
+        rendered="",
+    )
+    return bundle.model_copy(update={"rendered": render_bundle(bundle)})
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def render_bundle(bundle: ContextBundle) -> str:
+    """The bundle as prompt text: a header, one line per capsule, and what memory does not cover."""
+    lines: list[str] = []
+    if bundle.skipped:
+        lines.append(
+            f"Memory has no confident answer for this request (top score "
+            f"{_fmt(bundle.top_score)} is below the minimum {_fmt(bundle.min_score)})."
+        )
+    else:
+        order = "oldest first" if bundle.chronological else "best match first"
+        lines.append(
+            f"Memory ({len(bundle.capsules)} item(s), {bundle.used_tokens}/"
+            f"{bundle.budget_tokens} tokens, evidence coverage {_fmt(bundle.evidence_coverage)}, "
+            f"{order}):"
+        )
+        for capsule in bundle.capsules:
+            lines.append(f"- {capsule.text}")
+    if bundle.uncovered_terms:
+        lines.append("Not covered by memory: " + ", ".join(bundle.uncovered_terms) + ".")
+    return "\n".join(lines)
+
+
+def _quote(memory: Memory) -> str:
+    text = " ".join(memory.text.split())
+    if len(text) > SUMMARY_CHARS:
+        text = text[: SUMMARY_CHARS - 1] + "…"
+    date = memory.occurred_at.date().isoformat() if memory.occurred_at else "undated"
+    return f"[{date}] {text}"
+
+
+def _when_key(memory: Memory) -> tuple[bool, datetime, str]:
+    return (memory.occurred_at is None, memory.when, str(memory.id))
+
+
+def build_belief(cue: str, hits: Sequence[Scored], walk: Walk) -> ReconstructedBelief:
+    """Summarise hits and the walk around them by rules (read semantics 10)."""
+    if not hits:
+        return ReconstructedBelief(
+            cue=cue,
+            summary=f'Memory holds nothing that matches "{cue}".',
+            source_ids=(),
+            linked_context_ids=(),
+            confidence=0.0,
+            memories=(),
+        )
+    source_ids = tuple(item.memory.id for item in hits)
+    sources = set(source_ids)
+    reached = [memory for memory, _ in walk.reached if memory.id not in sources]
+    by_id = {item.memory.id: item.memory for item in hits}
+    by_id.update((memory.id, memory) for memory in reached)
+    confidence = round(sum(item.score for item in hits) / len(hits), PLACES)
+
+    lines = [
+        f'Belief about "{cue}": {len(hits)} direct source(s), {len(reached)} linked memory(ies), '
+        f"confidence {_fmt(confidence)}.",
+        "Direct evidence:",
+    ]
+    lines += [
+        f"{rank}. {_quote(item.memory)} (score {_fmt(item.score)})"
+        for rank, item in enumerate(hits, start=1)
+    ]
+    causal = sorted(
+        (
+            lk
+            for lk in walk.links
+            if lk.kind is LinkKind.CAUSES and lk.source in by_id and lk.target in by_id
+        ),
+        key=lambda lk: (_when_key(by_id[lk.source]), _when_key(by_id[lk.target])),
+    )
+    in_chains: set[UUID] = set()
+    if causal:
+        lines.append("Causal chains (cause -> effect, oldest first):")
+        for lk in causal:
+            lines.append(f"- {_quote(by_id[lk.source])} -> {_quote(by_id[lk.target])}")
+            in_chains.update((lk.source, lk.target))
+    relations: dict[UUID, set[str]] = {}
+    for lk in walk.links:
+        for end in (lk.source, lk.target):
+            relations.setdefault(end, set()).add(lk.kind.value)
+    other = sorted((m for m in reached if m.id not in in_chains), key=_when_key)
+    if other:
+        lines.append("Linked context:")
+        for memory in other:
+            kinds = "/".join(sorted(relations.get(memory.id, set())))
+            lines.append(f"- {_quote(memory)} ({kinds})")
+    return ReconstructedBelief(
+        cue=cue,
+        summary="\n".join(lines),
+        source_ids=source_ids,
+        linked_context_ids=tuple(memory.id for memory in reached),
+        confidence=confidence,
+        memories=tuple(item.memory for item in hits) + tuple(reached),
+    )
+
+
+__all__ = [
+    "STAGES",
+    "BundleRequest",
+    "CandidatePlan",
+    "Scored",
+    "Stage",
+    "apply_supersessions",
+    "build_belief",
+    "build_bundle",
+    "get_stage",
+    "plan_candidates",
+    "render_bundle",
+    "score_candidates",
+]

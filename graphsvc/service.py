@@ -1,0 +1,397 @@
+"""The service layer: validation, ids and clocks, events, and the orchestration of store and recall.
+
+Every entry point of graphsvc (CLI, GraphQL, Python API) goes through :class:`MemoryService`. It is
+the one place where input is checked against the settings' limits, so every surface refuses the
+same things with the same messages.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from uuid import UUID
+
+from pydantic import ValidationError
+
+from graphsvc.errors import BadInputError, LimitExceededError, NotFoundError
+from graphsvc.model import (
+    Belief,
+    ContextBundle,
+    ContextEvent,
+    ContextEventKind,
+    ForgetReceipt,
+    Link,
+    LinkInput,
+    Memory,
+    MemoryInput,
+    NamespaceStats,
+    ReconstructedBelief,
+    utcnow,
+)
+from graphsvc.recall import (
+    BundleRequest,
+    Scored,
+    apply_supersessions,
+    build_belief,
+    build_bundle,
+    get_stage,
+    plan_candidates,
+    score_candidates,
+)
+from graphsvc.settings import Settings
+from graphsvc.store.base import Store, TermStats
+from graphsvc.text import analyse, estimate_tokens, query_terms
+
+# Ids derived from content live in this UUIDv5 namespace, so that re-ingesting a file is a no-op.
+CONTENT_ID_NAMESPACE = UUID("6f1c1e0e-5b7a-4d0e-9a53-9b8f3f2c6a10")
+_NAMESPACE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_RUN_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+
+
+def content_id(namespace: str, item: MemoryInput) -> UUID:
+    """The id of a memory written without one: a UUIDv5 of its namespace and content."""
+    occurred = item.occurred_at.isoformat() if item.occurred_at else ""
+    key = "\x1f".join(
+        [namespace, item.kind, item.text, occurred, item.source or "", "\x1e".join(item.tags)]
+    )
+    return uuid.uuid5(CONTENT_ID_NAMESPACE, key)
+
+
+def validation_message(exc: ValidationError) -> str:
+    """One line per problem, naming the field: pydantic's errors as graphsvc phrases them."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "input"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class MemoryService:
+    """graphsvc's operations on one store.
+
+    Args:
+        store: an opened store.
+        settings: limits and defaults.
+        clock: the time source (tests pass a fixed one). ``recordedAt`` never goes backwards
+            within one service, so recorded order is write order.
+    """
+
+    def __init__(
+        self, store: Store, settings: Settings, clock: Callable[[], datetime] = utcnow
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self._clock = clock
+        self._last = datetime.min.replace(tzinfo=utcnow().tzinfo)
+        self._clock_lock = threading.Lock()
+
+    def _now(self) -> datetime:
+        with self._clock_lock:
+            now = self._clock()
+            if now <= self._last:
+                now = self._last + timedelta(microseconds=1)
+            self._last = now
+            return now
+
+    # -- validation ------------------------------------------------------------------------------
+
+    @staticmethod
+    def check_namespace(namespace: str) -> str:
+        if not _NAMESPACE_RE.match(namespace):
+            raise BadInputError(
+                f"invalid namespace {namespace!r}: use 1-64 letters, digits, '_' or '-'"
+            )
+        return namespace
+
+    @staticmethod
+    def check_run_id(run_id: str) -> str:
+        if not _RUN_ID_RE.match(run_id):
+            raise BadInputError(
+                f"invalid run id {run_id!r}: use 1-128 letters, digits, '_', '.', ':' or '-'"
+            )
+        return run_id
+
+    def _check_text(self, text: str, what: str) -> None:
+        if not text.strip():
+            raise BadInputError(f"{what} is empty: send some text")
+        if len(text) > self.settings.max_text_chars:
+            raise LimitExceededError(
+                f"{what} has {len(text)} characters; the limit is {self.settings.max_text_chars} "
+                "(GRAPHSVC_MAX_TEXT_CHARS): split it into several memories"
+            )
+
+    @staticmethod
+    def _in_range(name: str, value: int | float, low: int | float, high: int | float) -> None:
+        if value < low:
+            raise BadInputError(f"{name} must be at least {low}, got {value}")
+        if value > high:
+            raise LimitExceededError(f"{name} must be at most {high}, got {value}")
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def make_memory(self, namespace: str, item: MemoryInput, recorded_at: datetime) -> Memory:
+        """Validate an input against the limits and build the memory to store."""
+        self._check_text(item.text, "memory text")
+        terms = tuple(analyse(item.text))
+        return Memory.model_construct(
+            id=item.id or content_id(namespace, item),
+            namespace=namespace,
+            text=item.text,
+            kind=item.kind,
+            occurred_at=item.occurred_at,
+            recorded_at=recorded_at,
+            invalidated_at=None,
+            tags=tuple(item.tags),
+            source=item.source,
+            confidence=item.confidence,
+            tokens=estimate_tokens(item.text),
+            terms=terms,
+        )
+
+    def remember(
+        self, namespace: str, item: MemoryInput, *, run_id: str | None = None, step: int = 0
+    ) -> Memory:
+        """Write one memory; an existing id with the same content is a no-op."""
+        return self.remember_many(namespace, [item], run_id=run_id, step=step)[0]
+
+    def remember_many(
+        self,
+        namespace: str,
+        items: Sequence[MemoryInput],
+        *,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> list[Memory]:
+        """Write memories, all or nothing. Returns them as stored, in input order."""
+        self.check_namespace(namespace)
+        if run_id is not None:
+            self.check_run_id(run_id)
+        if not items:
+            raise BadInputError("no memories to write: send at least one")
+        if len(items) > self.settings.max_batch:
+            raise LimitExceededError(
+                f"{len(items)} memories in one write; the limit is {self.settings.max_batch} "
+                "(GRAPHSVC_MAX_BATCH): split the batch"
+            )
+        if len(items) > self.settings.max_memories_per_namespace:
+            raise LimitExceededError(
+                f"{len(items)} memories exceed the namespace cap of "
+                f"{self.settings.max_memories_per_namespace}"
+            )
+        now = self._now()
+        memories = [self.make_memory(namespace, item, now) for item in items]
+        result = self.store.upsert_memories(
+            namespace, memories, max_memories=self.settings.max_memories_per_namespace
+        )
+        by_id = {m.id: m for m in self.store.get_memories(namespace, [m.id for m in memories])}
+        if run_id is not None:
+            at = self._now()
+            if result.created:
+                self.store.append_event(
+                    namespace, run_id, step=step, kind=ContextEventKind.MEMORY_WRITE,
+                    detail=f"wrote {len(result.created)} memory(ies): "
+                    + ", ".join(str(i) for i in result.created[:20]),
+                    est_tokens=sum(by_id[i].tokens for i in result.created if i in by_id),
+                    at=at,
+                )  # fmt: skip
+            if result.evicted:
+                self.store.append_event(
+                    namespace, run_id, step=step, kind=ContextEventKind.MEMORY_EVICT,
+                    detail=f"evicted {len(result.evicted)} oldest memory(ies) to stay within the "
+                    f"cap of {self.settings.max_memories_per_namespace}: "
+                    + ", ".join(str(i) for i in result.evicted[:20]),
+                    est_tokens=None, at=at,
+                )  # fmt: skip
+        return [by_id[m.id] for m in memories]
+
+    def link(self, namespace: str, item: LinkInput) -> Link:
+        """Link two existing memories of the namespace."""
+        return self.link_many(namespace, [item])[0]
+
+    def link_many(self, namespace: str, items: Sequence[LinkInput]) -> list[Link]:
+        """Create links, all or nothing: both ends must exist, no self-link, no SUPERSEDES cycle."""
+        self.check_namespace(namespace)
+        if len(items) > self.settings.max_batch:
+            raise LimitExceededError(
+                f"{len(items)} links in one write; the limit is {self.settings.max_batch}"
+            )
+        for item in items:
+            if item.source == item.target:
+                raise BadInputError(f"cannot link memory {item.source} to itself")
+        now = self._now()
+        links = [
+            Link(source=i.source, target=i.target, kind=i.kind, weight=i.weight, note=i.note,
+                 created_at=now)
+            for i in items
+        ]  # fmt: skip
+        self.store.add_links(namespace, links)
+        stored = {
+            (lk.source, lk.target, lk.kind): lk
+            for lk in self.store.links_of(namespace, sorted({i.source for i in items}, key=str))
+        }
+        return [stored[(lk.source, lk.target, lk.kind)] for lk in links]
+
+    def forget(self, namespace: str, memory_id: UUID) -> ForgetReceipt:
+        """Remove a memory, its links and the beliefs built on it; say what was removed."""
+        self.check_namespace(namespace)
+        return self.store.forget(namespace, memory_id, at=self._now())
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def get_memory(self, namespace: str, memory_id: UUID) -> Memory | None:
+        self.check_namespace(namespace)
+        found = self.store.get_memories(namespace, [memory_id])
+        return found[0] if found else None
+
+    def _rank(
+        self, namespace: str, query: str, stage_name: str
+    ) -> tuple[list[str], TermStats, list[Scored]]:
+        """Candidates for a query, scored, in rank order with supersessions applied."""
+        stage = get_stage(stage_name)
+        terms = query_terms(query)
+        stats = self.store.term_stats(namespace, terms)
+        plan = plan_candidates(terms, stats, self.settings.candidate_limit)
+        candidates = self.store.postings(namespace, plan.terms) if plan.terms else []
+        if plan.fallback_term is not None:
+            candidates = self.store.recent_postings(
+                namespace, plan.fallback_term, plan.fallback_limit
+            )
+        ranked = score_candidates(terms, stats, candidates, stage)[: self.settings.ranked_limit]
+        pairs = self.store.supersessions(namespace, [item.memory.id for item in ranked])
+        return terms, stats, apply_supersessions(ranked, pairs)
+
+    def bundle(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        stage: str | None = None,
+        min_score: float | None = None,
+        max_capsules: int | None = None,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> ContextBundle:
+        """What memory offers a prompt for ``query`` under a token budget (DESIGN.md)."""
+        s = self.settings
+        self.check_namespace(namespace)
+        self._check_text(query, "query")
+        budget = s.default_budget_tokens if budget_tokens is None else budget_tokens
+        self._in_range("budgetTokens", budget, 1, s.max_budget_tokens)
+        floor = s.default_min_score if min_score is None else min_score
+        if not 0.0 <= floor <= 1.0:
+            raise BadInputError(f"minScore must be between 0 and 1, got {floor}")
+        cap = s.default_max_capsules if max_capsules is None else max_capsules
+        self._in_range("maxCapsules", cap, 1, s.max_capsules_limit)
+        stage_name = stage or "default"
+        terms, stats, ranked = self._rank(namespace, query, stage_name)
+        request = BundleRequest(query, budget, floor, cap, get_stage(stage_name))
+        result = build_bundle(request, terms, stats, ranked)
+        if run_id is not None:
+            self._recall_event(namespace, run_id, step, result)
+        return result
+
+    def _recall_event(self, namespace: str, run_id: str, step: int, result: ContextBundle) -> None:
+        self.check_run_id(run_id)
+        detail = (
+            f"bundle for {result.query!r}: {len(result.capsules)} capsule(s), "
+            f"{len(result.excluded)} excluded, skipped={str(result.skipped).lower()}, "
+            f"coverage {result.evidence_coverage:.3f}"
+        )
+        self.store.append_event(
+            namespace, run_id, step=step, kind=ContextEventKind.MEMORY_RECALL, detail=detail,
+            est_tokens=result.used_tokens, at=self._now(),
+        )  # fmt: skip
+
+    def reconstruct(
+        self, namespace: str, cue: str, *, k: int | None = None, depth: int | None = None
+    ) -> ReconstructedBelief:
+        """The top-k hits for ``cue`` and the graph around them, summarised (DESIGN.md)."""
+        s = self.settings
+        self.check_namespace(namespace)
+        self._check_text(cue, "cue")
+        k = s.default_k if k is None else k
+        self._in_range("k", k, 1, s.max_k)
+        depth = s.default_depth if depth is None else depth
+        self._in_range("depth", depth, 0, s.max_depth)
+        _, _, ranked = self._rank(namespace, cue, "default")
+        hits = [item for item in ranked if item.score > 0.0][:k]
+        walk = self.store.walk(namespace, [h.memory.id for h in hits], depth, s.walk_max_nodes)
+        return build_belief(cue, hits, walk)
+
+    def reconstruct_and_store(
+        self,
+        namespace: str,
+        cue: str,
+        *,
+        k: int | None = None,
+        depth: int | None = None,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> ReconstructedBelief:
+        """As :meth:`reconstruct`, and store the belief (linked to its sources) and, for a run, a
+        ``memory_recall`` event."""
+        if run_id is not None:
+            self.check_run_id(run_id)
+        belief = self.reconstruct(namespace, cue, k=k, depth=depth)
+        now = self._now()
+        belief_id = uuid.uuid5(
+            CONTENT_ID_NAMESPACE,
+            "\x1f".join([namespace, cue, now.isoformat(), *map(str, belief.source_ids)]),
+        )
+        stored_id: UUID | None = None
+        if belief.source_ids:
+            stored_id = belief_id
+            self.store.save_belief(
+                Belief(
+                    id=belief_id, namespace=namespace, cue=cue, summary=belief.summary,
+                    confidence=belief.confidence, created_at=now, source_ids=belief.source_ids,
+                    linked_context_ids=belief.linked_context_ids,
+                )
+            )  # fmt: skip
+        if run_id is not None:
+            self.store.append_event(
+                namespace, run_id, step=step, kind=ContextEventKind.MEMORY_RECALL,
+                detail=f"reconstruct {cue!r}: {len(belief.source_ids)} source(s), "
+                f"{len(belief.linked_context_ids)} linked, confidence {belief.confidence:.3f}",
+                est_tokens=estimate_tokens(belief.summary), at=now,
+            )  # fmt: skip
+        return belief.model_copy(update={"belief_id": stored_id})
+
+    def record_event(
+        self, namespace: str, run_id: str, step: int, kind: str, detail: str | None = None,
+        est_tokens: int | None = None,
+    ) -> ContextEvent:  # fmt: skip
+        """Record a context decision of an agent harness."""
+        self.check_namespace(namespace)
+        self.check_run_id(run_id)
+        known = [k.value for k in ContextEventKind]
+        if kind not in known:
+            raise BadInputError(f"unknown event kind {kind!r}: use one of {', '.join(known)}")
+        if step < 0:
+            raise BadInputError(f"step must be at least 0, got {step}")
+        return self.store.append_event(
+            namespace, run_id, step=step, kind=kind, detail=detail, est_tokens=est_tokens,
+            at=self._now(),
+        )  # fmt: skip
+
+    def events(self, namespace: str, run_id: str) -> list[ContextEvent]:
+        self.check_namespace(namespace)
+        self.check_run_id(run_id)
+        return self.store.events(namespace, run_id)
+
+    def stats(self, namespace: str) -> NamespaceStats:
+        self.check_namespace(namespace)
+        return self.store.stats(namespace)
+
+    def require_memory(self, namespace: str, memory_id: UUID) -> Memory:
+        found = self.get_memory(namespace, memory_id)
+        if found is None:
+            raise NotFoundError(f"memory {memory_id} does not exist in namespace {namespace!r}")
+        return found
+
+
+__all__ = ["MemoryService", "content_id", "validation_message"]

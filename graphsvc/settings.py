@@ -1,0 +1,75 @@
+"""One settings object for graphsvc, read from ``GRAPHSVC_*`` environment variables.
+
+Built once (``Settings()``) at the edge (CLI, server) and passed in; nothing reads the
+environment at import time. Every field is documented in the README's settings table.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    """``$XDG_DATA_HOME/graphsvc``, else ``~/.local/share/graphsvc``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "graphsvc"
+
+
+class Settings(BaseSettings):
+    """graphsvc's settings. Environment variables are the field names, upper-cased, prefixed
+    ``GRAPHSVC_`` (``GRAPHSVC_DATA_DIR``, ``GRAPHSVC_NEO4J_URI``, ...)."""
+
+    model_config = SettingsConfigDict(env_prefix="GRAPHSVC_", extra="ignore", frozen=True)
+
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Where the embedded store keeps its log and snapshot.",
+    )
+    namespace: str = Field(
+        default="default",
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="Namespace used by the CLI (the server takes it from the caller's key).",
+    )
+
+    neo4j_uri: str | None = Field(
+        default=None, description="Bolt URI; when set, every command uses Neo4j, else the mirror."
+    )
+    neo4j_user: str = Field(default="neo4j", description="Neo4j user name.")
+    neo4j_password: SecretStr = Field(default=SecretStr(""), description="Neo4j password.")
+    neo4j_database: str = Field(default="neo4j", description="Neo4j database name.")
+
+    max_text_chars: int = Field(default=20_000, ge=1, description="Longest memory text accepted.")
+    max_batch: int = Field(default=10_000, ge=1, description="Most memories in one write.")
+    max_memories_per_namespace: int = Field(
+        default=1_000_000,
+        ge=1,
+        description="Cap per namespace; past it the oldest memories are evicted.",
+    )
+
+    default_budget_tokens: int = Field(default=1_000, ge=1)
+    max_budget_tokens: int = Field(default=100_000, ge=1)
+    default_min_score: float = Field(default=0.0, ge=0.0, le=1.0)
+    default_max_capsules: int = Field(default=20, ge=1)
+    max_capsules_limit: int = Field(default=200, ge=1)
+    candidate_limit: int = Field(
+        default=1_000, ge=1, description="Most candidates a bundle scores (rarest terms first)."
+    )
+    ranked_limit: int = Field(
+        default=50, ge=1, description="Most ranked candidates a bundle reports (capsules+excluded)."
+    )
+    default_k: int = Field(default=5, ge=1)
+    max_k: int = Field(default=50, ge=1)
+    default_depth: int = Field(default=2, ge=0)
+    max_depth: int = Field(default=4, ge=0)
+    walk_max_nodes: int = Field(default=50, ge=1, description="Most nodes a reconstruct walk adds.")
+
+    fsync: bool = Field(default=True, description="fsync the embedded store's log on every write.")
+    snapshot_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024,
+        description="Compact the embedded store's log into a snapshot past this size.",
+    )

@@ -1,0 +1,191 @@
+"""The store interface, in domain terms.
+
+Two honest implementations: :class:`graphsvc.store.mirror.MirrorStore` (networkx and an inverted
+index, persisted to a data directory) and the Neo4j store. The recall engine is pure functions over
+what these methods return, so both stores give byte-identical results when they return the same
+data. Every method is scoped to exactly one namespace.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import TracebackType
+from typing import Self
+from uuid import UUID
+
+from graphsvc.model import (
+    Belief,
+    ContextEvent,
+    ForgetReceipt,
+    Link,
+    Memory,
+    NamespaceStats,
+    WriteResult,
+)
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """Exact term statistics of a namespace: live memories, their total analysed length, and the
+    document frequency of each asked term (0 when no memory contains it)."""
+
+    n_docs: int
+    total_length: int
+    df: Mapping[str, int]
+
+    @property
+    def avg_length(self) -> float:
+        return self.total_length / self.n_docs if self.n_docs else 0.0
+
+    def idf(self, term: str) -> float:
+        """``ln((N + 1) / (df + 1))``; a term no memory contains weighs 0 (for scoring)."""
+        df = self.df.get(term, 0)
+        if df == 0:
+            return 0.0
+        return math.log((self.n_docs + 1) / (df + 1))
+
+    def coverage_weight(self, term: str) -> float:
+        """As :meth:`idf`, but a term memory has never seen weighs the most, ``ln(N + 1)``."""
+        if self.df.get(term, 0) == 0:
+            return math.log(self.n_docs + 1)
+        return self.idf(term)
+
+
+@dataclass(frozen=True)
+class Walk:
+    """What a bounded graph walk reached.
+
+    ``reached`` are the memories at hop distance 1..depth from the start set (never a start), sorted
+    by ``(distance, str(id))`` and cut to ``max_nodes``; ``links`` are every link whose both ends
+    are in the start set or ``reached``, sorted by ``(source, target, kind)`` as strings.
+    """
+
+    reached: tuple[tuple[Memory, int], ...] = ()
+    links: tuple[Link, ...] = field(default=())
+
+
+class Store(ABC):
+    """Where memories, links, beliefs and context events live."""
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    @abstractmethod
+    def open(self) -> None:
+        """Connect or load. Raises StoreUnavailableError when that is not possible."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections, files and locks. Safe to call twice."""
+
+    @abstractmethod
+    def ping(self) -> None:
+        """Raise StoreUnavailableError unless the store answers now."""
+
+    def __enter__(self) -> Self:
+        self.open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- writes (each call is all-or-nothing) ----------------------------------------------------
+
+    @abstractmethod
+    def upsert_memories(
+        self, namespace: str, memories: Sequence[Memory], *, max_memories: int
+    ) -> WriteResult:
+        """Write memories, idempotent by id. An id that exists with the same content is left as it
+        is (``unchanged``); with other content it is a ConflictError and nothing is written. When
+        the namespace then holds more than ``max_memories``, the oldest (by ``recordedAt``, then
+        id) among those not in this batch are forgotten, links included (``evicted``)."""
+
+    @abstractmethod
+    def add_links(self, namespace: str, links: Sequence[Link]) -> None:
+        """Create links (or update weight and note of an existing one of the same kind). Both ends
+        must exist (NotFoundError, nothing written)."""
+
+    @abstractmethod
+    def forget(self, namespace: str, memory_id: UUID, *, at: datetime) -> ForgetReceipt:
+        """Remove a memory, its links, and the beliefs that derived from or used it."""
+
+    @abstractmethod
+    def save_belief(self, belief: Belief) -> None:
+        """Store a belief with ``DERIVED_FROM`` its sources and ``USED_CONTEXT`` its context."""
+
+    @abstractmethod
+    def append_event(
+        self,
+        namespace: str,
+        run_id: str,
+        *,
+        step: int,
+        kind: str,
+        detail: str | None,
+        est_tokens: int | None,
+        at: datetime,
+    ) -> ContextEvent:
+        """Record a context event at the end of a run (``seq`` is assigned here)."""
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    @abstractmethod
+    def get_memories(self, namespace: str, ids: Sequence[UUID]) -> list[Memory]:
+        """The memories with these ids, in the order asked; unknown ids are left out."""
+
+    @abstractmethod
+    def term_stats(self, namespace: str, terms: Sequence[str]) -> TermStats:
+        """Exact N, total length and df for ``terms``."""
+
+    @abstractmethod
+    def postings(self, namespace: str, terms: Sequence[str]) -> list[Memory]:
+        """Every memory containing at least one of ``terms``, sorted by ``str(id)``."""
+
+    @abstractmethod
+    def recent_postings(self, namespace: str, term: str, limit: int) -> list[Memory]:
+        """The ``limit`` newest memories containing ``term``, by ``recordedAt`` descending, then
+        ``str(id)`` ascending."""
+
+    @abstractmethod
+    def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
+        """``(newer, older)`` pairs of SUPERSEDES links with both ends in ``ids``, sorted."""
+
+    @abstractmethod
+    def walk(self, namespace: str, start: Sequence[UUID], depth: int, max_nodes: int) -> Walk:
+        """Breadth-first over every link kind in both directions, as :class:`Walk` says."""
+
+    @abstractmethod
+    def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
+        """Every link touching one of ``ids``, sorted by ``(source, target, kind)`` as strings."""
+
+    @abstractmethod
+    def get_belief(self, namespace: str, belief_id: UUID) -> Belief | None:
+        """A stored belief, or None."""
+
+    @abstractmethod
+    def events(self, namespace: str, run_id: str) -> list[ContextEvent]:
+        """The run's events in the order recorded."""
+
+    @abstractmethod
+    def stats(self, namespace: str) -> NamespaceStats:
+        """Counts for the namespace."""
+
+    @abstractmethod
+    def export(self, namespace: str) -> Iterator[Memory | Link]:
+        """Every memory (oldest first), then every link: what ``graphsvc export`` writes."""
+
+
+def sort_links(links: Sequence[Link]) -> tuple[Link, ...]:
+    """The total order both stores use for links."""
+    return tuple(sorted(links, key=lambda lk: (str(lk.source), str(lk.target), lk.kind.value)))
+
+
+__all__ = ["Store", "TermStats", "Walk", "sort_links"]

@@ -1,0 +1,643 @@
+"""The mirror: the embedded store. A networkx graph of memories and links, an inverted index with
+exact term statistics kept up to date on every write and delete, and a crash-safe log.
+
+Persistence: every acknowledged write is one JSON line in ``log.jsonl``, flushed and fsynced before
+the call returns. When the log grows past ``snapshot_bytes`` the whole state is written to
+``snapshot.json`` (write to a temporary file, fsync, atomic rename) and the log starts again. On
+open, the snapshot is loaded and the log replayed; records carry a sequence number, so a crash
+between the snapshot's rename and the log's truncation replays nothing twice. A torn last line
+(a write that was never acknowledged) is dropped; any other unreadable line is an error.
+
+One process writes a data directory at a time (an exclusive ``flock`` on ``LOCK``); read-only opens
+take no lock and see the state as of their open.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import heapq
+import json
+import os
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+from uuid import UUID
+
+import networkx as nx
+
+from graphsvc.errors import (
+    BadInputError,
+    ConflictError,
+    NotFoundError,
+    StoreCorruptError,
+    StoreUnavailableError,
+)
+from graphsvc.model import (
+    Belief,
+    ContextEvent,
+    ContextEventKind,
+    ForgetReceipt,
+    Link,
+    LinkKind,
+    LinkRef,
+    Memory,
+    NamespaceStats,
+    WriteResult,
+)
+from graphsvc.store.base import Store, TermStats, Walk, sort_links
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class _Namespace:
+    """Everything of one namespace."""
+
+    graph: Any = field(default_factory=nx.MultiDiGraph)  # memory ids; edges keyed by link kind
+    memories: dict[UUID, Memory] = field(default_factory=dict)  # insertion order = recorded order
+    postings: dict[str, dict[UUID, int]] = field(default_factory=dict)  # term -> {id: tf}
+    total_length: int = 0
+    beliefs: dict[UUID, Belief] = field(default_factory=dict)
+    beliefs_of: dict[UUID, set[UUID]] = field(default_factory=dict)  # memory -> beliefs using it
+    events: dict[str, list[ContextEvent]] = field(default_factory=dict)
+
+
+# -- compact JSON forms (faster than pydantic's for the log's hot path) ------------------------
+
+
+def _dt(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _parse_dt(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _memory_row(m: Memory) -> list[Any]:
+    return [
+        str(m.id), m.text, m.kind, _dt(m.occurred_at), _dt(m.recorded_at), _dt(m.invalidated_at),
+        list(m.tags), m.source, m.confidence, m.tokens, list(m.terms),
+    ]  # fmt: skip
+
+
+def _memory_from_row(ns: str, row: list[Any]) -> Memory:
+    mid, text, kind, occ, rec, inv, tags, source, conf, tokens, terms = row
+    return Memory.model_construct(
+        id=UUID(mid), namespace=ns, text=text, kind=kind, occurred_at=_parse_dt(occ),
+        recorded_at=_parse_dt(rec), invalidated_at=_parse_dt(inv), tags=tuple(tags),
+        source=source, confidence=conf, tokens=tokens, terms=tuple(terms),
+    )  # fmt: skip
+
+
+def _link_row(lk: Link) -> list[Any]:
+    return [str(lk.source), str(lk.target), lk.kind.value, lk.weight, _dt(lk.created_at), lk.note]
+
+
+def _link_from_row(row: list[Any]) -> Link:
+    src, dst, kind, weight, created, note = row
+    return Link.model_construct(
+        source=UUID(src), target=UUID(dst), kind=LinkKind(kind), weight=weight,
+        created_at=_parse_dt(created), note=note,
+    )  # fmt: skip
+
+
+def _belief_row(b: Belief) -> dict[str, Any]:
+    return b.model_dump(mode="json")
+
+
+def _event_row(e: ContextEvent) -> dict[str, Any]:
+    return e.model_dump(mode="json")
+
+
+class MirrorStore(Store):
+    """The embedded store, persisted under ``data_dir``.
+
+    Args:
+        data_dir: folder for ``log.jsonl``, ``snapshot.json`` and ``LOCK`` (created on open).
+        fsync: fsync the log on every write (turn off only for throwaway data).
+        snapshot_bytes: compact the log into a snapshot past this size.
+            ``None`` keeps everything in memory only (nothing persists).
+        read_only: take no lock and refuse writes.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path | None,
+        *,
+        fsync: bool = True,
+        snapshot_bytes: int = 64 * 1024 * 1024,
+        read_only: bool = False,
+    ) -> None:
+        self._dir = data_dir
+        self._fsync = fsync
+        self._snapshot_bytes = snapshot_bytes
+        self._read_only = read_only
+        self._lock = threading.RLock()
+        self._spaces: dict[str, _Namespace] = {}
+        self._seq = 0
+        self._log: IO[str] | None = None
+        self._lock_file: IO[str] | None = None
+        self._open = False
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        with self._lock:
+            if self._open:
+                return
+            if self._dir is not None:
+                self._load_dir(self._dir)
+            self._open = True
+
+    def close(self) -> None:
+        with self._lock:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+            if self._lock_file is not None:
+                self._lock_file.close()  # releases the flock
+                self._lock_file = None
+            self._open = False
+
+    def ping(self) -> None:
+        if not self._open:
+            raise StoreUnavailableError("the embedded store is not open: call open() first")
+
+    def _load_dir(self, root: Path) -> None:
+        try:
+            if not self._read_only:
+                root.mkdir(parents=True, exist_ok=True)
+                self._take_lock(root)
+            snapshot = root / "snapshot.json"
+            if snapshot.exists():
+                self._load_snapshot(snapshot)
+            log_path = root / "log.jsonl"
+            if log_path.exists():
+                self._replay(log_path)
+            if not self._read_only:
+                self._log = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - held open
+        except OSError as exc:
+            self.close()
+            raise StoreUnavailableError(f"cannot open data dir {root}: {exc.strerror}") from exc
+
+    def _take_lock(self, root: Path) -> None:
+        lock_file = open(root / "LOCK", "a+", encoding="utf-8")  # noqa: SIM115 - held open
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            lock_file.seek(0)
+            holder = lock_file.read().strip() or "unknown"
+            lock_file.close()
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise StoreUnavailableError(
+                    f"data dir {root} is in use by another graphsvc process (pid {holder}); "
+                    "stop it, or use another --data-dir"
+                ) from exc
+            raise
+        lock_file.seek(0)
+        lock_file.truncate()
+        lock_file.write(str(os.getpid()))
+        lock_file.flush()
+        self._lock_file = lock_file
+
+    def _load_snapshot(self, path: Path) -> None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise StoreCorruptError(f"{path} is not valid JSON: {exc}") from exc
+        if data.get("version") != FORMAT_VERSION:
+            raise StoreCorruptError(f"{path} has format {data.get('version')!r}, expected 1")
+        self._seq = data["seq"]
+        for ns, body in data["namespaces"].items():
+            space = self._space(ns)
+            for row in body["memories"]:
+                self._add_memory(space, _memory_from_row(ns, row))
+            for row in body["links"]:
+                self._add_link(space, _link_from_row(row))
+            for row in body["beliefs"]:
+                self._add_belief(space, Belief.model_validate(row))
+            for run_id, rows in body["events"].items():
+                space.events[run_id] = [ContextEvent.model_validate(r) for r in rows]
+
+    def _replay(self, path: Path) -> None:
+        with open(path, "rb") as handle:
+            lines = handle.read().split(b"\n")
+        torn = lines.pop()  # text after the last newline: a write that was never acknowledged
+        good_bytes = sum(len(line) + 1 for line in lines)
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except ValueError as exc:
+                raise StoreCorruptError(
+                    f"{path}:{number} is not a valid log record: {exc}"
+                ) from exc
+            if record["seq"] <= self._seq:
+                continue
+            self._apply(record)
+            self._seq = record["seq"]
+        if torn and not self._read_only:
+            with open(path, "r+b") as handle:
+                handle.truncate(good_bytes)
+
+    # -- the log ---------------------------------------------------------------------------------
+
+    def _write(self, record: dict[str, Any]) -> None:
+        """Append a record and make it durable; then apply it. Raises before applying on failure."""
+        if self._read_only:
+            raise StoreUnavailableError("this store was opened read-only; writes are refused")
+        if not self._open:
+            raise StoreUnavailableError("the embedded store is not open: call open() first")
+        record["seq"] = self._seq + 1
+        if self._log is not None:
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+            try:
+                self._log.write(line)
+                self._log.flush()
+                if self._fsync:
+                    os.fsync(self._log.fileno())
+            except OSError as exc:
+                raise StoreUnavailableError(f"cannot write the log: {exc.strerror}") from exc
+        self._apply(record)
+        self._seq = record["seq"]
+        if self._log is not None and self._log.tell() > self._snapshot_bytes:
+            self.snapshot()
+
+    def snapshot(self) -> None:
+        """Write the whole state to ``snapshot.json`` and start an empty log."""
+        with self._lock:
+            if self._dir is None or self._log is None:
+                return
+            body = {
+                ns: {
+                    "memories": [_memory_row(m) for m in space.memories.values()],
+                    "links": [_link_row(lk) for lk in self._all_links(space)],
+                    "beliefs": [_belief_row(b) for b in space.beliefs.values()],
+                    "events": {r: [_event_row(e) for e in ev] for r, ev in space.events.items()},
+                }
+                for ns, space in self._spaces.items()
+            }
+            data = {"version": FORMAT_VERSION, "seq": self._seq, "namespaces": body}
+            tmp = self._dir / "snapshot.json.tmp"
+            with open(tmp, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, ensure_ascii=False, separators=(",", ":"))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self._dir / "snapshot.json")
+            dir_fd = os.open(self._dir, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+            self._log.seek(0)
+            self._log.truncate()
+            self._log.flush()
+            os.fsync(self._log.fileno())
+
+    def _apply(self, record: dict[str, Any]) -> None:
+        ns = record["ns"]
+        space = self._space(ns)
+        op = record["op"]
+        if op == "upsert":
+            for mid in record["evict"]:
+                self._remove_memory(space, UUID(mid))
+            for row in record["memories"]:
+                self._add_memory(space, _memory_from_row(ns, row))
+        elif op == "link":
+            for row in record["links"]:
+                self._add_link(space, _link_from_row(row))
+        elif op == "forget":
+            self._remove_memory(space, UUID(record["id"]))
+        elif op == "belief":
+            self._add_belief(space, Belief.model_validate(record["belief"]))
+        elif op == "event":
+            event = ContextEvent.model_validate(record["event"])
+            space.events.setdefault(event.run_id, []).append(event)
+        else:
+            raise StoreCorruptError(f"unknown log operation {op!r}")
+
+    # -- state changes (no I/O) ------------------------------------------------------------------
+
+    def _space(self, namespace: str) -> _Namespace:
+        space = self._spaces.get(namespace)
+        if space is None:
+            space = self._spaces[namespace] = _Namespace()
+        return space
+
+    @staticmethod
+    def _add_memory(space: _Namespace, memory: Memory) -> None:
+        space.memories[memory.id] = memory
+        space.graph.add_node(memory.id)
+        for term, count in Counter(memory.terms).items():
+            space.postings.setdefault(term, {})[memory.id] = count
+        space.total_length += len(memory.terms)
+
+    @staticmethod
+    def _remove_memory(space: _Namespace, memory_id: UUID) -> None:
+        memory = space.memories.pop(memory_id, None)
+        if memory is None:
+            return
+        space.graph.remove_node(memory_id)
+        for term in set(memory.terms):
+            posting = space.postings[term]
+            del posting[memory_id]
+            if not posting:
+                del space.postings[term]
+        space.total_length -= len(memory.terms)
+        for belief_id in space.beliefs_of.pop(memory_id, set()):
+            MirrorStore._remove_belief(space, belief_id)
+
+    @staticmethod
+    def _add_link(space: _Namespace, link: Link) -> None:
+        space.graph.add_edge(link.source, link.target, key=link.kind.value, link=link)
+
+    @staticmethod
+    def _add_belief(space: _Namespace, belief: Belief) -> None:
+        space.beliefs[belief.id] = belief
+        for mid in (*belief.source_ids, *belief.linked_context_ids):
+            space.beliefs_of.setdefault(mid, set()).add(belief.id)
+
+    @staticmethod
+    def _remove_belief(space: _Namespace, belief_id: UUID) -> None:
+        belief = space.beliefs.pop(belief_id, None)
+        if belief is None:
+            return
+        for mid in (*belief.source_ids, *belief.linked_context_ids):
+            users = space.beliefs_of.get(mid)
+            if users is not None:
+                users.discard(belief_id)
+                if not users:
+                    del space.beliefs_of[mid]
+
+    @staticmethod
+    def _all_links(space: _Namespace) -> list[Link]:
+        return [data["link"] for _, _, data in space.graph.edges(data=True)]
+
+    @staticmethod
+    def _links_touching(space: _Namespace, memory_id: UUID) -> list[Link]:
+        graph = space.graph
+        found = [d["link"] for _, _, d in graph.out_edges(memory_id, data=True)]
+        found += [d["link"] for _, _, d in graph.in_edges(memory_id, data=True)]
+        return found
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def upsert_memories(
+        self, namespace: str, memories: Sequence[Memory], *, max_memories: int
+    ) -> WriteResult:
+        with self._lock:
+            space = self._space(namespace)
+            created: list[Memory] = []
+            unchanged: list[UUID] = []
+            batch: dict[UUID, Memory] = {}
+            for memory in memories:
+                existing = space.memories.get(memory.id) or batch.get(memory.id)
+                if existing is not None:
+                    if not existing.same_content(memory):
+                        raise ConflictError(
+                            f"memory {memory.id} exists with different content; forget it first "
+                            "or write the new content under a new id"
+                        )
+                    unchanged.append(memory.id)
+                    continue
+                batch[memory.id] = memory
+                created.append(memory)
+            overflow = len(space.memories) + len(created) - max_memories
+            evict: list[UUID] = []
+            if overflow > 0:
+                for mid in space.memories:
+                    if len(evict) == overflow:
+                        break
+                    evict.append(mid)
+            if created or evict:
+                self._write({
+                    "op": "upsert", "ns": namespace,
+                    "memories": [_memory_row(m) for m in created],
+                    "evict": [str(mid) for mid in evict],
+                })  # fmt: skip
+            return WriteResult(
+                created=tuple(m.id for m in created), unchanged=tuple(unchanged),
+                evicted=tuple(evict),
+            )  # fmt: skip
+
+    def add_links(self, namespace: str, links: Sequence[Link]) -> None:
+        with self._lock:
+            space = self._space(namespace)
+            for link in links:
+                for end in (link.source, link.target):
+                    if end not in space.memories:
+                        raise NotFoundError(
+                            f"cannot link {link.source} -> {link.target}: memory {end} does not "
+                            f"exist in namespace {namespace!r}; write it first"
+                        )
+            self._check_supersedes_acyclic(space, links)
+            rows = []
+            for link in links:
+                old = space.graph.get_edge_data(link.source, link.target, link.kind.value)
+                if old is not None:  # keep the original creation time
+                    link = link.model_copy(update={"created_at": old["link"].created_at})
+                rows.append(_link_row(link))
+            if rows:
+                self._write({"op": "link", "ns": namespace, "links": rows})
+
+    @staticmethod
+    def _check_supersedes_acyclic(space: _Namespace, links: Sequence[Link]) -> None:
+        pending: dict[UUID, set[UUID]] = {}
+        for link in links:
+            if link.kind is LinkKind.SUPERSEDES:
+                pending.setdefault(link.source, set()).add(link.target)
+        if not pending:
+            return
+        graph = space.graph
+
+        def successors(node: UUID) -> set[UUID]:
+            nxt = {v for _, v, k in graph.out_edges(node, keys=True) if k == "SUPERSEDES"}
+            return nxt | pending.get(node, set())
+
+        for start in pending:
+            stack, seen = list(pending[start]), set()
+            while stack:
+                node = stack.pop()
+                if node == start:
+                    raise BadInputError(
+                        f"SUPERSEDES links would form a cycle through memory {start}: a newer "
+                        "memory cannot be superseded by one it supersedes"
+                    )
+                if node not in seen:
+                    seen.add(node)
+                    stack.extend(successors(node))
+
+    def forget(self, namespace: str, memory_id: UUID, *, at: datetime) -> ForgetReceipt:
+        with self._lock:
+            space = self._space(namespace)
+            if memory_id not in space.memories:
+                raise NotFoundError(f"memory {memory_id} does not exist in namespace {namespace!r}")
+            links = sort_links(self._links_touching(space, memory_id))
+            beliefs = sorted(space.beliefs_of.get(memory_id, set()), key=str)
+            self._write({"op": "forget", "ns": namespace, "id": str(memory_id)})
+            return ForgetReceipt(
+                memory_id=memory_id,
+                namespace=namespace,
+                removed_links=tuple(
+                    LinkRef(source=lk.source, target=lk.target, kind=lk.kind) for lk in links
+                ),
+                removed_belief_ids=tuple(beliefs),
+                forgotten_at=at,
+            )
+
+    def save_belief(self, belief: Belief) -> None:
+        with self._lock:
+            space = self._space(belief.namespace)
+            missing = [
+                m for m in (*belief.source_ids, *belief.linked_context_ids)
+                if m not in space.memories
+            ]  # fmt: skip
+            if missing:
+                raise NotFoundError(f"belief names memories that do not exist: {missing[0]}")
+            self._write({"op": "belief", "ns": belief.namespace, "belief": _belief_row(belief)})
+
+    def append_event(
+        self,
+        namespace: str,
+        run_id: str,
+        *,
+        step: int,
+        kind: str,
+        detail: str | None,
+        est_tokens: int | None,
+        at: datetime,
+    ) -> ContextEvent:
+        with self._lock:
+            space = self._space(namespace)
+            event = ContextEvent(
+                run_id=run_id,
+                seq=len(space.events.get(run_id, ())),
+                step=step,
+                kind=ContextEventKind(kind),
+                detail=detail,
+                est_tokens=est_tokens,
+                reported_tokens=None,
+                recorded_at=at,
+            )
+            self._write({"op": "event", "ns": namespace, "event": _event_row(event)})
+            return event
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def get_memories(self, namespace: str, ids: Sequence[UUID]) -> list[Memory]:
+        with self._lock:
+            memories = self._space(namespace).memories
+            return [memories[i] for i in ids if i in memories]
+
+    def term_stats(self, namespace: str, terms: Sequence[str]) -> TermStats:
+        with self._lock:
+            space = self._space(namespace)
+            df = {t: len(space.postings.get(t, ())) for t in terms}
+            return TermStats(len(space.memories), space.total_length, df)
+
+    def postings(self, namespace: str, terms: Sequence[str]) -> list[Memory]:
+        with self._lock:
+            space = self._space(namespace)
+            ids: set[UUID] = set()
+            for term in terms:
+                ids.update(space.postings.get(term, ()))
+            return [space.memories[i] for i in sorted(ids, key=str)]
+
+    def recent_postings(self, namespace: str, term: str, limit: int) -> list[Memory]:
+        with self._lock:
+            space = self._space(namespace)
+            pool = (space.memories[i] for i in space.postings.get(term, ()))
+            return heapq.nsmallest(
+                limit, pool, key=lambda m: (-m.recorded_at.timestamp(), str(m.id))
+            )
+
+    def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
+        with self._lock:
+            graph = self._space(namespace).graph
+            wanted = set(ids)
+            pairs = {
+                (u, v)
+                for u in wanted
+                if u in graph
+                for _, v, k in graph.out_edges(u, keys=True)
+                if k == "SUPERSEDES" and v in wanted
+            }
+            return sorted(pairs, key=lambda p: (str(p[0]), str(p[1])))
+
+    def walk(self, namespace: str, start: Sequence[UUID], depth: int, max_nodes: int) -> Walk:
+        with self._lock:
+            space = self._space(namespace)
+            graph = space.graph
+            frontier = {s for s in start if s in graph}
+            seen = set(frontier)
+            reached: list[tuple[UUID, int]] = []
+            for distance in range(1, depth + 1):
+                if not frontier or len(reached) >= max_nodes:
+                    break
+                layer: set[UUID] = set()
+                for node in frontier:
+                    layer.update(graph.succ[node])
+                    layer.update(graph.pred[node])
+                layer -= seen
+                seen |= layer
+                reached += [(n, distance) for n in sorted(layer, key=str)]
+                frontier = layer
+            reached = reached[:max_nodes]
+            members = {s for s in start if s in graph} | {n for n, _ in reached}
+            links = [
+                data["link"]
+                for u in members
+                for _, v, data in graph.out_edges(u, data=True)
+                if v in members
+            ]
+            return Walk(
+                reached=tuple((space.memories[n], d) for n, d in reached),
+                links=sort_links(links),
+            )
+
+    def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
+        with self._lock:
+            space = self._space(namespace)
+            found: dict[tuple[UUID, UUID, str], Link] = {}
+            for mid in ids:
+                if mid in space.graph:
+                    for link in self._links_touching(space, mid):
+                        found[(link.source, link.target, link.kind.value)] = link
+            return list(sort_links(list(found.values())))
+
+    def get_belief(self, namespace: str, belief_id: UUID) -> Belief | None:
+        with self._lock:
+            return self._space(namespace).beliefs.get(belief_id)
+
+    def events(self, namespace: str, run_id: str) -> list[ContextEvent]:
+        with self._lock:
+            return list(self._space(namespace).events.get(run_id, ()))
+
+    def stats(self, namespace: str) -> NamespaceStats:
+        with self._lock:
+            space = self._space(namespace)
+            return NamespaceStats(
+                namespace=namespace,
+                memories=len(space.memories),
+                links=space.graph.number_of_edges(),
+                beliefs=len(space.beliefs),
+                terms=len(space.postings),
+                events=sum(len(ev) for ev in space.events.values()),
+            )
+
+    def export(self, namespace: str) -> Iterator[Memory | Link]:
+        with self._lock:
+            space = self._space(namespace)
+            memories = list(space.memories.values())
+            links = sort_links(self._all_links(space))
+        yield from memories
+        yield from links
+
+
+__all__ = ["MirrorStore"]

@@ -1,0 +1,79 @@
+"""Text analysis (DESIGN.md, read semantics 1) and the token estimator (9).
+
+The same analyser runs for memories and queries, in both stores.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import Stemmer
+
+# Anything that is not a letter or a digit separates tokens. ``\w`` also admits "_", so exclude it.
+_SPLIT = re.compile(r"[\W_]+", re.UNICODE)
+
+# The classic English stop-word list (Snowball's), casefolded. Chronology markers such as "before"
+# and "when" are stop words for retrieval; chronology detection reads the raw query instead.
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all am an and any are aren arent as at be because been
+    before being below between both but by can cannot could couldn couldnt did didn didnt do does
+    doesn doesnt doing don dont down during each few for from further had hadn hadnt has hasn hasnt
+    have haven havent having he hed hell hes her here heres hers herself him himself his how hows
+    i id ill im ive if in into is isn isnt it its itself lets me more most mustn mustnt my myself
+    no nor not of off on once only or other ought our ours ourselves out over own same shan shant
+    she shed shell shes should shouldn shouldnt so some such than that thats the their theirs them
+    themselves then there theres these they theyd theyll theyre theyve this those through to too
+    under until up very was wasn wasnt we wed well were weren werent weve what whats when whens
+    where wheres which while who whos whom why whys with won wont would wouldn wouldnt you youd
+    youll youre youve your yours yourself yourselves ll re ve
+    """.split()
+)
+
+_stemmer = Stemmer.Stemmer("english")
+_stem_cached = lru_cache(maxsize=200_000)(_stemmer.stemWord)
+
+
+def tokenize(text: str) -> list[str]:
+    """NFKC-normalise and casefold, then split on anything that is not a letter or digit."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return [tok for tok in _SPLIT.split(folded) if tok]
+
+
+def analyse(text: str) -> list[str]:
+    """The analysed terms of a memory's text, in order, repeats kept (for term frequencies).
+
+    Tokens under 2 characters and stop words are dropped; the rest are Snowball-stemmed.
+    """
+    return [_stem_cached(tok) for tok in tokenize(text) if len(tok) >= 2 and tok not in STOP_WORDS]
+
+
+def query_terms(text: str) -> list[str]:
+    """The analysed terms of a query: as :func:`analyse`, deduplicated keeping first occurrence."""
+    return list(dict.fromkeys(analyse(text)))
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated LLM tokens of ``text``: one per 4 characters, rounded up, at least 1.
+
+    This is the common rule of thumb for English with BPE tokenizers (about 4 characters per
+    token). It needs no network and no model; what a provider really charged is recorded beside it
+    (``ContextEvent.reportedTokens``) so the drift is measured.
+    """
+    return max(1, (len(text) + 3) // 4)
+
+
+# Whole words that make a question about order (DESIGN.md, read semantics 8).
+CHRONOLOGY_MARKERS: frozenset[str] = frozenset(
+    """
+    before after first last earliest latest order ordered sequence timeline when since until
+    previously recently then later earlier next prior chronological chronologically
+    """.split()
+)
+
+
+def asks_about_order(query: str) -> bool:
+    """True when the query contains a chronology marker as a whole word."""
+    return any(tok in CHRONOLOGY_MARKERS for tok in tokenize(query))
