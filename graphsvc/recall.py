@@ -248,6 +248,7 @@ class BundleRequest:
     min_score: float
     max_capsules: int
     stage: Stage
+    relative_floor: float = 0.0
 
 
 def build_bundle(
@@ -264,6 +265,8 @@ def build_bundle(
     chronological = asks_about_order(request.query)
     top_score = ranked[0].score if ranked else 0.0
     skipped = top_score < request.min_score or not ranked
+    # Capsules far below the best one add noise, not evidence: they are excluded as below_floor.
+    floor = max(request.min_score, request.relative_floor * top_score)
     packed: list[ContextCapsule] = []
     excluded: list[ContextCapsule] = []
     packed_terms: list[frozenset[str]] = []
@@ -272,7 +275,7 @@ def build_bundle(
         if skipped:
             excluded.append(_capsule(item, chronological, "abstained"))
             continue
-        if item.score < request.min_score or item.score <= 0.0:
+        if item.score < floor or item.score <= 0.0:
             excluded.append(_capsule(item, chronological, "below_floor"))
             continue
         term_set = frozenset(item.memory.terms)

@@ -29,6 +29,7 @@ from graphsvc.model import (
     MemoryInput,
     NamespaceStats,
     ReconstructedBelief,
+    WriteResult,
     utcnow,
 )
 from graphsvc.recall import (
@@ -132,9 +133,13 @@ class MemoryService:
 
     # -- writes ----------------------------------------------------------------------------------
 
+    def check_input(self, item: MemoryInput) -> None:
+        """Check a memory input against the limits of the settings."""
+        self._check_text(item.text, "memory text")
+
     def make_memory(self, namespace: str, item: MemoryInput, recorded_at: datetime) -> Memory:
         """Validate an input against the limits and build the memory to store."""
-        self._check_text(item.text, "memory text")
+        self.check_input(item)
         terms = tuple(analyse(item.text))
         return Memory.model_construct(
             id=item.id or content_id(namespace, item),
@@ -166,6 +171,17 @@ class MemoryService:
         step: int = 0,
     ) -> list[Memory]:
         """Write memories, all or nothing. Returns them as stored, in input order."""
+        return self.write_memories(namespace, items, run_id=run_id, step=step)[0]
+
+    def write_memories(
+        self,
+        namespace: str,
+        items: Sequence[MemoryInput],
+        *,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> tuple[list[Memory], WriteResult]:
+        """As :meth:`remember_many`, and also say what was created, unchanged and evicted."""
         self.check_namespace(namespace)
         if run_id is not None:
             self.check_run_id(run_id)
@@ -205,7 +221,7 @@ class MemoryService:
                     + ", ".join(str(i) for i in result.evicted[:20]),
                     est_tokens=None, at=at,
                 )  # fmt: skip
-        return [by_id[m.id] for m in memories]
+        return [by_id[m.id] for m in memories], result
 
     def link(self, namespace: str, item: LinkInput) -> Link:
         """Link two existing memories of the namespace."""
@@ -288,7 +304,7 @@ class MemoryService:
         self._in_range("maxCapsules", cap, 1, s.max_capsules_limit)
         stage_name = stage or "default"
         terms, stats, ranked = self._rank(namespace, query, stage_name)
-        request = BundleRequest(query, budget, floor, cap, get_stage(stage_name))
+        request = BundleRequest(query, budget, floor, cap, get_stage(stage_name), s.relative_floor)
         result = build_bundle(request, terms, stats, ranked)
         if run_id is not None:
             self._recall_event(namespace, run_id, step, result)

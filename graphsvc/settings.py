@@ -53,6 +53,12 @@ class Settings(BaseSettings):
     default_budget_tokens: int = Field(default=1_000, ge=1)
     max_budget_tokens: int = Field(default=100_000, ge=1)
     default_min_score: float = Field(default=0.0, ge=0.0, le=1.0)
+    relative_floor: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description="Capsules scoring below this fraction of the top score are 'below_floor'.",
+    )
     default_max_capsules: int = Field(default=20, ge=1)
     max_capsules_limit: int = Field(default=200, ge=1)
     candidate_limit: int = Field(

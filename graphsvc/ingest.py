@@ -1,0 +1,193 @@
+"""JSON Lines in and out: what ``graphsvc ingest``, ``import`` and ``export`` speak.
+
+One object per line::
+
+    {"type": "memory", "id": UUID?, "text": "...", "kind": "...", "occurredAt": ISO-8601?,
+     "tags": [...]?, "source": "..."?, "confidence": 0..1?}
+    {"type": "link", "source": UUID, "target": UUID,
+     "kind": "CAUSES|PRECEDES|RELATES_TO|SUPERSEDES", "weight": number?, "note": "..."?}
+
+Ingest is validated as a whole before anything is written: a malformed line, a bad field, a
+duplicate id with other content, or a link to a memory that is neither in the file nor in the
+store stops it with an error naming the line, and nothing is written. Writing then goes in
+batches; every write is idempotent (memories without an id get one derived from their content), so
+an ingest interrupted part-way is resumed by running the same command again.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from uuid import UUID
+
+from pydantic import ValidationError
+from tqdm import tqdm
+
+from graphsvc.errors import BadInputError, GraphsvcError
+from graphsvc.model import Link, LinkInput, Memory, MemoryInput
+from graphsvc.service import MemoryService, content_id, validation_message
+
+T = TypeVar("T")
+
+
+@dataclass
+class IngestPlan:
+    """A validated file: memories and links with the line each came from."""
+
+    memories: list[tuple[int, MemoryInput]] = field(default_factory=list)
+    links: list[tuple[int, LinkInput]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """What an ingest wrote."""
+
+    memories_created: int
+    memories_unchanged: int
+    links: int
+    evicted: int
+
+
+def _fail(name: str, number: int, message: str) -> BadInputError:
+    return BadInputError(f"{name}:{number}: {message}")
+
+
+def parse_jsonl(lines: Iterable[str], name: str = "<input>") -> IngestPlan:
+    """Parse and validate JSON Lines; blank lines are skipped. Raises BadInputError naming the
+    first bad line."""
+    plan = IngestPlan()
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError as exc:
+            raise _fail(name, number, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
+        if not isinstance(obj, dict):
+            raise _fail(name, number, "expected a JSON object with a 'type' field")
+        body: dict[str, Any] = dict(obj)
+        kind = body.pop("type", None)
+        try:
+            if kind == "memory":
+                plan.memories.append((number, MemoryInput.model_validate(body)))
+            elif kind == "link":
+                plan.links.append((number, LinkInput.model_validate(body)))
+            else:
+                raise _fail(name, number, f"'type' must be 'memory' or 'link', got {kind!r}")
+        except ValidationError as exc:
+            raise _fail(name, number, validation_message(exc)) from exc
+    return plan
+
+
+def _batches(items: list[T], size: int) -> Iterator[list[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def ingest(
+    service: MemoryService,
+    namespace: str,
+    plan: IngestPlan,
+    *,
+    name: str = "<input>",
+    progress: bool | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> IngestReport:
+    """Check the plan against the store, then write it in batches (memories, then links).
+
+    Args:
+        progress: show a progress bar on stderr; ``None`` shows one when stderr is a terminal.
+        on_batch: called with the number of items after each batch is acknowledged.
+    """
+    service.check_namespace(namespace)
+    first_line: dict[UUID, tuple[int, MemoryInput]] = {}
+    ids: list[UUID] = []
+    for number, item in plan.memories:
+        try:
+            service.check_input(item)
+        except GraphsvcError as exc:
+            raise _fail(name, number, str(exc)) from exc
+        mid = item.id or content_id(namespace, item)
+        seen = first_line.get(mid)
+        if seen is not None:
+            if seen[1].model_dump() != item.model_copy(update={"id": seen[1].id}).model_dump():
+                raise _fail(name, number, f"id {mid} is also on line {seen[0]} with other content")
+            continue
+        first_line[mid] = (number, item)
+        ids.append(mid)
+    endpoints = {end for _, lk in plan.links for end in (lk.source, lk.target)}
+    outside = sorted(endpoints - first_line.keys(), key=str)
+    present = {m.id for m in service.store.get_memories(namespace, outside)} if outside else set()
+    for number, lk in plan.links:
+        for end in (lk.source, lk.target):
+            if end not in first_line and end not in present:
+                raise _fail(
+                    name, number, f"link names memory {end}, which is neither in the file nor "
+                    f"in namespace {namespace!r}",
+                )  # fmt: skip
+        if lk.source == lk.target:
+            raise _fail(name, number, f"cannot link memory {lk.source} to itself")
+
+    show = sys.stderr.isatty() if progress is None else progress
+    total = len(ids) + len(plan.links)
+    created = unchanged = evicted = 0
+    size = service.settings.max_batch
+    unique = [first_line[mid][1].model_copy(update={"id": mid}) for mid in ids]
+    with tqdm(total=total, unit="item", disable=not show, file=sys.stderr) as bar:
+        for batch in _batches(unique, size):
+            _, result = service.write_memories(namespace, batch)
+            created += len(result.created)
+            unchanged += len(result.unchanged)
+            evicted += len(result.evicted)
+            bar.update(len(batch))
+            if on_batch is not None:
+                on_batch(len(batch))
+        links = [lk for _, lk in plan.links]
+        for link_batch in _batches(links, size):
+            service.link_many(namespace, link_batch)
+            bar.update(len(link_batch))
+            if on_batch is not None:
+                on_batch(len(link_batch))
+    return IngestReport(created, unchanged, len(links), evicted)
+
+
+def memory_row(memory: Memory) -> dict[str, Any]:
+    """A memory in the ingest format."""
+    return {
+        "type": "memory",
+        "id": str(memory.id),
+        "text": memory.text,
+        "kind": memory.kind,
+        "occurredAt": memory.occurred_at.isoformat() if memory.occurred_at else None,
+        "tags": list(memory.tags),
+        "source": memory.source,
+        "confidence": memory.confidence,
+    }
+
+
+def link_row(link: Link) -> dict[str, Any]:
+    """A link in the ingest format."""
+    row: dict[str, Any] = {
+        "type": "link",
+        "source": str(link.source),
+        "target": str(link.target),
+        "kind": link.kind.value,
+        "weight": link.weight,
+    }
+    if link.note is not None:
+        row["note"] = link.note
+    return row
+
+
+def export_lines(service: MemoryService, namespace: str) -> Iterator[str]:
+    """The namespace as JSON Lines (memories oldest first, then links), ready for ingest."""
+    service.check_namespace(namespace)
+    for item in service.store.export(namespace):
+        row = memory_row(item) if isinstance(item, Memory) else link_row(item)
+        yield json.dumps(row, ensure_ascii=False) + "\n"
+
+
+__all__ = ["IngestPlan", "IngestReport", "export_lines", "ingest", "parse_jsonl"]
