@@ -45,13 +45,12 @@ def common_options(func: F) -> F:
         default=None,
         help="Namespace to use (default: GRAPHSVC_NAMESPACE or 'default').",
     )(func)
-    func = click.option(
+    return click.option(
         "--data-dir",
         type=click.Path(file_okay=False, path_type=Path),
         default=None,
         help="Embedded store folder (default: GRAPHSVC_DATA_DIR or ~/.local/share/graphsvc).",
     )(func)
-    return func
 
 
 def make_settings(data_dir: Path | None, namespace: str | None) -> Settings:
