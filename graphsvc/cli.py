@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from graphsvc.bootstrap import bootstrap, store_label
 from graphsvc.errors import BadInputError, GraphsvcError, LimitExceededError, NotFoundError
+from graphsvc.datasets import esc_rows, load_esc, load_locomo, locomo_rows
 from graphsvc.ingest import export_lines, ingest, parse_jsonl
 from graphsvc.model import ContextBundle, LinkInput, LinkKind, MemoryInput, ReconstructedBelief
 from graphsvc.service import MemoryService, validation_message
@@ -396,6 +397,25 @@ def stats(as_json: bool, data_dir: Path | None, namespace: str | None) -> None:
         for key, value in result.to_json_dict().items():
             if key != "namespace":
                 click.echo(f"  {key:<9} {value}")
+
+
+@cli.command()
+@click.argument("dataset", type=click.Choice(["locomo", "esc"]))
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--only", default=None, help="Only this LoCoMo sample index (0-based) or ESC doc.")
+def convert(dataset: str, path: Path, only: str | None) -> None:
+    """Print a public dataset file (LoCoMo JSON, EventStoryLine JSONL) as ingest JSON Lines."""
+    if dataset == "locomo":
+        conversations = load_locomo(path)
+        for index, conversation in enumerate(conversations):
+            if only is None or only == str(index):
+                for row in locomo_rows(conversation, str(conversation.get("sample_id", index))):
+                    click.echo(json.dumps(row, ensure_ascii=False))
+    else:
+        for document in load_esc(path):
+            if only is None or only == document["doc"]:
+                for row in esc_rows(document):
+                    click.echo(json.dumps(row, ensure_ascii=False))
 
 
 def _register_optional() -> None:

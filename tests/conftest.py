@@ -68,3 +68,26 @@ def settings(tmp_path: Path) -> Settings:
 def service(store: Store, settings: Settings) -> MemoryService:
     """A service on each store, with a deterministic clock."""
     return MemoryService(store, settings, clock=fixed_clock())
+
+
+# -- say loudly how much of the Neo4j suite ran --------------------------------------------------
+
+_neo4j_outcomes: dict[str, int] = {}
+_neo4j_skip_reasons: set[str] = set()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "neo4j" not in report.keywords:
+        return
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        _neo4j_outcomes[report.outcome] = _neo4j_outcomes.get(report.outcome, 0) + 1
+        if report.outcome == "skipped" and isinstance(report.longrepr, tuple):
+            _neo4j_skip_reasons.add(str(report.longrepr[2]))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(_neo4j_outcomes.items()))
+    terminalreporter.section("Neo4j suite")
+    terminalreporter.write_line(f"Neo4j tests: {counts or 'none collected'}")
+    for reason in sorted(_neo4j_skip_reasons):
+        terminalreporter.write_line(f"!!! {reason}", red=True, bold=True)

@@ -1,0 +1,122 @@
+"""Public benchmark data as graphsvc ingest rows (the JSON Lines format of :mod:`graphsvc.ingest`).
+
+The data is read from where the caller says (``../shared/data`` in this project); it is never
+bundled. These converters are the same path users take: they produce ingest rows, and
+``graphsvc ingest`` or :func:`graphsvc.ingest.ingest` writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+DATASET_ID_NAMESPACE = uuid.UUID("2b0f8a4c-91d3-4c55-8f7e-1f0d6c3b9a21")
+_SESSION_KEY = re.compile(r"^session_(\d+)$")
+
+
+def dataset_id(*parts: str) -> str:
+    """A stable memory id for a dataset item (so links can name it before it is written)."""
+    return str(uuid.uuid5(DATASET_ID_NAMESPACE, "\x1f".join(parts)))
+
+
+def parse_locomo_time(value: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` -> an aware UTC datetime."""
+    return datetime.strptime(value.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def locomo_rows(conversation: dict[str, Any], sample_id: str) -> Iterator[dict[str, Any]]:
+    """One memory per LoCoMo turn: ``"Speaker: text"`` (plus a shared image's caption), kind
+    ``turn``, source the turn's ``dia_id``, dated at its session's time plus one second per turn so
+    that order within a session survives."""
+    conv = conversation["conversation"]
+    sessions = sorted(
+        (int(m.group(1)), key) for key in conv if (m := _SESSION_KEY.match(key)) and conv[key]
+    )
+    for number, key in sessions:
+        start = parse_locomo_time(conv[f"{key}_date_time"])
+        for index, turn in enumerate(conv[key]):
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [shared an image: {turn['blip_caption']}]"
+            yield {
+                "type": "memory",
+                "id": dataset_id("locomo", sample_id, turn["dia_id"]),
+                "text": text,
+                "kind": "turn",
+                "occurredAt": (start + timedelta(seconds=index)).isoformat(),
+                "tags": [f"session-{number}", turn["speaker"]],
+                "source": f"locomo:{sample_id}:{turn['dia_id']}",
+            }
+
+
+def load_locomo(path: Path) -> list[dict[str, Any]]:
+    """The LoCoMo conversations of a ``locomo*.json`` file."""
+    data: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+_TIMEX_DATE = re.compile(r"^(\d{4})(?:-(\d{2}))?(?:-(\d{2}))?")
+
+
+def esc_day(*values: str | None) -> str | None:
+    """The first value with day precision as ``YYYY-MM-DD``; else the first partial date (a year
+    or a month, taken at its first day); else None. TIMEX values such as ``2012-07-07TNI`` or
+    ``2013-W22`` are cut to what they say of the day."""
+    partial: str | None = None
+    for value in values:
+        match = _TIMEX_DATE.match(value or "")
+        if not match:
+            continue
+        year, month, day = match.groups()
+        if day is not None:
+            return f"{year}-{month}-{day}"
+        if partial is None:
+            partial = f"{year}-{month or '01'}-01"
+    return partial
+
+
+def esc_rows(document: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """One memory per EventStoryLine event (its sentence, dated at the event's date or the
+    document's), then a ``CAUSES`` link per causal pair (cause -> effect)."""
+    doc = document["doc"]
+    dct = document["dct"]
+    for event_id, event in sorted(document["events"].items(), key=lambda kv: int(kv[0])):
+        day = esc_day(event.get("date"), dct)
+        yield {
+            "type": "memory",
+            "id": dataset_id("esc", doc, event_id),
+            "text": f"{event['text']}: {event['sentence']}",
+            "kind": "event",
+            "occurredAt": f"{day}T00:00:00+00:00" if day else None,
+            "tags": [f"topic-{document['topic']}", event["type"]],
+            "source": f"esc:{doc}:{event_id}",
+        }
+    seen: set[tuple[str, str]] = set()
+    for link in document["causal_links"]:
+        pair = (link["cause"], link["effect"])
+        # One pair in v1.5 names an event its document does not list: a link to nothing is skipped.
+        known = pair[0] in document["events"] and pair[1] in document["events"]
+        if pair in seen or pair[0] == pair[1] or not known:
+            continue
+        seen.add(pair)
+        yield {
+            "type": "link",
+            "source": dataset_id("esc", doc, link["cause"]),
+            "target": dataset_id("esc", doc, link["effect"]),
+            "kind": "CAUSES",
+            "note": link["relType"],
+        }
+
+
+def load_esc(path: Path) -> list[dict[str, Any]]:
+    """The EventStoryLine documents of a ``.jsonl`` file."""
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+__all__ = ["dataset_id", "esc_rows", "load_esc", "load_locomo", "locomo_rows"]

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: install, lint, types, start Neo4j, run every test.
+# Usage: bash scripts/test.sh [extra pytest args]
+#   GRAPHSVC_NEO4J_URI set  -> use that server (nothing is started or stopped)
+#   otherwise               -> build and start the bundled Neo4j (scripts/neo4j.sh), stop it after
+#   GRAPHSVC_SKIP_NEO4J=1   -> do not start Neo4j (its suite is then skipped, loudly)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+# shellcheck disable=SC1091
+. .venv/bin/activate
+echo "==> installing graphsvc[dev]"
+python -m pip install -q --upgrade pip
+python -m pip install -q -e ".[dev]"
+
+echo "==> ruff"
+ruff check .
+ruff format --check .
+echo "==> mypy --strict"
+mypy
+
+started_neo4j=0
+if [ -z "${GRAPHSVC_NEO4J_URI:-}" ] && [ "${GRAPHSVC_SKIP_NEO4J:-0}" != "1" ]; then
+  echo "==> starting Neo4j (scripts/neo4j.sh)"
+  bash scripts/neo4j.sh start
+  started_neo4j=1
+  export GRAPHSVC_NEO4J_URI=bolt://127.0.0.1:7687
+fi
+cleanup() {
+  if [ "$started_neo4j" = "1" ]; then
+    bash scripts/neo4j.sh stop || true
+  fi
+}
+trap cleanup EXIT
+
+echo "==> pytest"
+python -m pytest -p no:cacheprovider "$@"

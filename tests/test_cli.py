@@ -1,0 +1,215 @@
+"""The command line: exit statuses, messages, and ``--json`` in the GraphQL field names."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from graphsvc.cli import cli
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+# Field names of DESIGN.md's GraphQL contract (clients depend on them).
+CAPSULE_FIELDS = {"memoryId", "text", "kind", "score", "tokens", "occurredAt", "matchedTerms"}
+BUNDLE_FIELDS = {
+    "stage", "budgetTokens", "usedTokens", "capsules", "excluded", "skipped", "topScore",
+    "evidenceCoverage", "uncoveredTerms", "chronological", "rendered",
+}  # fmt: skip
+BELIEF_FIELDS = {"cue", "summary", "sourceIds", "linkedContextIds", "confidence", "memories"}
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
+    monkeypatch.delenv("GRAPHSVC_NEO4J_URI", raising=False)
+    monkeypatch.setenv("GRAPHSVC_FSYNC", "false")
+    runner = CliRunner()
+    data_dir = str(tmp_path / "data")
+
+    def invoke(*args: str, stdin: str | None = None) -> Result:
+        return runner.invoke(cli, [*args, "--data-dir", data_dir], input=stdin)
+
+    return invoke
+
+
+def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+A = "11111111-1111-4111-8111-111111111111"
+B = "22222222-2222-4222-8222-222222222222"
+ROWS: list[dict[str, object]] = [
+    {"type": "memory", "id": A, "text": "The kiln cracked during the glaze firing",
+     "kind": "event", "occurredAt": "2024-05-01T10:00:00Z"},
+    {"type": "memory", "id": B, "text": "Every pot in the glaze firing was ruined",
+     "kind": "event", "occurredAt": "2024-05-01T12:00:00Z"},
+    {"type": "memory", "text": "Lunch was tomato soup", "kind": "note"},
+    {"type": "link", "source": A, "target": B, "kind": "CAUSES", "note": "heat loss"},
+]  # fmt: skip
+
+
+def test_ingest_then_bundle_json_uses_graphql_names(run: object, tmp_path: Path) -> None:
+    invoke = run  # type: ignore[assignment]
+    result = invoke("ingest", str(write_jsonl(tmp_path / "in.jsonl", ROWS)))
+    assert result.exit_code == 0, result.output
+    assert "3 memories created" in result.output and "1 links" in result.output
+
+    out = invoke("bundle", "What happened after the kiln cracked?", "--json", "--budget", "50")
+    assert out.exit_code == 0, out.output
+    bundle = json.loads(out.output)
+    assert BUNDLE_FIELDS <= bundle.keys()
+    assert bundle["chronological"] is True
+    assert bundle["capsules"][0]["memoryId"] == A
+    assert CAPSULE_FIELDS <= bundle["capsules"][0].keys()
+    assert bundle["capsules"][0]["text"].startswith("[2024-05-01] ")
+    assert bundle["usedTokens"] <= 50
+
+
+def test_reconstruct_json_walks_the_causal_link(run: object, tmp_path: Path) -> None:
+    invoke = run  # type: ignore[assignment]
+    invoke("ingest", str(write_jsonl(tmp_path / "in.jsonl", ROWS)))
+    out = invoke("reconstruct", "kiln cracked", "--k", "1", "--json")
+    assert out.exit_code == 0, out.output
+    belief = json.loads(out.output)
+    assert BELIEF_FIELDS <= belief.keys()
+    assert belief["sourceIds"] == [A]
+    assert belief["linkedContextIds"] == [B]
+    assert "Causal chains" in belief["summary"]
+
+
+def test_ingest_is_idempotent_and_reports_unchanged(run: object, tmp_path: Path) -> None:
+    invoke = run  # type: ignore[assignment]
+    path = str(write_jsonl(tmp_path / "in.jsonl", ROWS))
+    assert invoke("ingest", path).exit_code == 0
+    again = invoke("ingest", path)
+    assert again.exit_code == 0
+    assert "0 memories created, 3 unchanged" in again.output
+    stats = json.loads(invoke("stats", "--json").output)
+    assert stats["memories"] == 3 and stats["links"] == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", "in.jsonl:2: not valid JSON"),
+        ('{"type": "memory", "text": ""}', "in.jsonl:2: text: Value error, text is empty"),
+        ('{"type": "memory", "id": "nope", "text": "x"}', "in.jsonl:2: id: "),
+        ('{"type": "link", "source": "%s", "target": "%s", "kind": "BLAMES"}' % (A, B),
+         "in.jsonl:2: kind: Input should be 'CAUSES'"),
+        ('{"type": "link", "source": "%s", "target": "33333333-3333-4333-8333-333333333333",'
+         ' "kind": "CAUSES"}' % A, "in.jsonl:2: link names memory 33333333"),
+        ('{"type": "thing"}', "in.jsonl:2: 'type' must be 'memory' or 'link'"),
+        ('[1, 2]', "in.jsonl:2: expected a JSON object"),
+    ],
+)  # fmt: skip
+def test_bad_jsonl_names_the_line_and_writes_nothing(
+    run: object, tmp_path: Path, line: str, message: str
+) -> None:
+    invoke = run  # type: ignore[assignment]
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps(ROWS[0]) + "\n" + line + "\n", encoding="utf-8")
+    result = invoke("ingest", str(path))
+    assert result.exit_code == 2
+    assert message in result.output
+    stats = json.loads(invoke("stats", "--json").output)
+    assert stats["memories"] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["bundle", "kiln", "--budget", "0"], "budgetTokens must be at least 1"),
+        (["bundle", "kiln", "--budget", "-5"], "budgetTokens must be at least 1"),
+        (["bundle", "kiln", "--budget", "100000000"], "budgetTokens must be at most"),
+        (["bundle", "kiln", "--stage", "bogus"], "unknown stage 'bogus'"),
+        (["bundle", "kiln", "--min-score", "2"], "minScore must be between 0 and 1"),
+        (["bundle", "   "], "query is empty"),
+        (["reconstruct", "kiln", "--k", "0"], "k must be at least 1"),
+        (["reconstruct", "kiln", "--depth", "99"], "depth must be at most"),
+        (["forget", "not-a-uuid"], "invalid memory id 'not-a-uuid'"),
+        (["forget", "44444444-4444-4444-8444-444444444444"], "does not exist"),
+        (["link", A, "44444444-4444-4444-8444-444444444444", "CAUSES"], "does not exist"),
+        (["remember", "x" * 20_001], "the limit is 20000"),
+        (["stats", "--namespace", "no spaces"], "invalid settings: namespace"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message(
+    run: object, tmp_path: Path, args: list[str], message: str
+) -> None:
+    invoke = run  # type: ignore[assignment]
+    invoke("ingest", str(write_jsonl(tmp_path / "in.jsonl", ROWS)))
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_forget_prints_a_receipt(run: object, tmp_path: Path) -> None:
+    invoke = run  # type: ignore[assignment]
+    invoke("ingest", str(write_jsonl(tmp_path / "in.jsonl", ROWS)))
+    receipt = json.loads(invoke("forget", A, "--json").output)
+    assert receipt["memoryId"] == A
+    assert receipt["removedLinks"] == [{"source": A, "target": B, "kind": "CAUSES"}]
+    assert json.loads(invoke("stats", "--json").output)["links"] == 0
+
+
+def test_export_then_import_round_trips(run: object, tmp_path: Path) -> None:
+    invoke = run  # type: ignore[assignment]
+    invoke("ingest", str(write_jsonl(tmp_path / "in.jsonl", ROWS)))
+    exported = invoke("export")
+    assert exported.exit_code == 0
+    lines = [json.loads(x) for x in exported.stdout.splitlines()]
+    assert [r["type"] for r in lines] == ["memory", "memory", "memory", "link"]
+    other = CliRunner().invoke(
+        cli, ["import", "-", "--data-dir", str(tmp_path / "other")], input=exported.stdout
+    )
+    assert other.exit_code == 0, other.output
+    again = CliRunner().invoke(cli, ["export", "--data-dir", str(tmp_path / "other")])
+    assert again.stdout == exported.stdout
+
+
+def test_remember_and_link_commands(run: object) -> None:
+    invoke = run  # type: ignore[assignment]
+    first = json.loads(invoke("remember", "The boiler failed", "--id", A, "--json").output)
+    second = json.loads(invoke("remember", "The office was cold", "--id", B, "--json").output)
+    assert first["id"] == A and second["id"] == B
+    linked = invoke("link", A, B, "CAUSES", "--note", "no heat")
+    assert linked.exit_code == 0 and "CAUSES" in linked.output
+    assert invoke("link", A, A, "CAUSES").exit_code == 2
+
+
+@pytest.mark.slow
+def test_demo_runs_as_a_process(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHSVC_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "graphsvc.cli", "demo"],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "chronological (oldest first)" in proc.stdout
+    assert "Causal chains (cause -> effect, oldest first):" in proc.stdout
+    assert "Deploy 4812" in proc.stdout
+
+
+@pytest.mark.skipif(not (SHARED / "locomo").exists(), reason="../shared/data is not present")
+def test_locomo_conversation_ingests_and_bundles(run: object, tmp_path: Path) -> None:
+    invoke = run  # type: ignore[assignment]
+    converted = CliRunner().invoke(
+        cli, ["convert", "locomo", str(SHARED / "locomo" / "locomo_dev.json"), "--only", "0"]
+    )
+    assert converted.exit_code == 0
+    path = tmp_path / "c0.jsonl"
+    path.write_text(converted.stdout, encoding="utf-8")
+    assert invoke("ingest", str(path)).exit_code == 0
+    out = invoke("bundle", "When did Caroline go to the LGBTQ support group?", "--json")
+    bundle = json.loads(out.output)
+    assert BUNDLE_FIELDS <= bundle.keys()
+    top = bundle["capsules"][0]
+    assert "LGBTQ support group" in top["text"]
+    assert top["text"].startswith("[2023-05-08] Caroline:")
