@@ -23,8 +23,8 @@ import click
 from pydantic import ValidationError
 
 from graphsvc.bootstrap import bootstrap, store_label
-from graphsvc.errors import BadInputError, GraphsvcError, LimitExceededError, NotFoundError
 from graphsvc.datasets import esc_rows, load_esc, load_locomo, locomo_rows
+from graphsvc.errors import BadInputError, GraphsvcError, LimitExceededError, NotFoundError
 from graphsvc.ingest import export_lines, ingest, parse_jsonl
 from graphsvc.model import ContextBundle, LinkInput, LinkKind, MemoryInput, ReconstructedBelief
 from graphsvc.service import MemoryService, validation_message

@@ -6,12 +6,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
 from graphsvc.cli import cli
+
+Invoke = Callable[..., Result]
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -25,16 +28,16 @@ BELIEF_FIELDS = {"cue", "summary", "sourceIds", "linkedContextIds", "confidence"
 
 
 @pytest.fixture
-def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
+def invoke(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Invoke:
     monkeypatch.delenv("GRAPHSVC_NEO4J_URI", raising=False)
     monkeypatch.setenv("GRAPHSVC_FSYNC", "false")
     runner = CliRunner()
     data_dir = str(tmp_path / "data")
 
-    def invoke(*args: str, stdin: str | None = None) -> Result:
+    def invoke_(*args: str, stdin: str | None = None) -> Result:
         return runner.invoke(cli, [*args, "--data-dir", data_dir], input=stdin)
 
-    return invoke
+    return invoke_
 
 
 def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
@@ -54,8 +57,7 @@ ROWS: list[dict[str, object]] = [
 ]  # fmt: skip
 
 
-def test_ingest_then_bundle_json_uses_graphql_names(run: object, tmp_path: Path) -> None:
-    invoke = run  # type: ignore[assignment]
+def test_ingest_then_bundle_json_uses_graphql_names(invoke: Invoke, tmp_path: Path) -> None:
     result = invoke("ingest", str(write_jsonl(tmp_path / "in.jsonl", ROWS)))
     assert result.exit_code == 0, result.output
     assert "3 memories created" in result.output and "1 links" in result.output
@@ -71,8 +73,7 @@ def test_ingest_then_bundle_json_uses_graphql_names(run: object, tmp_path: Path)
     assert bundle["usedTokens"] <= 50
 
 
-def test_reconstruct_json_walks_the_causal_link(run: object, tmp_path: Path) -> None:
-    invoke = run  # type: ignore[assignment]
+def test_reconstruct_json_walks_the_causal_link(invoke: Invoke, tmp_path: Path) -> None:
     invoke("ingest", str(write_jsonl(tmp_path / "in.jsonl", ROWS)))
     out = invoke("reconstruct", "kiln cracked", "--k", "1", "--json")
     assert out.exit_code == 0, out.output
@@ -83,8 +84,7 @@ def test_reconstruct_json_walks_the_causal_link(run: object, tmp_path: Path) -> 
     assert "Causal chains" in belief["summary"]
 
 
-def test_ingest_is_idempotent_and_reports_unchanged(run: object, tmp_path: Path) -> None:
-    invoke = run  # type: ignore[assignment]
+def test_ingest_is_idempotent_and_reports_unchanged(invoke: Invoke, tmp_path: Path) -> None:
     path = str(write_jsonl(tmp_path / "in.jsonl", ROWS))
     assert invoke("ingest", path).exit_code == 0
     again = invoke("ingest", path)
@@ -100,18 +100,18 @@ def test_ingest_is_idempotent_and_reports_unchanged(run: object, tmp_path: Path)
         ("{not json", "in.jsonl:2: not valid JSON"),
         ('{"type": "memory", "text": ""}', "in.jsonl:2: text: Value error, text is empty"),
         ('{"type": "memory", "id": "nope", "text": "x"}', "in.jsonl:2: id: "),
-        ('{"type": "link", "source": "%s", "target": "%s", "kind": "BLAMES"}' % (A, B),
+        (json.dumps({"type": "link", "source": A, "target": B, "kind": "BLAMES"}),
          "in.jsonl:2: kind: Input should be 'CAUSES'"),
-        ('{"type": "link", "source": "%s", "target": "33333333-3333-4333-8333-333333333333",'
-         ' "kind": "CAUSES"}' % A, "in.jsonl:2: link names memory 33333333"),
+        (json.dumps({"type": "link", "source": A, "kind": "CAUSES",
+                     "target": "33333333-3333-4333-8333-333333333333"}),
+         "in.jsonl:2: link names memory 33333333"),
         ('{"type": "thing"}', "in.jsonl:2: 'type' must be 'memory' or 'link'"),
         ('[1, 2]', "in.jsonl:2: expected a JSON object"),
     ],
 )  # fmt: skip
 def test_bad_jsonl_names_the_line_and_writes_nothing(
-    run: object, tmp_path: Path, line: str, message: str
+    invoke: Invoke, tmp_path: Path, line: str, message: str
 ) -> None:
-    invoke = run  # type: ignore[assignment]
     path = tmp_path / "in.jsonl"
     path.write_text(json.dumps(ROWS[0]) + "\n" + line + "\n", encoding="utf-8")
     result = invoke("ingest", str(path))
@@ -140,9 +140,8 @@ def test_bad_jsonl_names_the_line_and_writes_nothing(
     ],
 )
 def test_bad_arguments_exit_2_with_a_message(
-    run: object, tmp_path: Path, args: list[str], message: str
+    invoke: Invoke, tmp_path: Path, args: list[str], message: str
 ) -> None:
-    invoke = run  # type: ignore[assignment]
     invoke("ingest", str(write_jsonl(tmp_path / "in.jsonl", ROWS)))
     result = invoke(*args)
     assert result.exit_code == 2, result.output
@@ -150,8 +149,7 @@ def test_bad_arguments_exit_2_with_a_message(
     assert "Traceback" not in result.output
 
 
-def test_forget_prints_a_receipt(run: object, tmp_path: Path) -> None:
-    invoke = run  # type: ignore[assignment]
+def test_forget_prints_a_receipt(invoke: Invoke, tmp_path: Path) -> None:
     invoke("ingest", str(write_jsonl(tmp_path / "in.jsonl", ROWS)))
     receipt = json.loads(invoke("forget", A, "--json").output)
     assert receipt["memoryId"] == A
@@ -159,8 +157,7 @@ def test_forget_prints_a_receipt(run: object, tmp_path: Path) -> None:
     assert json.loads(invoke("stats", "--json").output)["links"] == 0
 
 
-def test_export_then_import_round_trips(run: object, tmp_path: Path) -> None:
-    invoke = run  # type: ignore[assignment]
+def test_export_then_import_round_trips(invoke: Invoke, tmp_path: Path) -> None:
     invoke("ingest", str(write_jsonl(tmp_path / "in.jsonl", ROWS)))
     exported = invoke("export")
     assert exported.exit_code == 0
@@ -174,8 +171,7 @@ def test_export_then_import_round_trips(run: object, tmp_path: Path) -> None:
     assert again.stdout == exported.stdout
 
 
-def test_remember_and_link_commands(run: object) -> None:
-    invoke = run  # type: ignore[assignment]
+def test_remember_and_link_commands(invoke: Invoke) -> None:
     first = json.loads(invoke("remember", "The boiler failed", "--id", A, "--json").output)
     second = json.loads(invoke("remember", "The office was cold", "--id", B, "--json").output)
     assert first["id"] == A and second["id"] == B
@@ -198,8 +194,7 @@ def test_demo_runs_as_a_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not (SHARED / "locomo").exists(), reason="../shared/data is not present")
-def test_locomo_conversation_ingests_and_bundles(run: object, tmp_path: Path) -> None:
-    invoke = run  # type: ignore[assignment]
+def test_locomo_conversation_ingests_and_bundles(invoke: Invoke, tmp_path: Path) -> None:
     converted = CliRunner().invoke(
         cli, ["convert", "locomo", str(SHARED / "locomo" / "locomo_dev.json"), "--only", "0"]
     )
