@@ -64,7 +64,7 @@ def parse_jsonl(lines: Iterable[str], name: str = "<input>") -> IngestPlan:
             continue
         try:
             obj = json.loads(raw)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise _fail(name, number, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
         if not isinstance(obj, dict):
             raise _fail(name, number, "expected a JSON object with a 'type' field")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from graphsvc.errors import BadInputError
@@ -165,8 +165,12 @@ def score_candidates(
     return scored
 
 
-def _rank_key(item: Scored) -> tuple[float, float, str]:
-    return (-item.score, -item.memory.recorded_at.timestamp(), str(item.memory.id))
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _rank_key(item: Scored) -> tuple[float, int, str]:
+    recorded = (item.memory.recorded_at - _EPOCH) // timedelta(microseconds=1)
+    return (-item.score, -recorded, str(item.memory.id))
 
 
 def apply_supersessions(

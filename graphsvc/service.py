@@ -89,12 +89,14 @@ class MemoryService:
         self._last = datetime.min.replace(tzinfo=utcnow().tzinfo)
         self._clock_lock = threading.Lock()
 
-    def _now(self) -> datetime:
+    def _now(self, count: int = 1) -> datetime:
+        """A timestamp after every one handed out before; ``count`` reserves that many
+        consecutive microseconds (one per memory of a batch, so recorded order is total)."""
         with self._clock_lock:
             now = self._clock()
             if now <= self._last:
                 now = self._last + timedelta(microseconds=1)
-            self._last = now
+            self._last = now + timedelta(microseconds=count - 1)
             return now
 
     # -- validation ------------------------------------------------------------------------------
@@ -197,8 +199,11 @@ class MemoryService:
                 f"{len(items)} memories exceed the namespace cap of "
                 f"{self.settings.max_memories_per_namespace}"
             )
-        now = self._now()
-        memories = [self.make_memory(namespace, item, now) for item in items]
+        start = self._now(len(items))
+        memories = [
+            self.make_memory(namespace, item, start + timedelta(microseconds=i))
+            for i, item in enumerate(items)
+        ]
         result = self.store.upsert_memories(
             namespace, memories, max_memories=self.settings.max_memories_per_namespace
         )

@@ -23,7 +23,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 from uuid import UUID
@@ -76,6 +76,14 @@ def _dt(value: datetime | None) -> str | None:
 
 def _parse_dt(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(value: datetime) -> int:
+    """Exact microseconds since the epoch (a float timestamp would round)."""
+    return (value - _EPOCH) // timedelta(microseconds=1)
 
 
 def _memory_row(m: Memory) -> list[Any]:
@@ -139,6 +147,7 @@ class MirrorStore(Store):
         self._read_only = read_only
         self._lock = threading.RLock()
         self._spaces: dict[str, _Namespace] = {}
+        self._owner: dict[UUID, str] = {}  # memory ids are unique across namespaces
         self._seq = 0
         self._log: IO[str] | None = None
         self._lock_file: IO[str] | None = None
@@ -330,19 +339,19 @@ class MirrorStore(Store):
             space = self._spaces[namespace] = _Namespace()
         return space
 
-    @staticmethod
-    def _add_memory(space: _Namespace, memory: Memory) -> None:
+    def _add_memory(self, space: _Namespace, memory: Memory) -> None:
+        self._owner[memory.id] = memory.namespace
         space.memories[memory.id] = memory
         space.graph.add_node(memory.id)
         for term, count in Counter(memory.terms).items():
             space.postings.setdefault(term, {})[memory.id] = count
         space.total_length += len(memory.terms)
 
-    @staticmethod
-    def _remove_memory(space: _Namespace, memory_id: UUID) -> None:
+    def _remove_memory(self, space: _Namespace, memory_id: UUID) -> None:
         memory = space.memories.pop(memory_id, None)
         if memory is None:
             return
+        del self._owner[memory_id]
         space.graph.remove_node(memory_id)
         for term in set(memory.terms):
             posting = space.postings[term]
@@ -398,6 +407,11 @@ class MirrorStore(Store):
             batch: dict[UUID, Memory] = {}
             for memory in memories:
                 existing = space.memories.get(memory.id) or batch.get(memory.id)
+                if existing is None and memory.id in self._owner:
+                    raise ConflictError(
+                        f"memory id {memory.id} is already taken; write under another id (or "
+                        "none, to derive one from the content)"
+                    )
                 if existing is not None:
                     if not existing.same_content(memory):
                         raise ConflictError(
@@ -553,9 +567,7 @@ class MirrorStore(Store):
         with self._lock:
             space = self._space(namespace)
             pool = (space.memories[i] for i in space.postings.get(term, ()))
-            return heapq.nsmallest(
-                limit, pool, key=lambda m: (-m.recorded_at.timestamp(), str(m.id))
-            )
+            return heapq.nsmallest(limit, pool, key=lambda m: (-_micros(m.recorded_at), str(m.id)))
 
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
         with self._lock:

@@ -1,0 +1,4 @@
+// ping: the server answers queries.
+// params: none
+// returns: ok
+RETURN 1 AS ok

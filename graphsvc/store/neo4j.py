@@ -1,0 +1,578 @@
+"""The Neo4j store: graphsvc's system of record.
+
+All retrieval work happens in the database: candidates come from the ``memory_terms`` full-text
+index, exact term statistics (``:TermStat`` df per term, ``:NamespaceStat`` N and total length) are
+kept in the same transaction as every write and delete, and graph walks are bounded breadth-first
+hops in Cypher. Writes are managed transactions (the driver retries transient failures, so each
+transaction function is idempotent), batched with ``UNWIND``.
+
+This is the only module that imports ``neo4j``; driver errors become graphsvc errors here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+from uuid import UUID
+
+import neo4j
+from neo4j import GraphDatabase, ManagedTransaction, RoutingControl
+from neo4j import exceptions as neo4j_errors
+from pydantic import SecretStr
+
+from graphsvc.errors import (
+    BadInputError,
+    ConflictError,
+    GraphsvcError,
+    NotFoundError,
+    StoreUnavailableError,
+)
+from graphsvc.model import (
+    Belief,
+    ContextEvent,
+    ContextEventKind,
+    ForgetReceipt,
+    Link,
+    LinkKind,
+    LinkRef,
+    Memory,
+    NamespaceStats,
+    WriteResult,
+    as_utc,
+)
+from graphsvc.store.base import Store, TermStats, Walk, sort_links
+from graphsvc.store.cypher import query, schema_statements
+
+T = TypeVar("T")
+KEY_SEP = "\x1f"
+# Terms per full-text query: Lucene refuses more than 1024 clauses, and some versions return
+# nothing for very long queries; chunks stay well below both.
+TERMS_PER_QUERY = 100
+EXPORT_PAGE = 1_000
+
+
+def _key(namespace: str, name: str) -> str:
+    return f"{namespace}{KEY_SEP}{name}"
+
+
+def _native(value: Any) -> datetime | None:
+    """A Neo4j temporal value as an aware UTC datetime."""
+    if value is None:
+        return None
+    if isinstance(value, neo4j.time.DateTime):
+        value = value.to_native()
+    if not isinstance(value, datetime):
+        raise GraphsvcError(f"expected a DateTime from Neo4j, got {type(value).__name__}")
+    return as_utc(value)
+
+
+def _memory_props(memory: Memory) -> dict[str, Any]:
+    return {
+        "id": str(memory.id),
+        "text": memory.text,
+        "kind": memory.kind,
+        "occurredAt": memory.occurred_at,
+        "recordedAt": memory.recorded_at,
+        "invalidatedAt": memory.invalidated_at,
+        "tags": list(memory.tags),
+        "source": memory.source,
+        "confidence": memory.confidence,
+        "tokens": memory.tokens,
+        "terms": list(memory.terms),
+        "length": len(memory.terms),
+        # What the full-text index sees: the distinct analysed terms, space separated.
+        "termText": " ".join(sorted(set(memory.terms))),
+    }
+
+
+def _memory(ns: str, props: dict[str, Any]) -> Memory:
+    recorded = _native(props.get("recordedAt"))
+    if recorded is None:
+        raise GraphsvcError(f"memory {props.get('id')} has no recordedAt")
+    return Memory.model_construct(
+        id=UUID(props["id"]),
+        namespace=ns,
+        text=props["text"],
+        kind=props["kind"],
+        occurred_at=_native(props.get("occurredAt")),
+        recorded_at=recorded,
+        invalidated_at=_native(props.get("invalidatedAt")),
+        tags=tuple(props.get("tags") or ()),
+        source=props.get("source"),
+        confidence=float(props.get("confidence", 1.0)),
+        tokens=int(props["tokens"]),
+        terms=tuple(props.get("terms") or ()),
+    )
+
+
+def _link(row: Any) -> Link:
+    created = _native(row["createdAt"])
+    if created is None:
+        raise GraphsvcError(f"link {row['source']} -> {row['target']} has no createdAt")
+    return Link.model_construct(
+        source=UUID(row["source"]),
+        target=UUID(row["target"]),
+        kind=LinkKind(row["kind"]),
+        weight=float(row["weight"]),
+        created_at=created,
+        note=row["note"],
+    )
+
+
+def _event(props: dict[str, Any]) -> ContextEvent:
+    recorded = _native(props.get("recordedAt"))
+    return ContextEvent.model_construct(
+        run_id=props["runId"],
+        seq=int(props["seq"]),
+        step=int(props["step"]),
+        kind=ContextEventKind(props["kind"]),
+        detail=props.get("detail"),
+        est_tokens=props.get("estTokens"),
+        reported_tokens=props.get("reportedTokens"),
+        recorded_at=recorded,
+    )
+
+
+def _lucene(namespace: str, terms: Sequence[str]) -> str:
+    """A full-text query for memories of ``namespace`` containing any of ``terms``. Namespaces are
+    ``[A-Za-z0-9_-]`` and analysed terms are letters and digits only, so nothing needs escaping."""
+    return f'+namespace:"{namespace}" +termText:({" ".join(terms)})'
+
+
+class Neo4jStore(Store):
+    """The store on a Neo4j server (5.26 LTS or newer).
+
+    Args:
+        uri: Bolt URI, e.g. ``bolt://127.0.0.1:7687`` or ``neo4j://host``.
+        user: user name (ignored when ``password`` is empty: no authentication).
+        password: the password, kept secret in logs and reprs.
+        database: database name (Community has one user database, ``neo4j``).
+        retry_seconds: how long the driver retries a transaction on transient errors before
+            graphsvc reports the store unavailable.
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        user: str = "neo4j",
+        password: SecretStr | None = None,
+        database: str = "neo4j",
+        retry_seconds: float = 10.0,
+    ) -> None:
+        self.uri = uri
+        self._user = user
+        self._password = password or SecretStr("")
+        self._database = database
+        self._retry_seconds = retry_seconds
+        self._driver: neo4j.Driver | None = None
+
+    # -- the boundary: driver errors become graphsvc errors --------------------------------------
+
+    def _translate(self, exc: Exception) -> GraphsvcError:
+        if isinstance(exc, GraphsvcError):
+            return exc
+        if isinstance(exc, neo4j_errors.AuthError):
+            return StoreUnavailableError(
+                f"Neo4j at {self.uri} refused the credentials: check GRAPHSVC_NEO4J_USER and "
+                "GRAPHSVC_NEO4J_PASSWORD"
+            )
+        if isinstance(exc, neo4j_errors.ConstraintError):
+            return ConflictError(f"the write conflicts with existing data: {exc.message}")
+        if isinstance(
+            exc,
+            neo4j_errors.ServiceUnavailable
+            | neo4j_errors.SessionExpired
+            | neo4j_errors.TransientError
+            | neo4j_errors.DriverError
+            | OSError,
+        ):
+            return StoreUnavailableError(
+                f"Neo4j at {self.uri} is unavailable ({type(exc).__name__}: {exc}); nothing was "
+                "half-applied. Is it running? (bash scripts/neo4j.sh start)"
+            )
+        if isinstance(exc, neo4j_errors.Neo4jError):
+            return GraphsvcError(f"Neo4j error {exc.code}: {exc.message}")
+        raise exc
+
+    def _run(self, action: Callable[[neo4j.Driver], T]) -> T:
+        if self._driver is None:
+            raise StoreUnavailableError(f"the Neo4j store for {self.uri} is not open")
+        try:
+            return action(self._driver)
+        except Exception as exc:  # translated at this one boundary
+            raise self._translate(exc) from exc
+
+    def _read(self, name: str, **params: Any) -> list[neo4j.Record]:
+        def action(driver: neo4j.Driver) -> list[neo4j.Record]:
+            result = driver.execute_query(
+                query(name), params, database_=self._database, routing_=RoutingControl.READ
+            )
+            return list(result.records)
+
+        return self._run(action)
+
+    def _write(self, work: Callable[[ManagedTransaction], T]) -> T:
+        def action(driver: neo4j.Driver) -> T:
+            with driver.session(database=self._database) as session:
+                return session.execute_write(work)
+
+        return self._run(action)
+
+    @staticmethod
+    def _tx(tx: ManagedTransaction, name: str, **params: Any) -> list[neo4j.Record]:
+        return list(tx.run(query(name), params))
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        if self._driver is not None:
+            return
+        secret = self._password.get_secret_value()
+        auth = (self._user, secret) if secret else None
+        try:
+            driver = GraphDatabase.driver(
+                self.uri,
+                auth=auth,
+                max_transaction_retry_time=self._retry_seconds,
+                connection_timeout=5.0,
+                connection_acquisition_timeout=10.0,
+                # "property/label does not exist yet" on a fresh database is expected, not news.
+                notifications_disabled_classifications=[
+                    neo4j.NotificationDisabledClassification.UNRECOGNIZED
+                ],
+            )
+        except (ValueError, neo4j_errors.ConfigurationError) as exc:
+            raise BadInputError(f"invalid Neo4j URI {self.uri!r}: {exc}") from exc
+        self._driver = driver
+        try:
+            self._run(lambda d: d.verify_connectivity())
+            self._ensure_schema()
+        except GraphsvcError:
+            self.close()
+            raise
+
+    def _ensure_schema(self) -> None:
+        def action(driver: neo4j.Driver) -> None:
+            with driver.session(database=self._database) as session:
+                for statement in schema_statements():
+                    session.run(statement).consume()
+                session.run("CALL db.awaitIndexes(120)").consume()
+
+        self._run(action)
+
+    def close(self) -> None:
+        if self._driver is not None:
+            self._driver.close()
+            self._driver = None
+
+    def ping(self) -> None:
+        self._read("ping")
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _term_deltas(
+        ns: str, added: Sequence[Memory], removed: Sequence[Memory]
+    ) -> list[dict[str, Any]]:
+        counts: Counter[str] = Counter()
+        for memory in added:
+            counts.update(set(memory.terms))
+        for memory in removed:
+            counts.subtract(set(memory.terms))
+        return [
+            {"key": _key(ns, term), "term": term, "delta": delta}
+            for term, delta in sorted(counts.items())
+            if delta != 0
+        ]
+
+    def _apply_stats(
+        self,
+        tx: ManagedTransaction,
+        ns: str,
+        added: Sequence[Memory],
+        removed: Sequence[Memory],
+    ) -> None:
+        deltas = self._term_deltas(ns, added, removed)
+        if deltas:
+            self._tx(tx, "bump_term_stats", ns=ns, deltas=deltas)
+        length = sum(len(m.terms) for m in added) - sum(len(m.terms) for m in removed)
+        self._tx(
+            tx, "bump_namespace_stat", ns=ns, memories=len(added) - len(removed), length=length
+        )
+
+    def upsert_memories(
+        self, namespace: str, memories: Sequence[Memory], *, max_memories: int
+    ) -> WriteResult:
+        def work(tx: ManagedTransaction) -> WriteResult:
+            ids = sorted({str(m.id) for m in memories})
+            existing = {
+                row["memory"]["id"]: (row["namespace"], row["memory"])
+                for row in self._tx(tx, "existing_memories", ids=ids)
+            }
+            created: list[Memory] = []
+            unchanged: list[UUID] = []
+            batch: dict[UUID, Memory] = {}
+            for memory in memories:
+                found = existing.get(str(memory.id))
+                if found is not None and found[0] != namespace:
+                    raise ConflictError(
+                        f"memory id {memory.id} is already taken; write under another id (or "
+                        "none, to derive one from the content)"
+                    )
+                old = _memory(namespace, found[1]) if found else batch.get(memory.id)
+                if old is not None:
+                    if not old.same_content(memory):
+                        raise ConflictError(
+                            f"memory {memory.id} exists with different content; forget it first "
+                            "or write the new content under a new id"
+                        )
+                    unchanged.append(memory.id)
+                    continue
+                batch[memory.id] = memory
+                created.append(memory)
+            stat = self._tx(tx, "term_stats", ns=namespace, keys=[])[0]
+            overflow = stat["memories"] + len(created) - max_memories
+            evicted: list[Memory] = []
+            if overflow > 0:
+                rows = self._tx(tx, "oldest_memories", ns=namespace, limit=overflow)
+                evicted = [_memory(namespace, row["memory"]) for row in rows]
+                self._tx(tx, "delete_memories", ns=namespace, ids=[str(m.id) for m in evicted])
+            if created:
+                props = [_memory_props(m) for m in created]
+                self._tx(tx, "create_memories", ns=namespace, rows=props)
+            if created or evicted:
+                self._apply_stats(tx, namespace, created, evicted)
+            return WriteResult(
+                created=tuple(m.id for m in created),
+                unchanged=tuple(unchanged),
+                evicted=tuple(m.id for m in evicted),
+            )
+
+        return self._write(work)
+
+    def add_links(self, namespace: str, links: Sequence[Link]) -> None:
+        if not links:
+            return
+
+        def work(tx: ManagedTransaction) -> None:
+            ends = sorted({str(e) for lk in links for e in (lk.source, lk.target)})
+            found = {
+                row["memory"]["id"] for row in self._tx(tx, "get_memories", ns=namespace, ids=ends)
+            }
+            for link in links:
+                for end in (link.source, link.target):
+                    if str(end) not in found:
+                        raise NotFoundError(
+                            f"cannot link {link.source} -> {link.target}: memory {end} does not "
+                            f"exist in namespace {namespace!r}; write it first"
+                        )
+            rows = [
+                {"source": str(lk.source), "target": str(lk.target), "kind": lk.kind.value,
+                 "weight": lk.weight, "note": lk.note, "createdAt": lk.created_at}
+                for lk in links
+            ]  # fmt: skip
+            self._tx(tx, "merge_links", ns=namespace, links=rows)
+            sources = list(
+                dict.fromkeys(str(lk.source) for lk in links if lk.kind is LinkKind.SUPERSEDES)
+            )
+            if sources:
+                cycle = self._tx(tx, "supersedes_cycle", ns=namespace, ids=sources)
+                if cycle:
+                    raise BadInputError(
+                        f"SUPERSEDES links would form a cycle through memory {cycle[0]['id']}: a "
+                        "newer memory cannot be superseded by one it supersedes"
+                    )
+
+        self._write(work)
+
+    def forget(self, namespace: str, memory_id: UUID, *, at: datetime) -> ForgetReceipt:
+        def work(tx: ManagedTransaction) -> ForgetReceipt:
+            rows = self._tx(tx, "forget_receipt", ns=namespace, id=str(memory_id))
+            if not rows:
+                raise NotFoundError(f"memory {memory_id} does not exist in namespace {namespace!r}")
+            row = rows[0]
+            memory = _memory(namespace, row["memory"])
+            refs = sorted(
+                (LinkRef(source=UUID(r["source"]), target=UUID(r["target"]), kind=r["kind"])
+                 for r in row["links"] if r["kind"] is not None),
+                key=lambda lk: (str(lk.source), str(lk.target), lk.kind.value),
+            )  # fmt: skip
+            self._tx(tx, "delete_memories", ns=namespace, ids=[str(memory_id)])
+            self._apply_stats(tx, namespace, [], [memory])
+            return ForgetReceipt(
+                memory_id=memory_id,
+                namespace=namespace,
+                removed_links=tuple(refs),
+                removed_belief_ids=tuple(sorted((UUID(b) for b in row["beliefs"]), key=str)),
+                forgotten_at=at,
+            )
+
+        return self._write(work)
+
+    def save_belief(self, belief: Belief) -> None:
+        ns = belief.namespace
+
+        def work(tx: ManagedTransaction) -> None:
+            wanted = [str(m) for m in (*belief.source_ids, *belief.linked_context_ids)]
+            found = {r["memory"]["id"] for r in self._tx(tx, "get_memories", ns=ns, ids=wanted)}
+            missing = [m for m in wanted if m not in found]
+            if missing:
+                raise NotFoundError(f"belief names memories that do not exist: {missing[0]}")
+            props = {
+                "id": str(belief.id), "cue": belief.cue, "summary": belief.summary,
+                "confidence": belief.confidence, "createdAt": belief.created_at,
+            }  # fmt: skip
+            self._tx(
+                tx, "save_belief", ns=ns, belief=props,
+                sources=[str(m) for m in belief.source_ids],
+                context=[str(m) for m in belief.linked_context_ids],
+            )  # fmt: skip
+
+        self._write(work)
+
+    def append_event(
+        self,
+        namespace: str,
+        run_id: str,
+        *,
+        step: int,
+        kind: str,
+        detail: str | None,
+        est_tokens: int | None,
+        at: datetime,
+    ) -> ContextEvent:
+        props = {
+            "step": step, "kind": ContextEventKind(kind).value, "detail": detail,
+            "estTokens": est_tokens, "reportedTokens": None, "recordedAt": at,
+        }  # fmt: skip
+
+        def work(tx: ManagedTransaction) -> int:
+            rows = self._tx(
+                tx, "append_event", ns=namespace, key=_key(namespace, run_id), runId=run_id,
+                event=props,
+            )  # fmt: skip
+            return int(rows[0]["seq"])
+
+        seq = self._write(work)
+        return ContextEvent(
+            run_id=run_id, seq=seq, step=step, kind=ContextEventKind(kind), detail=detail,
+            est_tokens=est_tokens, reported_tokens=None, recorded_at=at,
+        )  # fmt: skip
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def get_memories(self, namespace: str, ids: Sequence[UUID]) -> list[Memory]:
+        if not ids:
+            return []
+        rows = self._read("get_memories", ns=namespace, ids=[str(i) for i in ids])
+        by_id = {row["memory"]["id"]: _memory(namespace, row["memory"]) for row in rows}
+        return [by_id[str(i)] for i in ids if str(i) in by_id]
+
+    def term_stats(self, namespace: str, terms: Sequence[str]) -> TermStats:
+        keys = [_key(namespace, t) for t in dict.fromkeys(terms)]
+        row = self._read("term_stats", ns=namespace, keys=keys)[0]
+        df = {item["key"].split(KEY_SEP, 1)[1]: int(item["df"]) for item in row["df"]}
+        return TermStats(int(row["memories"]), int(row["totalLength"]), df)
+
+    def postings(self, namespace: str, terms: Sequence[str]) -> list[Memory]:
+        unique = list(dict.fromkeys(terms))
+        found: dict[str, Memory] = {}
+        for start in range(0, len(unique), TERMS_PER_QUERY):
+            chunk = unique[start : start + TERMS_PER_QUERY]
+            for row in self._read("postings", ns=namespace, query=_lucene(namespace, chunk)):
+                props = row["memory"]
+                if props["id"] not in found:
+                    found[props["id"]] = _memory(namespace, props)
+        return [found[key] for key in sorted(found)]
+
+    def recent_postings(self, namespace: str, term: str, limit: int) -> list[Memory]:
+        rows = self._read(
+            "recent_postings", ns=namespace, query=_lucene(namespace, [term]), limit=limit
+        )
+        return [_memory(namespace, row["memory"]) for row in rows]
+
+    def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
+        if not ids:
+            return []
+        rows = self._read("supersessions", ns=namespace, ids=[str(i) for i in ids])
+        return [(UUID(row["newer"]), UUID(row["older"])) for row in rows]
+
+    def walk(self, namespace: str, start: Sequence[UUID], depth: int, max_nodes: int) -> Walk:
+        starts = [str(m.id) for m in self.get_memories(namespace, list(dict.fromkeys(start)))]
+        seen = set(starts)
+        frontier = list(starts)
+        reached: list[tuple[str, int]] = []
+        for distance in range(1, depth + 1):
+            if not frontier or len(reached) >= max_nodes:
+                break
+            rows = self._read(
+                "walk_layer", ns=namespace, frontier=frontier, seen=sorted(seen),
+                limit=max_nodes - len(reached),
+            )  # fmt: skip
+            layer = [row["id"] for row in rows]
+            seen.update(layer)
+            reached += [(node, distance) for node in layer]
+            frontier = layer
+        memories = {
+            str(m.id): m for m in self.get_memories(namespace, [UUID(n) for n, _ in reached])
+        }
+        members = starts + [n for n, _ in reached]
+        links = [_link(row) for row in self._read("links_among", ns=namespace, ids=members)]
+        return Walk(
+            reached=tuple((memories[n], d) for n, d in reached),
+            links=sort_links(links),
+        )
+
+    def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
+        if not ids:
+            return []
+        rows = self._read("links_touching", ns=namespace, ids=[str(i) for i in ids])
+        return list(sort_links([_link(row) for row in rows]))
+
+    def get_belief(self, namespace: str, belief_id: UUID) -> Belief | None:
+        rows = self._read("get_belief", ns=namespace, id=str(belief_id))
+        if not rows:
+            return None
+        props = rows[0]["belief"]
+        created = _native(props["createdAt"])
+        if created is None:
+            raise GraphsvcError(f"belief {belief_id} has no createdAt")
+        return Belief(
+            id=UUID(props["id"]), namespace=namespace, cue=props["cue"],
+            summary=props["summary"], confidence=float(props["confidence"]),
+            created_at=created, source_ids=tuple(UUID(s) for s in rows[0]["sources"]),
+            linked_context_ids=tuple(UUID(s) for s in rows[0]["context"]),
+        )  # fmt: skip
+
+    def events(self, namespace: str, run_id: str) -> list[ContextEvent]:
+        rows = self._read("run_events", key=_key(namespace, run_id))
+        return [_event(row["event"]) for row in rows]
+
+    def stats(self, namespace: str) -> NamespaceStats:
+        row = self._read("namespace_stats", ns=namespace)[0]
+        return NamespaceStats(
+            namespace=namespace, memories=row["memories"], links=row["links"],
+            beliefs=row["beliefs"], terms=row["terms"], events=row["events"],
+        )  # fmt: skip
+
+    def export(self, namespace: str) -> Iterator[Memory | Link]:
+        after: datetime | None = None
+        after_id = ""
+        while True:
+            rows = self._read(
+                "export_memories", ns=namespace, after=after, afterId=after_id, limit=EXPORT_PAGE
+            )
+            for row in rows:
+                memory = _memory(namespace, row["memory"])
+                after, after_id = memory.recorded_at, str(memory.id)
+                yield memory
+            if len(rows) < EXPORT_PAGE:
+                break
+        for row in self._read("export_links", ns=namespace):
+            yield _link(row)
+
+
+__all__ = ["Neo4jStore"]
