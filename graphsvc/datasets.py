@@ -29,10 +29,13 @@ def parse_locomo_time(value: str) -> datetime:
     return datetime.strptime(value.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
-def locomo_rows(conversation: dict[str, Any], sample_id: str) -> Iterator[dict[str, Any]]:
+def locomo_rows(
+    conversation: dict[str, Any], sample_id: str, scope: str = ""
+) -> Iterator[dict[str, Any]]:
     """One memory per LoCoMo turn: ``"Speaker: text"`` (plus a shared image's caption), kind
     ``turn``, source the turn's ``dia_id``, dated at its session's time plus one second per turn so
-    that order within a session survives."""
+    that order within a session survives. Memory ids are globally unique: give a ``scope`` to load
+    the same data a second time (into another namespace)."""
     conv = conversation["conversation"]
     sessions = sorted(
         (int(m.group(1)), key) for key in conv if (m := _SESSION_KEY.match(key)) and conv[key]
@@ -45,7 +48,7 @@ def locomo_rows(conversation: dict[str, Any], sample_id: str) -> Iterator[dict[s
                 text += f" [shared an image: {turn['blip_caption']}]"
             yield {
                 "type": "memory",
-                "id": dataset_id("locomo", sample_id, turn["dia_id"]),
+                "id": dataset_id(scope, "locomo", sample_id, turn["dia_id"]),
                 "text": text,
                 "kind": "turn",
                 "occurredAt": (start + timedelta(seconds=index)).isoformat(),
@@ -80,16 +83,17 @@ def esc_day(*values: str | None) -> str | None:
     return partial
 
 
-def esc_rows(document: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def esc_rows(document: dict[str, Any], scope: str = "") -> Iterator[dict[str, Any]]:
     """One memory per EventStoryLine event (its sentence, dated at the event's date or the
-    document's), then a ``CAUSES`` link per causal pair (cause -> effect)."""
+    document's), then a ``CAUSES`` link per causal pair (cause -> effect). ``scope`` as for
+    :func:`locomo_rows`."""
     doc = document["doc"]
     dct = document["dct"]
     for event_id, event in sorted(document["events"].items(), key=lambda kv: int(kv[0])):
         day = esc_day(event.get("date"), dct)
         yield {
             "type": "memory",
-            "id": dataset_id("esc", doc, event_id),
+            "id": dataset_id(scope, "esc", doc, event_id),
             "text": f"{event['text']}: {event['sentence']}",
             "kind": "event",
             "occurredAt": f"{day}T00:00:00+00:00" if day else None,
@@ -106,8 +110,8 @@ def esc_rows(document: dict[str, Any]) -> Iterator[dict[str, Any]]:
         seen.add(pair)
         yield {
             "type": "link",
-            "source": dataset_id("esc", doc, link["cause"]),
-            "target": dataset_id("esc", doc, link["effect"]),
+            "source": dataset_id(scope, "esc", doc, link["cause"]),
+            "target": dataset_id(scope, "esc", doc, link["effect"]),
             "kind": "CAUSES",
             "note": link["relType"],
         }

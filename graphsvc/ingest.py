@@ -147,7 +147,7 @@ def ingest(
                 on_batch(len(batch))
         links = [lk for _, lk in plan.links]
         for link_batch in _batches(links, size):
-            service.link_many(namespace, link_batch)
+            service.add_links(namespace, link_batch)
             bar.update(len(link_batch))
             if on_batch is not None:
                 on_batch(len(link_batch))

@@ -267,14 +267,17 @@ def build_bundle(
     ``capsules`` or in ``excluded`` with a reason.
     """
     chronological = asks_about_order(request.query)
-    top_score = ranked[0].score if ranked else 0.0
+    top_score = max((item.score for item in ranked), default=0.0)
     skipped = top_score < request.min_score or not ranked
     # Capsules far below the best one add noise, not evidence: they are excluded as below_floor.
     floor = max(request.min_score, request.relative_floor * top_score)
     packed: list[ContextCapsule] = []
     excluded: list[ContextCapsule] = []
     packed_terms: list[frozenset[str]] = []
-    used = 0
+    # Packing pays for the dated form of every capsule, chronological or not, so the selection
+    # does not depend on how it is presented ("ordering changes presentation only") and the
+    # re-rendered capsules always fit the budget.
+    spent = 0
     for item in ranked:
         if skipped:
             excluded.append(_capsule(item, chronological, "abstained"))
@@ -290,12 +293,13 @@ def build_bundle(
         if len(packed) >= request.max_capsules:
             excluded.append(capsule.model_copy(update={"reason": "max_capsules"}))
             continue
-        if used + capsule.tokens > request.budget_tokens:
+        cost = estimate_tokens(_capsule_text(item.memory, chronological=True))
+        if spent + cost > request.budget_tokens:
             excluded.append(capsule.model_copy(update={"reason": "budget"}))
             continue
         packed.append(capsule)
         packed_terms.append(term_set)
-        used += capsule.tokens
+        spent += cost
 
     discriminating = [t for t in terms if stats.coverage_weight(t) > 0.0]
     seen_terms: set[str] = set()
@@ -323,7 +327,7 @@ def build_bundle(
         stage=request.stage.name,
         budget_tokens=request.budget_tokens,
         min_score=request.min_score,
-        used_tokens=used,
+        used_tokens=sum(c.tokens for c in packed),
         capsules=tuple(packed),
         excluded=tuple(excluded),
         skipped=skipped,

@@ -7,6 +7,7 @@ same things with the same messages.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import uuid
@@ -54,9 +55,10 @@ _RUN_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 def content_id(namespace: str, item: MemoryInput) -> UUID:
     """The id of a memory written without one: a UUIDv5 of its namespace and content."""
-    occurred = item.occurred_at.isoformat() if item.occurred_at else ""
-    key = "\x1f".join(
-        [namespace, item.kind, item.text, occurred, item.source or "", "\x1e".join(item.tags)]
+    occurred = item.occurred_at.isoformat() if item.occurred_at else None
+    key = json.dumps(
+        [namespace, item.kind, item.text, occurred, item.source, list(item.tags)],
+        ensure_ascii=False,
     )
     return uuid.uuid5(CONTENT_ID_NAMESPACE, key)
 
@@ -207,7 +209,11 @@ class MemoryService:
         result = self.store.upsert_memories(
             namespace, memories, max_memories=self.settings.max_memories_per_namespace
         )
-        by_id = {m.id: m for m in self.store.get_memories(namespace, [m.id for m in memories])}
+        # What was created is what we built; only memories already there are read back.
+        created = set(result.created)
+        by_id = {m.id: m for m in memories if m.id in created}
+        if result.unchanged:
+            by_id.update((m.id, m) for m in self.store.get_memories(namespace, result.unchanged))
         if run_id is not None:
             at = self._now()
             if result.created:
@@ -233,7 +239,17 @@ class MemoryService:
         return self.link_many(namespace, [item])[0]
 
     def link_many(self, namespace: str, items: Sequence[LinkInput]) -> list[Link]:
-        """Create links, all or nothing: both ends must exist, no self-link, no SUPERSEDES cycle."""
+        """Create links, all or nothing: both ends must exist, no self-link, no SUPERSEDES cycle.
+        Returns them as stored (a link that existed keeps its ``createdAt``)."""
+        links = self.add_links(namespace, items)
+        stored = {
+            (lk.source, lk.target, lk.kind): lk
+            for lk in self.store.links_of(namespace, sorted({i.source for i in items}, key=str))
+        }
+        return [stored[(lk.source, lk.target, lk.kind)] for lk in links]
+
+    def add_links(self, namespace: str, items: Sequence[LinkInput]) -> list[Link]:
+        """As :meth:`link_many`, without reading the links back (for bulk loads)."""
         self.check_namespace(namespace)
         if len(items) > self.settings.max_batch:
             raise LimitExceededError(
@@ -249,11 +265,7 @@ class MemoryService:
             for i in items
         ]  # fmt: skip
         self.store.add_links(namespace, links)
-        stored = {
-            (lk.source, lk.target, lk.kind): lk
-            for lk in self.store.links_of(namespace, sorted({i.source for i in items}, key=str))
-        }
-        return [stored[(lk.source, lk.target, lk.kind)] for lk in links]
+        return links
 
     def forget(self, namespace: str, memory_id: UUID) -> ForgetReceipt:
         """Remove a memory, its links and the beliefs built on it; say what was removed."""
@@ -361,7 +373,7 @@ class MemoryService:
         now = self._now()
         belief_id = uuid.uuid5(
             CONTENT_ID_NAMESPACE,
-            "\x1f".join([namespace, cue, now.isoformat(), *map(str, belief.source_ids)]),
+            json.dumps([namespace, cue, now.isoformat(), [str(i) for i in belief.source_ids]]),
         )
         stored_id: UUID | None = None
         if belief.source_ids:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -72,6 +72,21 @@ class Settings(BaseSettings):
     default_depth: int = Field(default=2, ge=0)
     max_depth: int = Field(default=4, ge=0)
     walk_max_nodes: int = Field(default=50, ge=1, description="Most nodes a reconstruct walk adds.")
+
+    @model_validator(mode="after")
+    def _defaults_within_limits(self) -> Settings:
+        for default, limit in (
+            ("default_budget_tokens", "max_budget_tokens"),
+            ("default_max_capsules", "max_capsules_limit"),
+            ("default_k", "max_k"),
+            ("default_depth", "max_depth"),
+        ):
+            if getattr(self, default) > getattr(self, limit):
+                raise ValueError(
+                    f"{default} ({getattr(self, default)}) is above {limit} "
+                    f"({getattr(self, limit)}): raise the limit or lower the default"
+                )
+        return self
 
     fsync: bool = Field(default=True, description="fsync the embedded store's log on every write.")
     snapshot_bytes: int = Field(

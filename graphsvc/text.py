@@ -5,28 +5,32 @@ The same analyser runs for memories and queries, in both stores.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from functools import lru_cache
 
+import regex
 import Stemmer
 
-# Anything that is not a letter or a digit separates tokens. ``\w`` also admits "_", so exclude it.
-_SPLIT = re.compile(r"[\W_]+", re.UNICODE)
+# A token is a run of letters and digits. Combining marks belong to the letter they modify
+# (Devanagari vowel signs, the dot of a casefolded "İ"), so they continue a token but never start
+# one; everything else separates tokens.
+_TOKEN = regex.compile(r"[\p{L}\p{N}][\p{L}\p{N}\p{M}]*")
 
-# The classic English stop-word list (Snowball's), casefolded. Chronology markers such as "before"
-# and "when" are stop words for retrieval; chronology detection reads the raw query instead.
+# The classic English stop-word list (Snowball's), casefolded. Contractions appear without their
+# apostrophe only where that is not also a real word ("shell", "wed", "ill" stay searchable).
+# Chronology markers such as "before" and "when" are stop words for retrieval; chronology
+# detection reads the raw query instead.
 STOP_WORDS: frozenset[str] = frozenset(
     """
     a about above after again against all am an and any are aren arent as at be because been
     before being below between both but by can cannot could couldn couldnt did didn didnt do does
     doesn doesnt doing don dont down during each few for from further had hadn hadnt has hasn hasnt
-    have haven havent having he hed hell hes her here heres hers herself him himself his how hows
-    i id ill im ive if in into is isn isnt it its itself lets me more most mustn mustnt my myself
+    have haven havent having he hed hes her here heres hers herself him himself his how hows
+    i im ive if in into is isn isnt it its itself me more most mustn mustnt my myself
     no nor not of off on once only or other ought our ours ourselves out over own same shan shant
-    she shed shell shes should shouldn shouldnt so some such than that thats the their theirs them
+    she shes should shouldn shouldnt so some such than that thats the their theirs them
     themselves then there theres these they theyd theyll theyre theyve this those through to too
-    under until up very was wasn wasnt we wed well were weren werent weve what whats when whens
+    under until up very was wasn wasnt we were weren werent weve what whats when whens
     where wheres which while who whos whom why whys with won wont would wouldn wouldnt you youd
     youll youre youve your yours yourself yourselves ll re ve
     """.split()
@@ -37,9 +41,10 @@ _stem_cached = lru_cache(maxsize=200_000)(_stemmer.stemWord)
 
 
 def tokenize(text: str) -> list[str]:
-    """NFKC-normalise and casefold, then split on anything that is not a letter or digit."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return [tok for tok in _SPLIT.split(folded) if tok]
+    """NFKC-normalise and casefold (and NFKC again, as casefolding can denormalise), then take the
+    runs of letters and digits (with their combining marks)."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return list(_TOKEN.findall(folded))
 
 
 def analyse(text: str) -> list[str]:

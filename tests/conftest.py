@@ -80,7 +80,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if "neo4j" not in report.keywords:
         return
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        _neo4j_outcomes[report.outcome] = _neo4j_outcomes.get(report.outcome, 0) + 1
+        outcome = "xfailed" if hasattr(report, "wasxfail") else report.outcome
+        _neo4j_outcomes[outcome] = _neo4j_outcomes.get(outcome, 0) + 1
         if report.outcome == "skipped" and isinstance(report.longrepr, tuple):
             _neo4j_skip_reasons.add(str(report.longrepr[2]))
 

@@ -1,33 +1,80 @@
-"""How the Neo4j suite finds a server: ``GRAPHSVC_NEO4J_URI``, else testcontainers, else skip loudly."""
+"""How the Neo4j suite finds a server.
+
+1. ``GRAPHSVC_NEO4J_URI`` (and ``GRAPHSVC_NEO4J_USER`` / ``_PASSWORD`` / ``_DATABASE``) when set:
+   CI sets it after ``bash scripts/neo4j.sh start``;
+2. else a ``neo4j:5.26-community`` container through testcontainers, when a Docker engine answers
+   (started once per test session, removed at exit);
+3. else the test is skipped, with a reason that says how to run it.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
+import socket
 from collections.abc import Callable
+from functools import cache
+from typing import Any
+from urllib.parse import urlparse
 
 import pytest
+from pydantic import SecretStr
 
 from graphsvc.store.base import Store
+from graphsvc.store.neo4j import Neo4jStore
 
-_SKIP_REASON = (
+NEO4J_IMAGE = "neo4j:5.26-community"
+SKIP_REASON = (
     "NEO4J SUITE NOT RUN: GRAPHSVC_NEO4J_URI is not set and no Docker engine answers. "
     "Start the bundled server with `bash scripts/neo4j.sh start` and export "
     "GRAPHSVC_NEO4J_URI=bolt://127.0.0.1:7687 (CI does this)."
 )
 
 
+def docker_answers() -> bool:
+    """True when a Docker engine answers ``GET /_ping`` (unix socket or tcp ``DOCKER_HOST``)."""
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    try:
+        if host.startswith("unix://"):
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            address: Any = host.removeprefix("unix://")
+        else:
+            parsed = urlparse(host)
+            conn = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            address = (parsed.hostname or "127.0.0.1", parsed.port or 2375)
+        with conn:
+            conn.settimeout(2.0)
+            conn.connect(address)
+            conn.sendall(b"GET /_ping HTTP/1.0\r\n\r\n")
+            return b"OK" in conn.recv(4096)
+    except OSError:
+        return False
+
+
+@cache
+def _container() -> tuple[str, str, str] | None:
+    """(uri, user, password) of a testcontainers Neo4j, or None when Docker is not there."""
+    if not docker_answers():
+        return None
+    from testcontainers.community.neo4j import Neo4jContainer
+
+    container: Any = Neo4jContainer(NEO4J_IMAGE)
+    container.start()
+    atexit.register(container.stop)
+    return container.get_connection_url(), "neo4j", container.password
+
+
 def neo4j_store_factory() -> Callable[[], Store]:
     """A factory of unopened Neo4j stores, or ``pytest.skip`` with the reason."""
     uri = os.environ.get("GRAPHSVC_NEO4J_URI")
-    if not uri:
-        pytest.skip(_SKIP_REASON)
-    try:
-        from graphsvc.store.neo4j import Neo4jStore
-    except ImportError as exc:  # pragma: no cover - until the Neo4j store lands
-        pytest.skip(f"NEO4J SUITE NOT RUN: graphsvc.store.neo4j is not importable: {exc}")
-    from pydantic import SecretStr
-
-    user = os.environ.get("GRAPHSVC_NEO4J_USER", "neo4j")
-    password = SecretStr(os.environ.get("GRAPHSVC_NEO4J_PASSWORD", ""))
+    if uri:
+        user = os.environ.get("GRAPHSVC_NEO4J_USER", "neo4j")
+        password = os.environ.get("GRAPHSVC_NEO4J_PASSWORD", "")
+    else:
+        found = _container()
+        if found is None:
+            pytest.skip(SKIP_REASON)
+        uri, user, password = found
     database = os.environ.get("GRAPHSVC_NEO4J_DATABASE", "neo4j")
-    return lambda: Neo4jStore(uri, user=user, password=password, database=database)
+    secret = SecretStr(password)
+    return lambda: Neo4jStore(uri, user=user, password=secret, database=database)

@@ -41,18 +41,25 @@ class TermStats:
     def avg_length(self) -> float:
         return self.total_length / self.n_docs if self.n_docs else 0.0
 
+    def _smooth_idf(self, df: int) -> float:
+        # BM25's (Lucene's) IDF, ln(1 + (N - df + 0.5) / (df + 0.5)). DESIGN.md starts from
+        # ln((N + 1) / (df + 1)), which is exactly 0 for a term every memory contains: a namespace
+        # with one memory could then never recall it, nor two memories that both say "pizza" be
+        # found by "pizza". This one ranks the same way, stays positive, and is tiny for such terms.
+        return math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
+
     def idf(self, term: str) -> float:
-        """``ln((N + 1) / (df + 1))``; a term no memory contains weighs 0 (for scoring)."""
+        """The IDF of a term for scoring; a term no memory contains weighs 0."""
         df = self.df.get(term, 0)
         if df == 0:
             return 0.0
-        return math.log((self.n_docs + 1) / (df + 1))
+        return self._smooth_idf(df)
 
     def coverage_weight(self, term: str) -> float:
-        """As :meth:`idf`, but a term memory has never seen weighs the most, ``ln(N + 1)``."""
-        if self.df.get(term, 0) == 0:
-            return math.log(self.n_docs + 1)
-        return self.idf(term)
+        """The weight of a term for coverage: as :meth:`idf`, but a term memory has never seen
+        weighs the most, ``ln(2N + 2)`` (the same formula at df = 0): the strongest sign of a
+        gap."""
+        return self._smooth_idf(self.df.get(term, 0))
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from typing import IO, Any
 from uuid import UUID
 
 import networkx as nx
+from sortedcontainers import SortedList
 
 from graphsvc.errors import (
     BadInputError,
@@ -59,7 +60,9 @@ class _Namespace:
     """Everything of one namespace."""
 
     graph: Any = field(default_factory=nx.MultiDiGraph)  # memory ids; edges keyed by link kind
-    memories: dict[UUID, Memory] = field(default_factory=dict)  # insertion order = recorded order
+    memories: dict[UUID, Memory] = field(default_factory=dict)
+    # Eviction order: (recordedAt in microseconds, id), oldest first.
+    order: SortedList = field(default_factory=SortedList)
     postings: dict[str, dict[UUID, int]] = field(default_factory=dict)  # term -> {id: tf}
     total_length: int = 0
     beliefs: dict[UUID, Belief] = field(default_factory=dict)
@@ -193,6 +196,9 @@ class MirrorStore(Store):
         except OSError as exc:
             self.close()
             raise StoreUnavailableError(f"cannot open data dir {root}: {exc.strerror}") from exc
+        except BaseException:
+            self.close()  # release the lock: the directory can be repaired and reopened
+            raise
 
     def _take_lock(self, root: Path) -> None:
         lock_file = open(root / "LOCK", "a+", encoding="utf-8")  # noqa: SIM115 - held open
@@ -243,13 +249,13 @@ class MirrorStore(Store):
                 continue
             try:
                 record = json.loads(raw)
-            except ValueError as exc:
+                if record["seq"] <= self._seq:
+                    continue
+                self._apply(record)
+            except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
                 raise StoreCorruptError(
-                    f"{path}:{number} is not a valid log record: {exc}"
+                    f"{path}:{number} is not a valid log record ({type(exc).__name__}: {exc})"
                 ) from exc
-            if record["seq"] <= self._seq:
-                continue
-            self._apply(record)
             self._seq = record["seq"]
         if torn and not self._read_only:
             with open(path, "r+b") as handle:
@@ -342,6 +348,7 @@ class MirrorStore(Store):
     def _add_memory(self, space: _Namespace, memory: Memory) -> None:
         self._owner[memory.id] = memory.namespace
         space.memories[memory.id] = memory
+        space.order.add((_micros(memory.recorded_at), str(memory.id)))
         space.graph.add_node(memory.id)
         for term, count in Counter(memory.terms).items():
             space.postings.setdefault(term, {})[memory.id] = count
@@ -352,6 +359,7 @@ class MirrorStore(Store):
         if memory is None:
             return
         del self._owner[memory_id]
+        space.order.remove((_micros(memory.recorded_at), str(memory_id)))
         space.graph.remove_node(memory_id)
         for term in set(memory.terms):
             posting = space.postings[term]
@@ -425,10 +433,12 @@ class MirrorStore(Store):
             overflow = len(space.memories) + len(created) - max_memories
             evict: list[UUID] = []
             if overflow > 0:
-                for mid in space.memories:
+                keep = {str(mid) for mid in unchanged}
+                for _, key in space.order:
                     if len(evict) == overflow:
                         break
-                    evict.append(mid)
+                    if key not in keep:
+                        evict.append(UUID(key))
             if created or evict:
                 self._write({
                     "op": "upsert", "ns": namespace,

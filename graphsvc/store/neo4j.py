@@ -337,7 +337,8 @@ class Neo4jStore(Store):
             overflow = stat["memories"] + len(created) - max_memories
             evicted: list[Memory] = []
             if overflow > 0:
-                rows = self._tx(tx, "oldest_memories", ns=namespace, limit=overflow)
+                skip = [str(mid) for mid in unchanged]
+                rows = self._tx(tx, "oldest_memories", ns=namespace, skip=skip, limit=overflow)
                 evicted = [_memory(namespace, row["memory"]) for row in rows]
                 self._tx(tx, "delete_memories", ns=namespace, ids=[str(m.id) for m in evicted])
             if created:
@@ -359,9 +360,7 @@ class Neo4jStore(Store):
 
         def work(tx: ManagedTransaction) -> None:
             ends = sorted({str(e) for lk in links for e in (lk.source, lk.target)})
-            found = {
-                row["memory"]["id"] for row in self._tx(tx, "get_memories", ns=namespace, ids=ends)
-            }
+            found = {row["id"] for row in self._tx(tx, "memory_ids", ns=namespace, ids=ends)}
             for link in links:
                 for end in (link.source, link.target):
                     if str(end) not in found:
@@ -417,7 +416,7 @@ class Neo4jStore(Store):
 
         def work(tx: ManagedTransaction) -> None:
             wanted = [str(m) for m in (*belief.source_ids, *belief.linked_context_ids)]
-            found = {r["memory"]["id"] for r in self._tx(tx, "get_memories", ns=ns, ids=wanted)}
+            found = {r["id"] for r in self._tx(tx, "memory_ids", ns=ns, ids=wanted)}
             missing = [m for m in wanted if m not in found]
             if missing:
                 raise NotFoundError(f"belief names memories that do not exist: {missing[0]}")

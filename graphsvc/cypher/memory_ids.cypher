@@ -1,0 +1,7 @@
+// memory_ids: which of some ids are memories of a namespace (existence checks, no properties).
+// params: $ns: string, $ids: list<string>
+// returns: id
+UNWIND $ids AS id
+MATCH (m:Memory {id: id})
+WHERE m.namespace = $ns
+RETURN m.id AS id

@@ -1,0 +1,45 @@
+"""Every file in graphsvc/cypher/ is used by the Neo4j store, and every name it uses exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from graphsvc.store import cypher
+
+STORE = Path(__file__).resolve().parents[1] / "graphsvc" / "store" / "neo4j.py"
+# _read("name", ...) and self._tx(tx, "name", ...)
+USE = re.compile(r'(?:_read\(\s*|_tx\(\s*tx,\s*)"([a-z_]+)"')
+
+
+def used_names() -> set[str]:
+    return set(USE.findall(STORE.read_text(encoding="utf-8")))
+
+
+def test_every_query_file_is_used_and_every_used_name_exists() -> None:
+    names = used_names()
+    assert names, "found no query names in the store: the pattern is out of date"
+    files = set(cypher.queries())
+    assert sorted(files - names) == [], "query files that nothing runs"
+    assert sorted(names - files) == [], "names the store runs that have no file"
+
+
+def test_every_query_file_has_a_header_naming_params_and_returns() -> None:
+    for name, text in cypher.queries().items():
+        head = text.splitlines()[:8]
+        assert head[0].startswith(f"// {name}:"), name
+        assert any(line.startswith("// params:") for line in head), name
+        assert any(line.startswith("// returns:") for line in head), name
+
+
+def test_values_are_parameters_not_string_literals_built_in_python() -> None:
+    source = STORE.read_text(encoding="utf-8")
+    # No Cypher text is assembled in Python: no MATCH/MERGE/CREATE outside the cypher/ files.
+    assert not re.search(r'"[^"\n]*\b(MATCH|MERGE|CREATE \(|DETACH DELETE)\b', source)
+
+
+def test_schema_statements_are_idempotent() -> None:
+    statements = cypher.schema_statements()
+    assert len(statements) >= 5
+    assert all("IF NOT EXISTS" in s for s in statements)
+    assert any("m.id IS UNIQUE" in s for s in statements)

@@ -1,0 +1,127 @@
+"""Parity: real public data loaded into the mirror and into Neo4j gives byte-identical bundles and
+beliefs (many queries, several budgets, with and without abstention)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphsvc.datasets import esc_rows, load_esc, load_locomo, locomo_rows
+from graphsvc.ingest import ingest, parse_jsonl
+from graphsvc.service import MemoryService
+from graphsvc.settings import Settings
+from graphsvc.store.base import Store
+from graphsvc.store.mirror import MirrorStore
+from tests.conftest import fixed_clock
+from tests.neo4j_server import neo4j_store_factory
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+LOCOMO = DATA / "locomo" / "locomo_dev.json"
+ESC = DATA / "esc" / "eventstoryline_v1.5_normalized.jsonl"
+QUESTION_STRIDE = 4  # every 4th LoCoMo question: a few hundred queries
+BUDGETS = (150, 1_000)
+MIN_SCORES = (0.0, 0.45)
+
+
+def canonical(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=False)
+
+
+def lines(rows: Iterator[dict[str, Any]]) -> list[str]:
+    return [json.dumps(r) for r in rows]
+
+
+@pytest.fixture(scope="module")
+def loaded(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[MemoryService, MemoryService, list[str], str]]:
+    if not LOCOMO.exists() or not ESC.exists():
+        pytest.skip(f"PARITY NOT RUN: the shared data is missing under {DATA}")
+    settings = Settings(data_dir=tmp_path_factory.mktemp("mirror"), fsync=False)
+    neo: Store = neo4j_store_factory()()
+    neo.open()
+    mirror = MirrorStore(None)
+    mirror.open()
+    services = (
+        MemoryService(mirror, settings, clock=fixed_clock()),
+        MemoryService(neo, settings, clock=fixed_clock()),
+    )
+    run = uuid.uuid4().hex[:8]
+    namespaces = []
+    for index, conversation in enumerate(load_locomo(LOCOMO)):
+        ns = f"parity{run}locomo{index}"
+        plan = parse_jsonl(lines(locomo_rows(conversation, str(index), run)))
+        for service in services:
+            ingest(service, ns, plan, progress=False)
+        namespaces.append(ns)
+    esc_ns = f"parity{run}esc"
+    esc_plan = parse_jsonl(
+        [line for doc in load_esc(ESC) for line in lines(esc_rows(doc, run))], "esc.jsonl"
+    )
+    for service in services:
+        ingest(service, esc_ns, esc_plan, progress=False)
+    yield services[0], services[1], namespaces, esc_ns
+    neo.close()
+    mirror.close()
+
+
+def test_term_statistics_agree(loaded: tuple[MemoryService, MemoryService, list[str], str]) -> None:
+    mirror, neo, namespaces, esc_ns = loaded
+    for ns in [*namespaces, esc_ns]:
+        assert mirror.stats(ns) == neo.stats(ns)
+        terms = ["caroline", "melani", "support", "group", "paint", "kill", "earthquak", "zzz"]
+        assert mirror.store.term_stats(ns, terms) == neo.store.term_stats(ns, terms)
+
+
+def test_locomo_bundles_are_byte_identical(
+    loaded: tuple[MemoryService, MemoryService, list[str], str],
+) -> None:
+    mirror, neo, namespaces, _ = loaded
+    compared = 0
+    for index, conversation in enumerate(load_locomo(LOCOMO)):
+        ns = namespaces[index]
+        for qa in conversation["qa"][::QUESTION_STRIDE]:
+            for budget in BUDGETS:
+                for min_score in MIN_SCORES:
+                    a = mirror.bundle(ns, qa["question"], budget_tokens=budget, min_score=min_score)
+                    b = neo.bundle(ns, qa["question"], budget_tokens=budget, min_score=min_score)
+                    assert canonical(a.to_json_dict()) == canonical(b.to_json_dict()), qa
+                    compared += 1
+    assert compared > 400
+
+
+def test_locomo_and_esc_beliefs_are_byte_identical(
+    loaded: tuple[MemoryService, MemoryService, list[str], str],
+) -> None:
+    mirror, neo, namespaces, esc_ns = loaded
+    cues = [qa["question"] for qa in load_locomo(LOCOMO)[0]["qa"][::10]]
+    for cue in cues:
+        a = mirror.reconstruct(namespaces[0], cue)
+        b = neo.reconstruct(namespaces[0], cue)
+        assert canonical(a.to_json_dict()) == canonical(b.to_json_dict()), cue
+    documents = load_esc(ESC)[::5]
+    walked = 0
+    for doc in documents:
+        for link in doc["causal_links"][:2]:
+            effect = doc["events"].get(link["effect"])
+            if effect is None:
+                continue
+            cue = effect["sentence"]
+            for depth in (1, 2, 3):
+                a = mirror.reconstruct(esc_ns, cue, k=3, depth=depth)
+                b = neo.reconstruct(esc_ns, cue, k=3, depth=depth)
+                assert canonical(a.to_json_dict()) == canonical(b.to_json_dict()), cue
+                walked += len(a.linked_context_ids)
+    assert walked > 50, "the walks reached too little to compare"
+
+
+def test_export_is_identical(loaded: tuple[MemoryService, MemoryService, list[str], str]) -> None:
+    mirror, neo, _, esc_ns = loaded
+    assert list(mirror.store.export(esc_ns)) == list(neo.store.export(esc_ns))
