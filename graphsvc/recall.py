@@ -7,8 +7,7 @@ Same inputs, same bytes out.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
@@ -21,7 +20,7 @@ from graphsvc.model import (
     Memory,
     ReconstructedBelief,
 )
-from graphsvc.store.base import TermStats, Walk
+from graphsvc.store.base import Candidate, TermStats, Walk
 from graphsvc.text import asks_about_order, estimate_tokens
 
 # BM25 parameters (Robertson/Sparck Jones defaults, as Lucene uses them).
@@ -104,8 +103,17 @@ def plan_candidates(terms: Sequence[str], stats: TermStats, limit: int) -> Candi
 
 
 @dataclass(frozen=True)
-class Scored:
+class Ranked:
     """A candidate with its composite score and the query terms it matched (query order)."""
+
+    candidate: Candidate
+    score: float
+    matched: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A ranked memory: what bundles and beliefs are built from."""
 
     memory: Memory
     score: float
@@ -116,17 +124,24 @@ def _day_ordinal(moment: datetime) -> int:
     return moment.date().toordinal()
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
 def score_candidates(
-    terms: Sequence[str], stats: TermStats, candidates: Iterable[Memory], stage: Stage
-) -> list[Scored]:
+    terms: Sequence[str], stats: TermStats, candidates: Iterable[Candidate], stage: Stage
+) -> list[Ranked]:
     """Score and rank candidates (DESIGN.md, read semantics 3).
 
-    score = relevance * (1 - f - c + f * freshness + c * confidence), with relevance the weighted
-    mean of the memory's IDF-weighted coverage of the query and its BM25 relevance normalised by
-    the BM25 of a single mention of every term in an average-length memory (capped at 1).
-    Freshness halves every ``half_life_days`` before the newest candidate's day, so it depends on
-    the data, not on the clock. Ranking: score descending, then ``recordedAt`` descending (newer
-    first), then id.
+    ``candidates`` carry the frequencies of ``terms`` in that order. score = relevance * (1 - f -
+    c + f * freshness + c * confidence), with relevance the weighted mean of the memory's
+    IDF-weighted coverage of the query and its BM25 relevance normalised by the BM25 of a single
+    mention of every term in an average-length memory (capped at 1). Freshness halves every
+    ``half_life_days`` before the newest candidate's day, so it depends on the data, not on the
+    clock. Ranking: score descending, then ``recordedAt`` descending (newer first), then id.
     """
     pool = list(candidates)
     weights = [(t, stats.idf(t)) for t in terms]
@@ -134,18 +149,16 @@ def score_candidates(
     if not pool or total_weight <= 0.0:
         return []
     avg_len = stats.avg_length or 1.0
-    newest = max(_day_ordinal(m.when) for m in pool)
+    newest = max(_day_ordinal(c.when) for c in pool)
     rel_sum = stage.coverage + stage.bm25
     keep = 1.0 - stage.freshness - stage.confidence
-    scored: list[Scored] = []
-    for memory in pool:
-        tf = Counter(memory.terms)
-        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * len(memory.terms) / avg_len)
+    ranked: list[Ranked] = []
+    for cand in pool:
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * cand.length / avg_len)
         covered = 0.0
         bm25 = 0.0
         matched: list[str] = []
-        for term, weight in weights:
-            count = tf.get(term, 0)
+        for (term, weight), count in zip(weights, cand.tf, strict=True):
             if count == 0:
                 continue
             matched.append(term)
@@ -156,21 +169,23 @@ def score_candidates(
         relevance = (
             stage.coverage * covered / total_weight + stage.bm25 * min(1.0, bm25 / total_weight)
         ) / rel_sum
-        age_days = newest - _day_ordinal(memory.when)
+        age_days = newest - _day_ordinal(cand.when)
         freshness = 0.5 ** (age_days / stage.half_life_days)
-        factor = keep + stage.freshness * freshness + stage.confidence * memory.confidence
+        factor = keep + stage.freshness * freshness + stage.confidence * cand.confidence
         score = round(min(1.0, max(0.0, relevance * factor)), PLACES)
-        scored.append(Scored(memory, score, tuple(matched)))
-    scored.sort(key=_rank_key)
-    return scored
+        ranked.append(Ranked(cand, score, tuple(matched)))
+    ranked.sort(key=lambda r: (-r.score, -_micros(r.candidate.recorded_at), str(r.candidate.id)))
+    return ranked
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _rank_key(item: Scored) -> tuple[float, int, str]:
-    recorded = (item.memory.recorded_at - _EPOCH) // timedelta(microseconds=1)
-    return (-item.score, -recorded, str(item.memory.id))
+def attach(ranked: Sequence[Ranked], memories: Mapping[UUID, Memory]) -> list[Scored]:
+    """The ranked candidates with their memories, in rank order; a candidate whose memory is gone
+    (forgotten since) is left out."""
+    return [
+        Scored(memories[r.candidate.id], r.score, r.matched)
+        for r in ranked
+        if r.candidate.id in memories
+    ]
 
 
 def apply_supersessions(
@@ -443,9 +458,11 @@ __all__ = [
     "STAGES",
     "BundleRequest",
     "CandidatePlan",
+    "Ranked",
     "Scored",
     "Stage",
     "apply_supersessions",
+    "attach",
     "build_belief",
     "build_bundle",
     "get_stage",

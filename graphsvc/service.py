@@ -37,6 +37,7 @@ from graphsvc.recall import (
     BundleRequest,
     Scored,
     apply_supersessions,
+    attach,
     build_belief,
     build_bundle,
     get_stage,
@@ -287,14 +288,16 @@ class MemoryService:
         terms = query_terms(query)
         stats = self.store.term_stats(namespace, terms)
         plan = plan_candidates(terms, stats, self.settings.candidate_limit)
-        candidates = self.store.postings(namespace, plan.terms) if plan.terms else []
+        candidates = self.store.candidates(namespace, plan.terms, terms) if plan.terms else []
         if plan.fallback_term is not None:
-            candidates = self.store.recent_postings(
-                namespace, plan.fallback_term, plan.fallback_limit
+            candidates = self.store.recent_candidates(
+                namespace, plan.fallback_term, plan.fallback_limit, terms
             )
         ranked = score_candidates(terms, stats, candidates, stage)[: self.settings.ranked_limit]
-        pairs = self.store.supersessions(namespace, [item.memory.id for item in ranked])
-        return terms, stats, apply_supersessions(ranked, pairs)
+        ids = [r.candidate.id for r in ranked]
+        scored = attach(ranked, {m.id: m for m in self.store.get_memories(namespace, ids)})
+        pairs = self.store.supersessions(namespace, ids)
+        return terms, stats, apply_supersessions(scored, pairs)
 
     def bundle(
         self,

@@ -28,7 +28,7 @@ from graphsvc.model import (
     MemoryInput,
 )
 from graphsvc.service import MemoryService, content_id
-from graphsvc.store.base import Store, TermStats
+from graphsvc.store.base import Candidate, Store, TermStats
 from graphsvc.text import analyse, estimate_tokens
 from tests.conftest import fixed_clock, make_settings
 
@@ -825,20 +825,23 @@ def test_store_get_memories_keeps_the_asked_order(store: Store, ns: str) -> None
     assert store.get_memories(ns, []) == []
 
 
-def test_store_postings_and_recent_postings_have_a_total_order(store: Store, ns: str) -> None:
+def test_store_candidates_and_recent_candidates_have_a_total_order(store: Store, ns: str) -> None:
     memories = [
         _raw(ns, f"kettle memory {w}", BASE + timedelta(seconds=i % 3)) for i, w in enumerate(VOCAB)
     ]
     memories.append(_raw(ns, "no matching term", BASE))
     store.upsert_memories(ns, memories, max_memories=100)
     kettles = memories[:-1]
-    postings = store.postings(ns, ["kettl", "zebra"])
-    assert [m.id for m in postings] == sorted((m.id for m in kettles), key=str)
-    recent = store.recent_postings(ns, "kettl", 4)
+    found = store.candidates(ns, ["kettl", "zebra"], ["memori", "kettl", "zebra"])
+    assert [c.id for c in found] == sorted((m.id for m in kettles), key=str)
+    by_id = {m.id: m for m in kettles}
+    assert found == [Candidate.of(by_id[c.id], ["memori", "kettl", "zebra"]) for c in found]
+    assert all(c.tf[1] == 1 and c.tf[2] == 0 for c in found)
+    recent = store.recent_candidates(ns, "kettl", 4, ["kettl"])
     expected = sorted(kettles, key=lambda m: (-m.recorded_at.timestamp(), str(m.id)))[:4]
-    assert [m.id for m in recent] == [m.id for m in expected]
-    assert store.postings(ns, []) == []
-    assert store.recent_postings(ns, "zebra", 5) == []
+    assert [c.id for c in recent] == [m.id for m in expected]
+    assert store.candidates(ns, [], ["kettl"]) == []
+    assert store.recent_candidates(ns, "zebra", 5, ["zebra"]) == []
 
 
 def test_store_supersessions_and_links_are_sorted(store: Store, ns: str) -> None:

@@ -24,6 +24,7 @@ from graphsvc.recall import (
     CandidatePlan,
     Scored,
     apply_supersessions,
+    attach,
     build_belief,
     build_bundle,
     get_stage,
@@ -31,7 +32,7 @@ from graphsvc.recall import (
     render_bundle,
     score_candidates,
 )
-from graphsvc.store.base import TermStats, Walk
+from graphsvc.store.base import Candidate, TermStats, Walk
 from graphsvc.text import analyse, estimate_tokens, query_terms
 
 FAST = hsettings(max_examples=150, deadline=None)
@@ -84,8 +85,9 @@ def rank(
 ) -> tuple[list[str], TermStats, list[Scored]]:
     terms = query_terms(query)
     stats = stats_for(corpus, terms)
-    candidates = [m for m in corpus if set(m.terms) & set(terms)]
-    return terms, stats, score_candidates(terms, stats, candidates, STAGES[stage])
+    candidates = [Candidate.of(m, terms) for m in corpus if set(m.terms) & set(terms)]
+    ranked = score_candidates(terms, stats, candidates, STAGES[stage])
+    return terms, stats, attach(ranked, {m.id: m for m in corpus})
 
 
 def request(
@@ -316,7 +318,7 @@ def test_scoring_does_not_depend_on_candidate_order(
 ) -> None:
     terms = query_terms(query)
     stats = stats_for(corpus, terms)
-    candidates = [m for m in corpus if set(m.terms) & set(terms)]
+    candidates = [Candidate.of(m, terms) for m in corpus if set(m.terms) & set(terms)]
     forward = score_candidates(terms, stats, candidates, STAGES[stage])
     backward = score_candidates(terms, stats, list(reversed(candidates)), STAGES[stage])
     assert forward == backward

@@ -1,7 +1,8 @@
-// get_memories: memories of a namespace by id.
+// get_memories: memories of a namespace by id (times as epoch microseconds, the fast form).
 // params: $ns: string, $ids: list<string>
-// returns: memory (map of Memory properties)
+// returns: memory (map of Memory properties, without termText and the DateTime copies)
 UNWIND $ids AS id
 MATCH (m:Memory {id: id})
 WHERE m.namespace = $ns
-RETURN properties(m) AS memory
+RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .recordedUs,
+          .occurredUs, .invalidatedAt} AS memory

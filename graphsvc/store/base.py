@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -60,6 +61,39 @@ class TermStats:
         weighs the most, ``ln(2N + 2)`` (the same formula at df = 0): the strongest sign of a
         gap."""
         return self._smooth_idf(self.df.get(term, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What scoring needs of a memory, without its text: stores compute it where the data is, so a
+    query moves a few numbers per candidate, not whole memories.
+
+    ``tf`` holds the term frequency of each scored query term, in the order they were asked.
+    """
+
+    id: UUID
+    tf: tuple[int, ...]
+    length: int
+    recorded_at: datetime
+    occurred_at: datetime | None
+    confidence: float
+
+    @property
+    def when(self) -> datetime:
+        return self.occurred_at or self.recorded_at
+
+    @classmethod
+    def of(cls, memory: Memory, terms: Sequence[str]) -> Candidate:
+        """The candidate form of a memory for these query terms."""
+        counts = Counter(memory.terms)
+        return cls(
+            id=memory.id,
+            tf=tuple(counts.get(t, 0) for t in terms),
+            length=len(memory.terms),
+            recorded_at=memory.recorded_at,
+            occurred_at=memory.occurred_at,
+            confidence=memory.confidence,
+        )
 
 
 @dataclass(frozen=True)
@@ -153,13 +187,18 @@ class Store(ABC):
         """Exact N, total length and df for ``terms``."""
 
     @abstractmethod
-    def postings(self, namespace: str, terms: Sequence[str]) -> list[Memory]:
-        """Every memory containing at least one of ``terms``, sorted by ``str(id)``."""
+    def candidates(
+        self, namespace: str, terms: Sequence[str], score_terms: Sequence[str]
+    ) -> list[Candidate]:
+        """Every memory containing at least one of ``terms``, as a :class:`Candidate` with the
+        frequencies of ``score_terms``, sorted by ``str(id)``."""
 
     @abstractmethod
-    def recent_postings(self, namespace: str, term: str, limit: int) -> list[Memory]:
+    def recent_candidates(
+        self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
+    ) -> list[Candidate]:
         """The ``limit`` newest memories containing ``term``, by ``recordedAt`` descending, then
-        ``str(id)`` ascending."""
+        ``str(id)`` ascending, as candidates."""
 
     @abstractmethod
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
@@ -195,4 +234,4 @@ def sort_links(links: Sequence[Link]) -> tuple[Link, ...]:
     return tuple(sorted(links, key=lambda lk: (str(lk.source), str(lk.target), lk.kind.value)))
 
 
-__all__ = ["Store", "TermStats", "Walk", "sort_links"]
+__all__ = ["Candidate", "Store", "TermStats", "Walk", "sort_links"]

@@ -50,7 +50,7 @@ from graphsvc.model import (
     NamespaceStats,
     WriteResult,
 )
-from graphsvc.store.base import Store, TermStats, Walk, sort_links
+from graphsvc.store.base import Candidate, Store, TermStats, Walk, sort_links
 
 FORMAT_VERSION = 1
 
@@ -565,19 +565,46 @@ class MirrorStore(Store):
             df = {t: len(space.postings.get(t, ())) for t in terms}
             return TermStats(len(space.memories), space.total_length, df)
 
-    def postings(self, namespace: str, terms: Sequence[str]) -> list[Memory]:
+    @staticmethod
+    def _candidates(
+        space: _Namespace, ids: Sequence[UUID], score_terms: Sequence[str]
+    ) -> list[Candidate]:
+        lists = [space.postings.get(t, {}) for t in score_terms]
+        found = []
+        for mid in ids:
+            memory = space.memories[mid]
+            found.append(
+                Candidate(
+                    id=mid,
+                    tf=tuple(posting.get(mid, 0) for posting in lists),
+                    length=len(memory.terms),
+                    recorded_at=memory.recorded_at,
+                    occurred_at=memory.occurred_at,
+                    confidence=memory.confidence,
+                )
+            )
+        return found
+
+    def candidates(
+        self, namespace: str, terms: Sequence[str], score_terms: Sequence[str]
+    ) -> list[Candidate]:
         with self._lock:
             space = self._space(namespace)
             ids: set[UUID] = set()
             for term in terms:
                 ids.update(space.postings.get(term, ()))
-            return [space.memories[i] for i in sorted(ids, key=str)]
+            return self._candidates(space, sorted(ids, key=str), score_terms)
 
-    def recent_postings(self, namespace: str, term: str, limit: int) -> list[Memory]:
+    def recent_candidates(
+        self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
+    ) -> list[Candidate]:
         with self._lock:
             space = self._space(namespace)
             pool = (space.memories[i] for i in space.postings.get(term, ()))
-            return heapq.nsmallest(limit, pool, key=lambda m: (-_micros(m.recorded_at), str(m.id)))
+            newest = heapq.nsmallest(
+                limit, pool, key=lambda m: (-_micros(m.recorded_at), str(m.id))
+            )
+            return self._candidates(space, [m.id for m in newest], score_terms)
 
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
         with self._lock:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -42,7 +42,7 @@ from graphsvc.model import (
     WriteResult,
     as_utc,
 )
-from graphsvc.store.base import Store, TermStats, Walk, sort_links
+from graphsvc.store.base import Candidate, Store, TermStats, Walk, sort_links
 from graphsvc.store.cypher import query, schema_statements
 
 T = TypeVar("T")
@@ -84,11 +84,23 @@ def _memory_props(memory: Memory) -> dict[str, Any]:
         "length": len(memory.terms),
         # What the full-text index sees: the distinct analysed terms, space separated.
         "termText": " ".join(sorted(set(memory.terms))),
+        # Epoch microseconds for the candidate query: integers cross Bolt far faster than
+        # DateTimes, which stay the readable form for people and Cypher.
+        "recordedUs": _micros(memory.recorded_at),
+        "occurredUs": None if memory.occurred_at is None else _micros(memory.occurred_at),
     }
 
 
+def _time(props: dict[str, Any], name: str) -> datetime | None:
+    """A time property, from its epoch-microseconds copy when the query returned that."""
+    micros = props.get(f"{name}Us")
+    if micros is not None:
+        return _from_micros(micros)
+    return _native(props.get(f"{name}At"))
+
+
 def _memory(ns: str, props: dict[str, Any]) -> Memory:
-    recorded = _native(props.get("recordedAt"))
+    recorded = _time(props, "recorded")
     if recorded is None:
         raise GraphsvcError(f"memory {props.get('id')} has no recordedAt")
     return Memory.model_construct(
@@ -96,7 +108,7 @@ def _memory(ns: str, props: dict[str, Any]) -> Memory:
         namespace=ns,
         text=props["text"],
         kind=props["kind"],
-        occurred_at=_native(props.get("occurredAt")),
+        occurred_at=_time(props, "occurred"),
         recorded_at=recorded,
         invalidated_at=_native(props.get("invalidatedAt")),
         tags=tuple(props.get("tags") or ()),
@@ -104,6 +116,29 @@ def _memory(ns: str, props: dict[str, Any]) -> Memory:
         confidence=float(props.get("confidence", 1.0)),
         tokens=int(props["tokens"]),
         terms=tuple(props.get("terms") or ()),
+    )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def _from_micros(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def _candidate(row: Any) -> Candidate:
+    occurred = row["occurredUs"]
+    return Candidate(
+        id=UUID(row["id"]),
+        tf=tuple(row["tf"]),
+        length=int(row["length"]),
+        recorded_at=_from_micros(row["recordedUs"]),
+        occurred_at=None if occurred is None else _from_micros(occurred),
+        confidence=float(row["confidence"]),
     )
 
 
@@ -476,22 +511,30 @@ class Neo4jStore(Store):
         df = {item["key"].split(KEY_SEP, 1)[1]: int(item["df"]) for item in row["df"]}
         return TermStats(int(row["memories"]), int(row["totalLength"]), df)
 
-    def postings(self, namespace: str, terms: Sequence[str]) -> list[Memory]:
+    def candidates(
+        self, namespace: str, terms: Sequence[str], score_terms: Sequence[str]
+    ) -> list[Candidate]:
         unique = list(dict.fromkeys(terms))
-        found: dict[str, Memory] = {}
+        found: dict[str, Candidate] = {}
         for start in range(0, len(unique), TERMS_PER_QUERY):
             chunk = unique[start : start + TERMS_PER_QUERY]
-            for row in self._read("postings", ns=namespace, query=_lucene(namespace, chunk)):
-                props = row["memory"]
-                if props["id"] not in found:
-                    found[props["id"]] = _memory(namespace, props)
+            rows = self._read(
+                "candidates", ns=namespace, query=_lucene(namespace, chunk),
+                terms=list(score_terms),
+            )  # fmt: skip
+            for row in rows:
+                if row["id"] not in found:
+                    found[row["id"]] = _candidate(row)
         return [found[key] for key in sorted(found)]
 
-    def recent_postings(self, namespace: str, term: str, limit: int) -> list[Memory]:
+    def recent_candidates(
+        self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
+    ) -> list[Candidate]:
         rows = self._read(
-            "recent_postings", ns=namespace, query=_lucene(namespace, [term]), limit=limit
-        )
-        return [_memory(namespace, row["memory"]) for row in rows]
+            "recent_candidates", ns=namespace, query=_lucene(namespace, [term]), limit=limit,
+            terms=list(score_terms),
+        )  # fmt: skip
+        return [_candidate(row) for row in rows]
 
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
         if not ids:

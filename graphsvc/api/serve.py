@@ -1,0 +1,135 @@
+"""``graphsvc serve``: the GraphQL API under uvicorn, one worker.
+
+The store is the embedded one in ``--data-dir`` by default, Neo4j when ``GRAPHSVC_NEO4J_URI`` is
+set. API keys come from ``GRAPHSVC_API_KEYS`` and/or ``GRAPHSVC_API_KEYS_FILE``; with none, the
+server serves one namespace (``GRAPHSVC_NAMESPACE``, ``default``) with write access to anyone who
+can connect, so it refuses to bind anything but a loopback address. SIGINT/SIGTERM stop it
+gracefully: no new connections, in-flight requests get ``GRAPHSVC_SHUTDOWN_TIMEOUT`` seconds,
+then the store is closed.
+
+Exit status: 0 after a clean stop, 2 for bad settings or arguments, 3 when the store cannot be
+opened (the log says why).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+import uvicorn
+from pydantic import ValidationError
+
+from graphsvc.api.app import ApiSettings, configure_logging, create_app
+from graphsvc.api.auth import ApiKeys
+from graphsvc.bootstrap import store_label
+from graphsvc.errors import BadInputError
+from graphsvc.service import validation_message
+from graphsvc.settings import Settings
+
+logger = logging.getLogger("graphsvc.api")
+
+BAD_INPUT_EXIT = 2
+UNAVAILABLE_EXIT = 3
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _fail(message: str, status: int = BAD_INPUT_EXIT) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(status)
+
+
+@click.command("serve")
+@click.option(
+    "--host", default=None, help="Interface to bind (default GRAPHSVC_HOST or 127.0.0.1)."
+)
+@click.option(
+    "--port", type=int, default=None, help="TCP port (default GRAPHSVC_PORT or 8000; 0: any)."
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Embedded store folder (default: GRAPHSVC_DATA_DIR or ~/.local/share/graphsvc).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default=None,
+    help="Log level (default GRAPHSVC_LOG_LEVEL or info).",
+)
+def serve(host: str | None, port: int | None, data_dir: Path | None, log_level: str | None) -> None:
+    """Serve the GraphQL API (GraphiQL at /graphql, /healthz, /readyz).
+
+    Uses Neo4j when GRAPHSVC_NEO4J_URI is set, the embedded store otherwise. Callers send
+    'Authorization: Bearer <key>' with a key from GRAPHSVC_API_KEYS ('key=namespace:write,...')
+    or GRAPHSVC_API_KEYS_FILE; with no keys the server binds loopback only.
+    """
+    overrides: dict[str, Any] = {}
+    api_overrides: dict[str, Any] = {}
+    if data_dir is not None:
+        overrides["data_dir"] = data_dir
+    for name, value in (("host", host), ("port", port), ("log_level", log_level)):
+        if value is not None:
+            api_overrides[name] = value
+    try:
+        settings = Settings(**overrides)
+        api = ApiSettings(**api_overrides)
+    except ValidationError as exc:
+        _fail(f"invalid settings: {validation_message(exc)}")
+    try:
+        secret = api.api_keys.get_secret_value() if api.api_keys else None
+        keys = ApiKeys.configured(secret, api.api_keys_file)
+    except BadInputError as exc:
+        _fail(str(exc))
+    if not len(keys) and not is_loopback(api.host):
+        _fail(
+            f"no API keys are configured, so anyone who can connect could read and write "
+            f"namespace {settings.namespace!r}: refusing to bind {api.host!r}. Set "
+            "GRAPHSVC_API_KEYS ('key=namespace:write,...') or GRAPHSVC_API_KEYS_FILE, or bind "
+            "127.0.0.1"
+        )
+
+    configure_logging(api.log_level)
+    if not len(keys):
+        logger.warning(
+            "no API keys configured: serving namespace %r with write access to every caller on "
+            "%s; set GRAPHSVC_API_KEYS or GRAPHSVC_API_KEYS_FILE to require keys",
+            settings.namespace,
+            api.host,
+        )
+    else:
+        logger.info("%d API key(s) for namespace(s) %s", len(keys), ", ".join(keys.namespaces))
+    logger.info("store: %s", store_label(settings))
+    app = create_app(settings, api, keys)
+    config = uvicorn.Config(
+        app,
+        host=api.host,
+        port=api.port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=round(api.shutdown_timeout),
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    if not server.started:
+        sys.exit(UNAVAILABLE_EXIT)
+
+
+if __name__ == "__main__":
+    serve()

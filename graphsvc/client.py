@@ -1,0 +1,600 @@
+"""A Python client for graphsvc's GraphQL API, for agents: sync and async, on httpx.
+
+Results are graphsvc's own pydantic models (:mod:`graphsvc.model`), and failures are graphsvc's
+own errors, mapped back from ``extensions.code``::
+
+    from graphsvc.client import GraphsvcClient
+
+    with GraphsvcClient("http://127.0.0.1:8000/graphql", api_key="...") as client:
+        memory = client.remember("The checkout timed out after the deploy", tags=["ops"])
+        bundle = client.bundle("Why did checkout time out?", budget_tokens=500)
+        belief = client.reconstruct("checkout timeouts", run_id="run-42")
+
+``AsyncGraphsvcClient`` has the same methods, as coroutines. Constructing a client does no I/O;
+close it (or use it as a context manager) to release its connections. Writes are idempotent by
+id (a memory written without one gets an id derived from its content), so retrying a ``remember``
+after a timeout is safe.
+
+Errors: ``BAD_INPUT`` -> :class:`~graphsvc.errors.BadInputError`, ``NOT_FOUND`` ->
+:class:`~graphsvc.errors.NotFoundError`, ``LIMIT_EXCEEDED`` ->
+:class:`~graphsvc.errors.LimitExceededError`, ``UNAVAILABLE`` (and a server that cannot be
+reached or answers 502-504) -> :class:`~graphsvc.errors.StoreUnavailableError`,
+``UNAUTHENTICATED`` / ``FORBIDDEN`` -> :class:`~graphsvc.api.auth.UnauthenticatedError` /
+:class:`~graphsvc.api.auth.ForbiddenError`; anything else ->
+:class:`~graphsvc.errors.GraphsvcError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Generic, Self, TypeVar
+from uuid import UUID
+
+import httpx
+from pydantic import ValidationError
+
+from graphsvc.api.auth import ForbiddenError, UnauthenticatedError
+from graphsvc.errors import (
+    BadInputError,
+    GraphsvcError,
+    LimitExceededError,
+    NotFoundError,
+    StoreUnavailableError,
+)
+from graphsvc.model import (
+    ContextBundle,
+    ContextEvent,
+    ForgetReceipt,
+    Link,
+    LinkInput,
+    LinkKind,
+    Memory,
+    MemoryInput,
+    ReconstructedBelief,
+)
+
+R = TypeVar("R")
+
+DEFAULT_URL = "http://127.0.0.1:8000/graphql"
+DEFAULT_TIMEOUT = 30.0
+
+ERRORS: dict[str, type[GraphsvcError]] = {
+    "BAD_INPUT": BadInputError,
+    "NOT_FOUND": NotFoundError,
+    "LIMIT_EXCEEDED": LimitExceededError,
+    "UNAVAILABLE": StoreUnavailableError,
+    "UNAUTHENTICATED": UnauthenticatedError,
+    "FORBIDDEN": ForbiddenError,
+}
+
+# -- documents: every field of the models, so model_validate gets all it needs --------------------
+
+MEMORY_FIELDS = (
+    "id namespace text kind occurredAt recordedAt invalidatedAt tags source confidence tokens terms"
+)
+LINK_FIELDS = "source target kind weight createdAt note"
+CAPSULE_FIELDS = "memoryId text kind score tokens occurredAt matchedTerms reason"
+BUNDLE_FIELDS = (
+    "query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage "
+    f"uncoveredTerms chronological rendered capsules {{ {CAPSULE_FIELDS} }} "
+    f"excluded {{ {CAPSULE_FIELDS} }}"
+)
+BELIEF_FIELDS = (
+    f"cue summary sourceIds linkedContextIds confidence beliefId memories {{ {MEMORY_FIELDS} }}"
+)
+EVENT_FIELDS = "runId seq step kind detail estTokens reportedTokens recordedAt"
+RECEIPT_FIELDS = (
+    "memoryId namespace removedBeliefIds forgottenAt removedLinks { source target kind }"
+)
+
+REMEMBER = f"""mutation Remember($input: MemoryInput!, $runId: String, $step: Int! = 0) {{
+  result: remember(input: $input, runId: $runId, step: $step) {{ {MEMORY_FIELDS} }}
+}}"""
+REMEMBER_MANY = f"""mutation RememberMany($inputs: [MemoryInput!]!, $runId: String,
+    $step: Int! = 0) {{
+  result: rememberMany(inputs: $inputs, runId: $runId, step: $step) {{ {MEMORY_FIELDS} }}
+}}"""
+LINK = f"""mutation Link($input: LinkInput!) {{
+  result: link(input: $input) {{ {LINK_FIELDS} }}
+}}"""
+LINK_MANY = f"""mutation LinkMany($inputs: [LinkInput!]!) {{
+  result: linkMany(inputs: $inputs) {{ {LINK_FIELDS} }}
+}}"""
+FORGET = f"""mutation Forget($id: UUID!) {{
+  result: forget(id: $id) {{ {RECEIPT_FIELDS} }}
+}}"""
+RECONSTRUCT = f"""mutation Reconstruct($cue: String!, $k: Int, $depth: Int, $runId: String,
+    $step: Int! = 0) {{
+  result: reconstruct(cue: $cue, k: $k, depth: $depth, runId: $runId, step: $step) {{
+    {BELIEF_FIELDS}
+  }}
+}}"""
+BUNDLE = f"""query Bundle($query: String!, $budgetTokens: Int, $stage: String, $minScore: Float,
+    $maxCapsules: Int) {{
+  result: bundle(query: $query, budgetTokens: $budgetTokens, stage: $stage, minScore: $minScore,
+      maxCapsules: $maxCapsules) {{ {BUNDLE_FIELDS} }}
+}}"""
+MEMORY = f"""query Memory($id: UUID!) {{
+  result: memory(id: $id) {{ {MEMORY_FIELDS} }}
+}}"""
+EVENTS = f"""query ContextEvents($runId: String!) {{
+  result: contextEvents(runId: $runId) {{ {EVENT_FIELDS} }}
+}}"""
+
+
+@dataclass(frozen=True)
+class Operation(Generic[R]):
+    """A document, its variables, and how to turn ``data.result`` into the return value."""
+
+    document: str
+    variables: dict[str, Any]
+    parse: Callable[[Any], R]
+
+
+def _memory_input(item: MemoryInput) -> dict[str, Any]:
+    return item.to_json_dict()
+
+
+def _build_memory(**fields: Any) -> MemoryInput:
+    try:
+        return MemoryInput(**fields)
+    except ValidationError as exc:
+        raise BadInputError(_validation_message(exc)) from exc
+
+
+def _build_link(**fields: Any) -> LinkInput:
+    try:
+        return LinkInput(**fields)
+    except ValidationError as exc:
+        raise BadInputError(_validation_message(exc)) from exc
+
+
+def _validation_message(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'input'}: {err['msg']}" for err in exc.errors()
+    )
+
+
+def _parse_list(model: Callable[[Any], R]) -> Callable[[Any], list[R]]:
+    return lambda rows: [model(row) for row in rows]
+
+
+def _parse_optional(model: Callable[[Any], R]) -> Callable[[Any], R | None]:
+    return lambda row: None if row is None else model(row)
+
+
+# The operations, shared by both clients.
+
+
+def remember_op(
+    text: str,
+    *,
+    kind: str = "observation",
+    occurred_at: datetime | None = None,
+    tags: Sequence[str] = (),
+    source: str | None = None,
+    id: UUID | None = None,
+    confidence: float = 1.0,
+    run_id: str | None = None,
+    step: int = 0,
+) -> Operation[Memory]:
+    item = _build_memory(
+        text=text, kind=kind, occurred_at=occurred_at, tags=tuple(tags), source=source, id=id,
+        confidence=confidence,
+    )  # fmt: skip
+    return Operation(
+        REMEMBER,
+        {"input": _memory_input(item), "runId": run_id, "step": step},
+        Memory.model_validate,
+    )
+
+
+def remember_many_op(
+    items: Sequence[MemoryInput], *, run_id: str | None = None, step: int = 0
+) -> Operation[list[Memory]]:
+    return Operation(
+        REMEMBER_MANY,
+        {"inputs": [_memory_input(i) for i in items], "runId": run_id, "step": step},
+        _parse_list(Memory.model_validate),
+    )
+
+
+def link_op(
+    source: UUID,
+    target: UUID,
+    kind: LinkKind | str,
+    *,
+    weight: float = 1.0,
+    note: str | None = None,
+) -> Operation[Link]:
+    item = _build_link(source=source, target=target, kind=kind, weight=weight, note=note)
+    return Operation(LINK, {"input": item.to_json_dict()}, Link.model_validate)
+
+
+def link_many_op(items: Sequence[LinkInput]) -> Operation[list[Link]]:
+    return Operation(
+        LINK_MANY, {"inputs": [i.to_json_dict() for i in items]}, _parse_list(Link.model_validate)
+    )
+
+
+def forget_op(memory_id: UUID) -> Operation[ForgetReceipt]:
+    return Operation(FORGET, {"id": str(memory_id)}, ForgetReceipt.model_validate)
+
+
+def reconstruct_op(
+    cue: str,
+    *,
+    k: int | None = None,
+    depth: int | None = None,
+    run_id: str | None = None,
+    step: int = 0,
+) -> Operation[ReconstructedBelief]:
+    return Operation(
+        RECONSTRUCT,
+        {"cue": cue, "k": k, "depth": depth, "runId": run_id, "step": step},
+        ReconstructedBelief.model_validate,
+    )
+
+
+def bundle_op(
+    query: str,
+    *,
+    budget_tokens: int | None = None,
+    stage: str | None = None,
+    min_score: float | None = None,
+    max_capsules: int | None = None,
+) -> Operation[ContextBundle]:
+    variables = {
+        "query": query, "budgetTokens": budget_tokens, "stage": stage, "minScore": min_score,
+        "maxCapsules": max_capsules,
+    }  # fmt: skip
+    return Operation(BUNDLE, variables, ContextBundle.model_validate)
+
+
+def memory_op(memory_id: UUID) -> Operation[Memory | None]:
+    return Operation(MEMORY, {"id": str(memory_id)}, _parse_optional(Memory.model_validate))
+
+
+def events_op(run_id: str) -> Operation[list[ContextEvent]]:
+    return Operation(EVENTS, {"runId": run_id}, _parse_list(ContextEvent.model_validate))
+
+
+# -- the HTTP boundary: responses and transport errors become graphsvc errors --------------------
+
+
+def error_from_payload(errors: Sequence[Any]) -> GraphsvcError:
+    """The graphsvc error for a GraphQL ``errors`` list (the first error's code decides)."""
+    first = errors[0] if errors and isinstance(errors[0], dict) else {}
+    extensions = first.get("extensions") or {}
+    code = extensions.get("code") if isinstance(extensions, dict) else None
+    messages = [str(e.get("message", e)) if isinstance(e, dict) else str(e) for e in errors]
+    return ERRORS.get(str(code), GraphsvcError)("; ".join(messages) or "unknown error")
+
+
+def result_data(response: httpx.Response) -> dict[str, Any]:
+    """``data`` of a GraphQL response, or the graphsvc error it reports."""
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and payload.get("errors"):
+        raise error_from_payload(payload["errors"])
+    if response.status_code in (502, 503, 504):
+        raise StoreUnavailableError(
+            f"graphsvc at {response.url} answered HTTP {response.status_code}: retry later"
+        )
+    if response.status_code != 200 or not isinstance(payload, dict):
+        raise GraphsvcError(
+            f"graphsvc at {response.url} answered HTTP {response.status_code} without a GraphQL "
+            f"result: {response.text[:200]!r}"
+        )
+    data = payload.get("data")
+    if not isinstance(data, dict):
+        raise GraphsvcError(f"graphsvc at {response.url} answered without data")
+    return data
+
+
+def _unreachable(url: str, exc: httpx.TransportError) -> StoreUnavailableError:
+    return StoreUnavailableError(
+        f"cannot reach graphsvc at {url} ({type(exc).__name__}: {exc}): check the URL and that "
+        "the server runs, then retry"
+    )
+
+
+def _headers(api_key: str | None) -> dict[str, str]:
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+class GraphsvcClient:
+    """A synchronous client.
+
+    Args:
+        url: the GraphQL endpoint (``http://host:port/graphql``).
+        api_key: sent as ``Authorization: Bearer <key>``; None for a server without keys.
+        timeout: seconds per request.
+        http: an ``httpx.Client`` to use instead of a new one (tests, custom transports);
+            the client does not close one it was given.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        http: httpx.Client | None = None,
+    ) -> None:
+        self.url = url
+        self._headers = _headers(api_key)
+        self._owned = http is None
+        self._http = http or httpx.Client(timeout=timeout)
+
+    def execute(self, document: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run any GraphQL document; returns ``data`` or raises the graphsvc error."""
+        try:
+            response = self._http.post(
+                self.url,
+                json={"query": document, "variables": variables or {}},
+                headers=self._headers,
+            )
+        except httpx.TransportError as exc:
+            raise _unreachable(self.url, exc) from exc
+        return result_data(response)
+
+    def _run(self, op: Operation[R]) -> R:
+        return op.parse(self.execute(op.document, op.variables)["result"])
+
+    def remember(
+        self,
+        text: str,
+        *,
+        kind: str = "observation",
+        occurred_at: datetime | None = None,
+        tags: Sequence[str] = (),
+        source: str | None = None,
+        id: UUID | None = None,
+        confidence: float = 1.0,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> Memory:
+        """Write one memory (a rewrite of the same id and content is a no-op)."""
+        return self._run(
+            remember_op(
+                text, kind=kind, occurred_at=occurred_at, tags=tags, source=source, id=id,
+                confidence=confidence, run_id=run_id, step=step,
+            )
+        )  # fmt: skip
+
+    def remember_many(
+        self, items: Sequence[MemoryInput], *, run_id: str | None = None, step: int = 0
+    ) -> list[Memory]:
+        """Write memories, all or nothing; returned in input order."""
+        return self._run(remember_many_op(items, run_id=run_id, step=step))
+
+    def link(
+        self,
+        source: UUID,
+        target: UUID,
+        kind: LinkKind | str,
+        *,
+        weight: float = 1.0,
+        note: str | None = None,
+    ) -> Link:
+        """Link two memories of the namespace."""
+        return self._run(link_op(source, target, kind, weight=weight, note=note))
+
+    def link_many(self, items: Sequence[LinkInput]) -> list[Link]:
+        """Write links, all or nothing."""
+        return self._run(link_many_op(items))
+
+    def bundle(
+        self,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        stage: str | None = None,
+        min_score: float | None = None,
+        max_capsules: int | None = None,
+    ) -> ContextBundle:
+        """What memory offers a prompt for ``query`` under a token budget."""
+        return self._run(
+            bundle_op(
+                query, budget_tokens=budget_tokens, stage=stage, min_score=min_score,
+                max_capsules=max_capsules,
+            )
+        )  # fmt: skip
+
+    def reconstruct(
+        self,
+        cue: str,
+        *,
+        k: int | None = None,
+        depth: int | None = None,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> ReconstructedBelief:
+        """Reconstruct (the mutation: the belief is stored, and a run gets an event)."""
+        return self._run(reconstruct_op(cue, k=k, depth=depth, run_id=run_id, step=step))
+
+    def forget(self, memory_id: UUID) -> ForgetReceipt:
+        """Remove a memory, its links and the beliefs built on it."""
+        return self._run(forget_op(memory_id))
+
+    def memory(self, memory_id: UUID) -> Memory | None:
+        """A memory by id, or None."""
+        return self._run(memory_op(memory_id))
+
+    def events(self, run_id: str) -> list[ContextEvent]:
+        """The context events of a run."""
+        return self._run(events_op(run_id))
+
+    def close(self) -> None:
+        if self._owned:
+            self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncGraphsvcClient:
+    """An asynchronous client; the same methods as :class:`GraphsvcClient`, as coroutines.
+
+    Args:
+        url: the GraphQL endpoint.
+        api_key: sent as ``Authorization: Bearer <key>``.
+        timeout: seconds per request.
+        http: an ``httpx.AsyncClient`` to use instead of a new one (not closed by this client).
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.url = url
+        self._headers = _headers(api_key)
+        self._owned = http is None
+        self._http = http or httpx.AsyncClient(timeout=timeout)
+
+    async def execute(
+        self, document: str, variables: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Run any GraphQL document; returns ``data`` or raises the graphsvc error."""
+        try:
+            response = await self._http.post(
+                self.url,
+                json={"query": document, "variables": variables or {}},
+                headers=self._headers,
+            )
+        except httpx.TransportError as exc:
+            raise _unreachable(self.url, exc) from exc
+        return result_data(response)
+
+    async def _run(self, op: Operation[R]) -> R:
+        return op.parse((await self.execute(op.document, op.variables))["result"])
+
+    async def remember(
+        self,
+        text: str,
+        *,
+        kind: str = "observation",
+        occurred_at: datetime | None = None,
+        tags: Sequence[str] = (),
+        source: str | None = None,
+        id: UUID | None = None,
+        confidence: float = 1.0,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> Memory:
+        """Write one memory (a rewrite of the same id and content is a no-op)."""
+        return await self._run(
+            remember_op(
+                text, kind=kind, occurred_at=occurred_at, tags=tags, source=source, id=id,
+                confidence=confidence, run_id=run_id, step=step,
+            )
+        )  # fmt: skip
+
+    async def remember_many(
+        self, items: Sequence[MemoryInput], *, run_id: str | None = None, step: int = 0
+    ) -> list[Memory]:
+        """Write memories, all or nothing; returned in input order."""
+        return await self._run(remember_many_op(items, run_id=run_id, step=step))
+
+    async def link(
+        self,
+        source: UUID,
+        target: UUID,
+        kind: LinkKind | str,
+        *,
+        weight: float = 1.0,
+        note: str | None = None,
+    ) -> Link:
+        """Link two memories of the namespace."""
+        return await self._run(link_op(source, target, kind, weight=weight, note=note))
+
+    async def link_many(self, items: Sequence[LinkInput]) -> list[Link]:
+        """Write links, all or nothing."""
+        return await self._run(link_many_op(items))
+
+    async def bundle(
+        self,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        stage: str | None = None,
+        min_score: float | None = None,
+        max_capsules: int | None = None,
+    ) -> ContextBundle:
+        """What memory offers a prompt for ``query`` under a token budget."""
+        return await self._run(
+            bundle_op(
+                query, budget_tokens=budget_tokens, stage=stage, min_score=min_score,
+                max_capsules=max_capsules,
+            )
+        )  # fmt: skip
+
+    async def reconstruct(
+        self,
+        cue: str,
+        *,
+        k: int | None = None,
+        depth: int | None = None,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> ReconstructedBelief:
+        """Reconstruct (the mutation: the belief is stored, and a run gets an event)."""
+        return await self._run(reconstruct_op(cue, k=k, depth=depth, run_id=run_id, step=step))
+
+    async def forget(self, memory_id: UUID) -> ForgetReceipt:
+        """Remove a memory, its links and the beliefs built on it."""
+        return await self._run(forget_op(memory_id))
+
+    async def memory(self, memory_id: UUID) -> Memory | None:
+        """A memory by id, or None."""
+        return await self._run(memory_op(memory_id))
+
+    async def events(self, run_id: str) -> list[ContextEvent]:
+        """The context events of a run."""
+        return await self._run(events_op(run_id))
+
+    async def aclose(self) -> None:
+        if self._owned:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+__all__ = [
+    "DEFAULT_URL",
+    "ERRORS",
+    "AsyncGraphsvcClient",
+    "ForbiddenError",
+    "GraphsvcClient",
+    "UnauthenticatedError",
+]
