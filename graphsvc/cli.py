@@ -21,6 +21,7 @@ from uuid import UUID
 
 import click
 from pydantic import ValidationError
+from tqdm import tqdm
 
 from graphsvc.bootstrap import bootstrap, store_label
 from graphsvc.datasets import esc_rows, load_esc, load_locomo, locomo_rows
@@ -236,10 +237,15 @@ def import_command(
 def export_command(file: Any, data_dir: Path | None, namespace: str | None) -> None:
     """Write the namespace as JSON Lines to FILE (default stdout), ready for ``import``."""
     with opened(data_dir, namespace, read_only=True) as (service, ns):
+        counts = service.stats(ns)
         count = 0
-        for line in export_lines(service, ns):
-            file.write(line)
-            count += 1
+        with tqdm(
+            total=counts.memories + counts.links, unit="row", disable=not sys.stderr.isatty()
+        ) as bar:
+            for line in export_lines(service, ns):
+                file.write(line)
+                count += 1
+                bar.update()
         click.echo(f"exported {count} rows from {ns!r}", err=True)
 
 
