@@ -437,7 +437,7 @@ def _register_optional() -> None:
     cli.add_command(bench)
 
 
-# _register_optional()  # TEMP until bench.py lands
+_register_optional()
 
 
 def main() -> None:
