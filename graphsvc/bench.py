@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import itertools
 import json
+import math
 import os
 import platform
 import random
@@ -310,6 +311,18 @@ def run_baseline(texts: Sequence[str], queries: Sequence[Query], warmup: int) ->
 # -- report --------------------------------------------------------------------------------------
 
 
+def _load_average() -> float:
+    """The 1-minute load average, NaN where the platform has none."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
 def _number(value: float) -> str:
     if value != value:  # NaN
         return "n/a"
@@ -454,6 +467,7 @@ def bench(
         click.echo(line)
     if json_path is not None:
         body = {k: v for k, v in report.items() if k != "lines"}
+        body["figures"] = {k: _finite_or_none(v) for k, v in report["figures"].items()}
         json_path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
         click.echo(f"figures written to {json_path}")
 
@@ -463,6 +477,7 @@ def _run(
 ) -> dict[str, Any]:
     settings = Settings(data_dir=root)
     batch = min(batch, settings.max_batch)
+    load_start = _load_average()
     warmup = min(20, n_queries)
     figures: dict[str, float] = {}
 
@@ -514,12 +529,17 @@ def _run(
 
     targets = TARGETS.get(store_kind, ())
     missed = [t for t in targets if not t.met(figures[t.metric])]
+    load_end = _load_average()
+    cpus = os.cpu_count() or 1
+    busy_note = " (other processes compete for the CPU: timings are inflated and noisy)"
     environment = {
+        "load_average_start": load_start,
+        "load_average_end": load_end,
         "store": label,
         "store_kind": store_kind,
         "namespace": namespace,
         "python": f"{platform.python_implementation()} {platform.python_version()}",
-        "cpus": os.cpu_count() or 0,
+        "cpus": cpus,
         "platform": platform.platform(),
     }
     config = {
@@ -536,6 +556,8 @@ def _run(
         f"vocabulary, {n_queries} queries ({warmup} warm-up), seed {seed}",
         f"store: {label} (namespace {namespace})",
         f"python: {environment['python']}, {environment['cpus']} CPU(s), {environment['platform']}",
+        f"load average (1 min): {_number(load_start)} at start, {_number(load_end)} at end"
+        + (busy_note if max(load_start, load_end) >= 0.75 * cpus else ""),
         "",
         *render_table(figures, targets),
         "",

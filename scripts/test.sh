@@ -29,7 +29,7 @@ if [ -z "${GRAPHSVC_NEO4J_URI:-}" ] && [ "${GRAPHSVC_SKIP_NEO4J:-0}" != "1" ]; t
   echo "==> starting Neo4j (scripts/neo4j.sh)"
   bash scripts/neo4j.sh start
   started_neo4j=1
-  export GRAPHSVC_NEO4J_URI=bolt://127.0.0.1:7687
+  export GRAPHSVC_NEO4J_URI="bolt://127.0.0.1:${GRAPHSVC_NEO4J_BOLT_PORT:-7687}"
 fi
 cleanup() {
   if [ "$started_neo4j" = "1" ]; then

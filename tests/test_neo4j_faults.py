@@ -29,7 +29,8 @@ pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER = ROOT / "scripts" / "neo4j.sh"
-LAUNCHER_URI = "bolt://127.0.0.1:7687"
+LAUNCHER_URI = f"bolt://127.0.0.1:{os.environ.get('GRAPHSVC_NEO4J_BOLT_PORT', '7687')}"
+BROWSER_URL = f"http://127.0.0.1:{os.environ.get('GRAPHSVC_NEO4J_HTTP_PORT', '7474')}/browser/"
 
 
 def launcher(command: str) -> subprocess.CompletedProcess[str]:
@@ -140,7 +141,7 @@ def test_stopped_then_started_server_serves_the_same_store_object(managed: None)
 
 
 def test_browser_is_served_over_http(managed: None) -> None:
-    with urllib.request.urlopen("http://127.0.0.1:7474/browser/", timeout=30) as response:
+    with urllib.request.urlopen(BROWSER_URL, timeout=30) as response:
         assert response.status == 200
         body = response.read().decode("utf-8", errors="replace")
     assert "<title>Neo4j Browser</title>" in body
