@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from importlib import resources
 from typing import Any
@@ -41,7 +42,7 @@ def test_browser_explorations_answer_over_graphsvc_data() -> None:
             ns,
             [
                 LinkInput(source=a.id, target=b.id, kind=LinkKind.CAUSES)
-                for a, b in zip(memories, memories[1:], strict=False)
+                for a, b in itertools.pairwise(memories)
             ],
         )
         belief = service.reconstruct_and_store(ns, "Why were surgeries postponed?")
