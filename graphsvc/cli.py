@@ -432,9 +432,15 @@ def convert(dataset: str, path: Path, only: str | None, scope: str) -> None:
 
 
 def _register_optional() -> None:
+    from graphsvc.api.bench_http import bench_http
+    from graphsvc.api.export import export_schema
+    from graphsvc.api.serve import serve
     from graphsvc.bench import bench
 
     cli.add_command(bench)
+    cli.add_command(bench_http)
+    cli.add_command(export_schema)
+    cli.add_command(serve)
 
 
 _register_optional()

@@ -37,6 +37,18 @@ class LimitExceededError(GraphsvcError):
     code = "LIMIT_EXCEEDED"
 
 
+class UnauthenticatedError(GraphsvcError):
+    """The request carries no API key, or one the server does not know."""
+
+    code = "UNAUTHENTICATED"
+
+
+class ForbiddenError(GraphsvcError):
+    """The API key is valid but its role does not allow the operation (a read key writing)."""
+
+    code = "FORBIDDEN"
+
+
 class StoreUnavailableError(GraphsvcError):
     """The store cannot be reached or is locked; retry later. Nothing was half-applied."""
 
@@ -52,9 +64,11 @@ class StoreCorruptError(GraphsvcError):
 __all__ = [
     "BadInputError",
     "ConflictError",
+    "ForbiddenError",
     "GraphsvcError",
     "LimitExceededError",
     "NotFoundError",
     "StoreCorruptError",
     "StoreUnavailableError",
+    "UnauthenticatedError",
 ]

@@ -280,6 +280,35 @@ class MemoryService:
         found = self.store.get_memories(namespace, [memory_id])
         return found[0] if found else None
 
+    def get_memories(self, namespace: str, ids: Sequence[UUID]) -> list[Memory]:
+        """The namespace's memories with these ids, in the order asked (one store call)."""
+        self.check_namespace(namespace)
+        return self.store.get_memories(namespace, ids)
+
+    def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
+        """Every link touching one of ``ids`` (one store call)."""
+        self.check_namespace(namespace)
+        return self.store.links_of(namespace, ids)
+
+    def list_memories(
+        self,
+        namespace: str,
+        *,
+        after: tuple[datetime, str] | None = None,
+        limit: int,
+        kind: str | None = None,
+        tag: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Memory]:
+        """A page of memories, newest first (see :meth:`Store.list_memories`)."""
+        self.check_namespace(namespace)
+        if limit < 1:
+            raise BadInputError(f"the page size must be at least 1, got {limit}")
+        return self.store.list_memories(
+            namespace, after=after, limit=limit, kind=kind, tag=tag, since=since, until=until
+        )
+
     def _rank(
         self, namespace: str, query: str, stage_name: str
     ) -> tuple[list[str], TermStats, list[Scored]]:

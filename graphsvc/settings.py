@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 def default_data_dir() -> Path:
@@ -94,3 +95,38 @@ class Settings(BaseSettings):
         ge=1024,
         description="Compact the embedded store's log into a snapshot past this size.",
     )
+
+    # -- the HTTP server (graphsvc serve) -------------------------------------------------------
+    host: str = Field(default="127.0.0.1", description="Interface `graphsvc serve` binds.")
+    port: int = Field(default=8000, ge=0, le=65535, description="TCP port (0: any free one).")
+    api_keys: SecretStr | None = Field(
+        default=None, description="API keys: 'key1=ns1:write,key2=ns2:read'."
+    )
+    api_keys_file: Path | None = Field(
+        default=None, description="JSON or TOML file: key -> {namespace, role}."
+    )
+    cors_origins: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), description="Browser origins allowed by CORS, comma-separated ('*': any)."
+    )
+    max_body_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Largest request body accepted."
+    )
+    max_query_depth: int = Field(default=10, ge=1, description="Deepest GraphQL field nesting.")
+    max_query_tokens: int = Field(default=2_000, ge=10, description="Most tokens in a document.")
+    max_aliases: int = Field(default=15, ge=0, description="Most aliases in a document.")
+    default_page_size: int = Field(default=20, ge=1, description="`memories` page size.")
+    max_page_size: int = Field(default=100, ge=1, description="Largest `memories` page.")
+    api_threads: int = Field(default=16, ge=1, description="Worker threads for store calls.")
+    shutdown_timeout: float = Field(
+        default=15.0, ge=0.0, description="Seconds in-flight requests get on shutdown."
+    )
+    ready_timeout: float = Field(default=5.0, gt=0.0, description="Seconds /readyz waits.")
+    graphiql: bool = Field(default=True, description="Serve GraphiQL at GET /graphql.")
+    log_level: str = Field(default="info", description="debug, info, warning or error.")
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value

@@ -26,15 +26,12 @@ import traceback
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import anyio
 import anyio.to_thread
 from anyio import CapacityLimiter
 from cross_web import HTTPException
-from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from starlette.applications import Starlette
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware import Middleware
@@ -70,59 +67,15 @@ _STATUS_CODES = {
 }
 
 
-class ApiSettings(BaseSettings):
-    """Settings of the HTTP server, from ``GRAPHSVC_*`` environment variables.
-
-    Kept apart from :class:`graphsvc.settings.Settings` until they move there (issue 4 report).
-    """
-
-    model_config = SettingsConfigDict(env_prefix="GRAPHSVC_", extra="ignore", frozen=True)
-
-    host: str = Field(default="127.0.0.1", description="Interface to bind.")
-    port: int = Field(default=8000, ge=0, le=65535, description="TCP port (0: any free one).")
-    api_keys: SecretStr | None = Field(
-        default=None, description="API keys: 'key1=ns1:write,key2=ns2:read'."
+def limits_of(settings: Settings) -> Limits:
+    """The GraphQL limits the settings name."""
+    return Limits(
+        max_depth=settings.max_query_depth,
+        max_tokens=settings.max_query_tokens,
+        max_aliases=settings.max_aliases,
+        default_page_size=min(settings.default_page_size, settings.max_page_size),
+        max_page_size=settings.max_page_size,
     )
-    api_keys_file: Path | None = Field(
-        default=None, description="JSON or TOML file: key -> {namespace, role}."
-    )
-    cors_origins: Annotated[tuple[str, ...], NoDecode] = Field(
-        default=(), description="Browser origins allowed by CORS, comma-separated ('*': any)."
-    )
-    max_body_bytes: int = Field(
-        default=8 * 1024 * 1024, ge=1024, description="Largest request body accepted."
-    )
-    max_query_depth: int = Field(default=10, ge=1, description="Deepest field nesting.")
-    max_query_tokens: int = Field(default=2_000, ge=10, description="Most tokens in a document.")
-    max_aliases: int = Field(default=15, ge=0, description="Most aliases in a document.")
-    default_page_size: int = Field(default=20, ge=1, description="`memories` page size.")
-    max_page_size: int = Field(default=100, ge=1, description="Largest `memories` page.")
-    api_threads: int = Field(
-        default=16, ge=1, description="Worker threads store calls run in, at most."
-    )
-    shutdown_timeout: float = Field(
-        default=15.0, ge=0.0, description="Seconds in-flight requests get on shutdown."
-    )
-    ready_timeout: float = Field(default=5.0, gt=0.0, description="Seconds /readyz waits.")
-    graphiql: bool = Field(default=True, description="Serve GraphiQL at GET /graphql.")
-    log_level: str = Field(default="info", description="debug, info, warning or error.")
-
-    @field_validator("cors_origins", mode="before")
-    @classmethod
-    def _split_origins(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return tuple(part.strip() for part in value.split(",") if part.strip())
-        return value
-
-    @property
-    def limits(self) -> Limits:
-        return Limits(
-            max_depth=self.max_query_depth,
-            max_tokens=self.max_query_tokens,
-            max_aliases=self.max_aliases,
-            default_page_size=min(self.default_page_size, self.max_page_size),
-            max_page_size=self.max_page_size,
-        )
 
 
 # -- logging --------------------------------------------------------------------------------------
@@ -396,7 +349,6 @@ class GraphQLView(GraphQL[RequestContext, None]):
 
 def create_app(
     settings: Settings,
-    api: ApiSettings,
     keys: ApiKeys,
     *,
     open_service: Callable[[], MemoryService] | None = None,
@@ -405,13 +357,13 @@ def create_app(
     """The ASGI app. The store opens in the lifespan: ``open_service`` (default
     ``bootstrap(settings)``) runs in a worker thread at startup, and the store is closed at
     shutdown when ``owns_store``."""
-    state = AppState(limits=api.limits, store_label=store_label(settings))
-    schema = make_schema(api.limits)
+    state = AppState(limits=limits_of(settings), store_label=store_label(settings))
+    schema = make_schema(limits_of(settings))
     opener = open_service or (lambda: bootstrap(settings))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        state.limiter = CapacityLimiter(api.api_threads)
+        state.limiter = CapacityLimiter(settings.api_threads)
         try:
             service = await anyio.to_thread.run_sync(opener)
         except GraphsvcError as exc:
@@ -451,12 +403,12 @@ def create_app(
                 status_code=503,
             )
         try:
-            with anyio.fail_after(api.ready_timeout):
+            with anyio.fail_after(settings.ready_timeout):
                 await anyio.to_thread.run_sync(
                     service.store.ping, abandon_on_cancel=True, limiter=state.limiter
                 )
         except TimeoutError:
-            reason = f"the store did not answer within {api.ready_timeout:g} s"
+            reason = f"the store did not answer within {settings.ready_timeout:g} s"
             return JSONResponse({"status": "not ready", "reason": reason}, status_code=503)
         except GraphsvcError as exc:
             return JSONResponse({"status": "not ready", "reason": str(exc)}, status_code=503)
@@ -465,20 +417,20 @@ def create_app(
     async def root(request: Request) -> Response:
         return RedirectResponse("/graphql")
 
-    view = GraphQLView(schema, state, graphiql=api.graphiql)
+    view = GraphQLView(schema, state, graphiql=settings.graphiql)
     middleware = [Middleware(RequestLog)]
-    if api.cors_origins:
+    if settings.cors_origins:
         middleware.append(
             Middleware(
                 CORSMiddleware,
-                allow_origins=list(api.cors_origins),
+                allow_origins=list(settings.cors_origins),
                 allow_methods=["GET", "POST", "OPTIONS"],
                 allow_headers=["Authorization", "Content-Type", "X-Request-Id"],
                 expose_headers=["X-Request-Id"],
                 max_age=600,
             )
         )
-    middleware.append(Middleware(BodyLimit, max_bytes=api.max_body_bytes))
+    middleware.append(Middleware(BodyLimit, max_bytes=settings.max_body_bytes))
     app = Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
@@ -494,10 +446,10 @@ def create_app(
 
 
 __all__ = [
-    "ApiSettings",
     "AppState",
     "JsonFormatter",
     "configure_logging",
     "create_app",
     "error_response",
+    "limits_of",
 ]

@@ -23,24 +23,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from graphsvc.errors import BadInputError, GraphsvcError
+from graphsvc.errors import BadInputError, ForbiddenError, UnauthenticatedError
 
 MIN_KEY_CHARS = 16
 _NAMESPACE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _HASHED_RE = re.compile(r"^sha256:([0-9a-fA-F]{64})$")
 _GENERATE_HINT = "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
-
-
-class UnauthenticatedError(GraphsvcError):
-    """The request carries no API key, or one the server does not know."""
-
-    code = "UNAUTHENTICATED"
-
-
-class ForbiddenError(GraphsvcError):
-    """The API key is valid but its role does not allow the operation (a read key writing)."""
-
-    code = "FORBIDDEN"
 
 
 class Role(StrEnum):

@@ -26,7 +26,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -141,7 +141,7 @@ class RequestContext:
         return self._memories
 
     async def _load_links(self, ids: list[UUID]) -> list[list[m.Link]]:
-        found = await self.run(links_of, self.service, self.namespace, ids)
+        found = await self.run(self.service.links_of, self.namespace, ids)
         by_id: dict[UUID, list[m.Link]] = {i: [] for i in ids}
         for link in found:
             for end in {link.source, link.target}:
@@ -150,7 +150,7 @@ class RequestContext:
         return [by_id[i] for i in ids]
 
     async def _load_memories(self, ids: list[UUID]) -> list[m.Memory | None]:
-        found = await self.run(get_memories, self.service, self.namespace, ids)
+        found = await self.run(self.service.get_memories, self.namespace, ids)
         by_id = {memory.id: memory for memory in found}
         return [by_id.get(i) for i in ids]
 
@@ -158,66 +158,7 @@ class RequestContext:
 Info = strawberry.Info[RequestContext, None]
 
 
-# -- store reads the service does not offer yet ---------------------------------------------------
-# TODO(lead): these two go through MemoryService once it has ``links_of`` and ``get_memories``
-# (see the report of issue 4); they check the namespace the same way the service does.
-
-
-def links_of(service: MemoryService, namespace: str, ids: Sequence[UUID]) -> list[m.Link]:
-    """Every link touching one of ``ids`` in the namespace (one store call)."""
-    service.check_namespace(namespace)
-    return service.store.links_of(namespace, ids)
-
-
-def get_memories(service: MemoryService, namespace: str, ids: Sequence[UUID]) -> list[m.Memory]:
-    """The memories of the namespace with these ids (one store call)."""
-    service.check_namespace(namespace)
-    return service.store.get_memories(namespace, ids)
-
-
 PageKey = tuple[datetime, str]
-
-
-def list_memories(
-    service: MemoryService,
-    namespace: str,
-    *,
-    after: PageKey | None,
-    limit: int,
-    kind: str | None,
-    tag: str | None,
-    since: datetime | None,
-    until: datetime | None,
-) -> list[m.Memory]:
-    """A page of the namespace's memories, newest first.
-
-    Semantics (what ``Store.list_memories`` is to implement): memories ordered by
-    ``(recordedAt, str(id))`` descending; only those strictly after the key ``after`` in that
-    order; with ``kind`` equal to ``kind``, ``tag`` among their tags, and ``Memory.when``
-    (``occurredAt``, else ``recordedAt``) in ``[since, until)``; at most ``limit`` of them.
-
-    STOPGAP until the store has a paginated listing: this scans ``store.export`` (every memory of
-    the namespace) per page, O(N). Replace the body with
-    ``service.store.list_memories(namespace, after=..., limit=..., ...)``.
-    """
-    service.check_namespace(namespace)
-    rows: list[m.Memory] = []
-    for item in service.store.export(namespace):
-        if not isinstance(item, m.Memory):
-            break  # export yields every memory first, then the links
-        if kind is not None and item.kind != kind:
-            continue
-        if tag is not None and tag not in item.tags:
-            continue
-        if since is not None and item.when < since:
-            continue
-        if until is not None and item.when >= until:
-            continue
-        if after is not None and (item.recorded_at, str(item.id)) >= after:
-            continue
-        rows.append(item)
-    rows.sort(key=lambda mem: (mem.recorded_at, str(mem.id)), reverse=True)
-    return rows[:limit]
 
 
 def encode_cursor(memory: m.Memory) -> str:
@@ -671,7 +612,7 @@ class Query:
             )
         key = None if after is None else decode_cursor(after)
         rows = await ctx.run(
-            list_memories, ctx.service, ctx.namespace, after=key, limit=size + 1, kind=kind,
+            ctx.service.list_memories, ctx.namespace, after=key, limit=size + 1, kind=kind,
             tag=tag, since=None if since is None else m.as_utc(since),
             until=None if until is None else m.as_utc(until),
         )  # fmt: skip

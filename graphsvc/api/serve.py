@@ -23,7 +23,7 @@ import click
 import uvicorn
 from pydantic import ValidationError
 
-from graphsvc.api.app import ApiSettings, configure_logging, create_app
+from graphsvc.api.app import configure_logging, create_app
 from graphsvc.api.auth import ApiKeys
 from graphsvc.bootstrap import store_label
 from graphsvc.errors import BadInputError
@@ -78,52 +78,53 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, log_level: 
     or GRAPHSVC_API_KEYS_FILE; with no keys the server binds loopback only.
     """
     overrides: dict[str, Any] = {}
-    api_overrides: dict[str, Any] = {}
-    if data_dir is not None:
-        overrides["data_dir"] = data_dir
-    for name, value in (("host", host), ("port", port), ("log_level", log_level)):
+    for name, value in (
+        ("data_dir", data_dir),
+        ("host", host),
+        ("port", port),
+        ("log_level", log_level),
+    ):
         if value is not None:
-            api_overrides[name] = value
+            overrides[name] = value
     try:
         settings = Settings(**overrides)
-        api = ApiSettings(**api_overrides)
     except ValidationError as exc:
         _fail(f"invalid settings: {validation_message(exc)}")
     try:
-        secret = api.api_keys.get_secret_value() if api.api_keys else None
-        keys = ApiKeys.configured(secret, api.api_keys_file)
+        secret = settings.api_keys.get_secret_value() if settings.api_keys else None
+        keys = ApiKeys.configured(secret, settings.api_keys_file)
     except BadInputError as exc:
         _fail(str(exc))
-    if not len(keys) and not is_loopback(api.host):
+    if not len(keys) and not is_loopback(settings.host):
         _fail(
             f"no API keys are configured, so anyone who can connect could read and write "
-            f"namespace {settings.namespace!r}: refusing to bind {api.host!r}. Set "
+            f"namespace {settings.namespace!r}: refusing to bind {settings.host!r}. Set "
             "GRAPHSVC_API_KEYS ('key=namespace:write,...') or GRAPHSVC_API_KEYS_FILE, or bind "
             "127.0.0.1"
         )
 
-    configure_logging(api.log_level)
+    configure_logging(settings.log_level)
     if not len(keys):
         logger.warning(
             "no API keys configured: serving namespace %r with write access to every caller on "
             "%s; set GRAPHSVC_API_KEYS or GRAPHSVC_API_KEYS_FILE to require keys",
             settings.namespace,
-            api.host,
+            settings.host,
         )
     else:
         logger.info("%d API key(s) for namespace(s) %s", len(keys), ", ".join(keys.namespaces))
     logger.info("store: %s", store_label(settings))
-    app = create_app(settings, api, keys)
+    app = create_app(settings, keys)
     config = uvicorn.Config(
         app,
-        host=api.host,
-        port=api.port,
+        host=settings.host,
+        port=settings.port,
         log_config=None,
         access_log=False,
         lifespan="on",
         proxy_headers=False,
         server_header=False,
-        timeout_graceful_shutdown=round(api.shutdown_timeout),
+        timeout_graceful_shutdown=round(settings.shutdown_timeout),
     )
     server = uvicorn.Server(config)
     server.run()

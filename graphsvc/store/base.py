@@ -225,6 +225,29 @@ class Store(ABC):
         """Counts for the namespace."""
 
     @abstractmethod
+    def list_memories(
+        self,
+        namespace: str,
+        *,
+        after: tuple[datetime, str] | None,
+        limit: int,
+        kind: str | None,
+        tag: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[Memory]:
+        """A page of the namespace's memories, newest first.
+
+        Order: ``(recordedAt, str(id))`` descending (a total order). ``after``: only memories
+        strictly after that key in this order (keyset pagination; the key of the last memory of
+        the previous page). Filters, all optional and combined with AND: ``kind`` equal;
+        ``tag`` among the memory's tags; ``since <= when < until`` with ``when`` = ``occurredAt``,
+        else ``recordedAt`` (:attr:`Memory.when`). At most ``limit`` memories. Cost: the page,
+        not the namespace (Neo4j: the ``memory_namespace_recorded`` index; mirror: a sorted
+        index of ``(recordedAt, id)`` per namespace).
+        """
+
+    @abstractmethod
     def export(self, namespace: str) -> Iterator[Memory | Link]:
         """Every memory (oldest first), then every link: what ``graphsvc export`` writes."""
 

@@ -680,6 +680,37 @@ class MirrorStore(Store):
                 events=sum(len(ev) for ev in space.events.values()),
             )
 
+    def list_memories(
+        self,
+        namespace: str,
+        *,
+        after: tuple[datetime, str] | None,
+        limit: int,
+        kind: str | None,
+        tag: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[Memory]:
+        with self._lock:
+            space = self._space(namespace)
+            order = space.order  # (recordedAt micros, str(id)), oldest first
+            end = len(order) if after is None else order.bisect_left((_micros(after[0]), after[1]))
+            page: list[Memory] = []
+            for index in range(end - 1, -1, -1):
+                memory = space.memories[UUID(order[index][1])]
+                if kind is not None and memory.kind != kind:
+                    continue
+                if tag is not None and tag not in memory.tags:
+                    continue
+                if (since is not None and memory.when < since) or (
+                    until is not None and memory.when >= until
+                ):
+                    continue
+                page.append(memory)
+                if len(page) == limit:
+                    break
+            return page
+
     def export(self, namespace: str) -> Iterator[Memory | Link]:
         with self._lock:
             space = self._space(namespace)

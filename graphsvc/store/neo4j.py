@@ -600,6 +600,24 @@ class Neo4jStore(Store):
             beliefs=row["beliefs"], terms=row["terms"], events=row["events"],
         )  # fmt: skip
 
+    def list_memories(
+        self,
+        namespace: str,
+        *,
+        after: tuple[datetime, str] | None,
+        limit: int,
+        kind: str | None,
+        tag: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[Memory]:
+        rows = self._read(
+            "list_memories", ns=namespace, after=after[0] if after else None,
+            afterId=after[1] if after else "", limit=limit, kind=kind, tag=tag, since=since,
+            until=until,
+        )  # fmt: skip
+        return [_memory(namespace, row["memory"]) for row in rows]
+
     def export(self, namespace: str) -> Iterator[Memory | Link]:
         after: datetime | None = None
         after_id = ""
