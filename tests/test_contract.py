@@ -886,3 +886,25 @@ def test_store_walk_is_sorted_and_bounded(store: Store, ns: str) -> None:
     assert [(m.id, d) for m, d in capped.reached] == [(m.id, d) for m, d in walk.reached][:3]
     assert store.walk(ns, [hub.id], depth=0, max_nodes=50).reached == ()
     assert store.walk(ns, [uuid4()], depth=2, max_nodes=50).reached == ()
+
+
+def test_reported_tokens_go_on_the_assembled_event_of_the_step(
+    service: MemoryService, ns: str
+) -> None:
+    service.record_event(ns, "run-r", 1, "served", "read a file")
+    with pytest.raises(NotFoundError, match="no 'assembled' event at step 1"):
+        service.store.set_reported_tokens(ns, "run-r", 1, 900)
+    service.store.append_event(
+        ns, "run-r", step=1, kind="assembled", detail="first", est_tokens=800,
+        at=datetime(2025, 1, 1, tzinfo=UTC),
+    )  # fmt: skip
+    service.store.append_event(
+        ns, "run-r", step=1, kind="assembled", detail="second", est_tokens=810,
+        at=datetime(2025, 1, 2, tzinfo=UTC),
+    )  # fmt: skip
+    event = service.store.set_reported_tokens(ns, "run-r", 1, 905)
+    assert (event.detail, event.est_tokens, event.reported_tokens) == ("second", 810, 905)
+    events = service.events(ns, "run-r")
+    assert [e.reported_tokens for e in events] == [None, None, 905]
+    with pytest.raises(NotFoundError):
+        service.store.set_reported_tokens(ns, "run-r", 2, 1)

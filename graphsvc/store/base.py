@@ -176,6 +176,13 @@ class Store(ABC):
     ) -> ContextEvent:
         """Record a context event at the end of a run (``seq`` is assigned here)."""
 
+    @abstractmethod
+    def set_reported_tokens(
+        self, namespace: str, run_id: str, step: int, reported_tokens: int
+    ) -> ContextEvent:
+        """Put the provider's token count on the latest ``assembled`` event of a run's step.
+        NotFoundError when that step has no ``assembled`` event."""
+
     # -- reads -----------------------------------------------------------------------------------
 
     @abstractmethod

@@ -334,6 +334,10 @@ class MirrorStore(Store):
         elif op == "event":
             event = ContextEvent.model_validate(record["event"])
             space.events.setdefault(event.run_id, []).append(event)
+        elif op == "report":
+            events = space.events[record["run"]]
+            seq = record["eventSeq"]
+            events[seq] = events[seq].model_copy(update={"reported_tokens": record["tokens"]})
         else:
             raise StoreCorruptError(f"unknown log operation {op!r}")
 
@@ -551,6 +555,28 @@ class MirrorStore(Store):
             )
             self._write({"op": "event", "ns": namespace, "event": _event_row(event)})
             return event
+
+    def set_reported_tokens(
+        self, namespace: str, run_id: str, step: int, reported_tokens: int
+    ) -> ContextEvent:
+        with self._lock:
+            events = self._space(namespace).events.get(run_id, [])
+            target = self._assembled(events, step)
+            if target is None:
+                raise NotFoundError(
+                    f"run {run_id!r} has no 'assembled' event at step {step}: call promptBundle "
+                    "with this runId and step first"
+                )
+            self._write({
+                "op": "report", "ns": namespace, "run": run_id,
+                "eventSeq": target.seq, "tokens": reported_tokens,
+            })  # fmt: skip
+            return events[target.seq]
+
+    @staticmethod
+    def _assembled(events: Sequence[ContextEvent], step: int) -> ContextEvent | None:
+        found = [e for e in events if e.step == step and e.kind is ContextEventKind.ASSEMBLED]
+        return found[-1] if found else None
 
     # -- reads -----------------------------------------------------------------------------------
 

@@ -496,6 +496,22 @@ class Neo4jStore(Store):
             est_tokens=est_tokens, reported_tokens=None, recorded_at=at,
         )  # fmt: skip
 
+    def set_reported_tokens(
+        self, namespace: str, run_id: str, step: int, reported_tokens: int
+    ) -> ContextEvent:
+        def work(tx: ManagedTransaction) -> ContextEvent:
+            rows = self._tx(
+                tx, "report_tokens", key=_key(namespace, run_id), step=step, tokens=reported_tokens
+            )
+            if not rows:
+                raise NotFoundError(
+                    f"run {run_id!r} has no 'assembled' event at step {step}: call promptBundle "
+                    "with this runId and step first"
+                )
+            return _event(rows[0]["event"])
+
+        return self._write(work)
+
     # -- reads -----------------------------------------------------------------------------------
 
     def get_memories(self, namespace: str, ids: Sequence[UUID]) -> list[Memory]:
