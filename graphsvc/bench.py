@@ -442,7 +442,7 @@ def bench(
     json_path: Path | None,
     vocabulary: int,
     batch: int,
-) -> None:  # fmt: skip
+) -> None:
     """Measure ingest, bundle and reconstruct on a synthetic corpus, beside a bm25s baseline.
 
     Uses Neo4j when GRAPHSVC_NEO4J_URI is set, the embedded store otherwise. Prints a table of

@@ -7,10 +7,13 @@ Same inputs, same bytes out.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from uuid import UUID
+
+import numpy as np
 
 from graphsvc.errors import BadInputError
 from graphsvc.model import (
@@ -120,19 +123,15 @@ class Scored:
     matched: tuple[str, ...]
 
 
-def _day_ordinal(moment: datetime) -> int:
-    return moment.date().toordinal()
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _micros(moment: datetime) -> int:
-    return (moment - _EPOCH) // timedelta(microseconds=1)
+DAY_US = 86_400_000_000
 
 
 def score_candidates(
-    terms: Sequence[str], stats: TermStats, candidates: Iterable[Candidate], stage: Stage
+    terms: Sequence[str],
+    stats: TermStats,
+    candidates: Iterable[Candidate],
+    stage: Stage,
+    limit: int | None = None,
 ) -> list[Ranked]:
     """Score and rank candidates (DESIGN.md, read semantics 3).
 
@@ -141,41 +140,62 @@ def score_candidates(
     IDF-weighted coverage of the query and its BM25 relevance normalised by the BM25 of a single
     mention of every term in an average-length memory (capped at 1). Freshness halves every
     ``half_life_days`` before the newest candidate's day, so it depends on the data, not on the
-    clock. Ranking: score descending, then ``recordedAt`` descending (newer first), then id.
+    clock. Ranking: score descending, then ``recordedAt`` descending (newer first), then id;
+    with ``limit``, only the first ``limit`` of that ranking.
     """
     pool = list(candidates)
-    weights = [(t, stats.idf(t)) for t in terms]
-    total_weight = sum(w for _, w in weights)
+    weights = [stats.idf(t) for t in terms]
+    total_weight = sum(weights)
     if not pool or total_weight <= 0.0:
         return []
+    # Vectorised over candidates, one query term at a time, with the same operations in the same
+    # order as the scalar formula, so every store (and every run) gets the same bits. pow and
+    # round stay in Python: numpy may vectorise pow differently, and rounds differently.
+    n = len(pool)
+    tf = np.array([c.tf for c in pool], dtype=np.float64).reshape(n, len(terms))
+    length = np.fromiter((c.length for c in pool), dtype=np.float64, count=n)
+    when_days = [c.when_us // DAY_US for c in pool]
+    confidence = np.fromiter((c.confidence for c in pool), dtype=np.float64, count=n)
     avg_len = stats.avg_length or 1.0
-    newest = max(_day_ordinal(c.when) for c in pool)
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / avg_len)
+    covered = np.zeros(n)
+    bm25 = np.zeros(n)
+    for j, weight in enumerate(weights):
+        count = tf[:, j]
+        hit = count > 0.0
+        covered += np.where(hit, weight, 0.0)
+        bm25 += np.where(hit, weight * count * (BM25_K1 + 1.0) / (count + norm), 0.0)
     rel_sum = stage.coverage + stage.bm25
+    relevance = (
+        stage.coverage * covered / total_weight + stage.bm25 * np.minimum(1.0, bm25 / total_weight)
+    ) / rel_sum
+    newest = max(when_days)
+    decay = {age: 0.5 ** (age / stage.half_life_days) for age in {newest - d for d in when_days}}
+    freshness = np.array([decay[newest - d] for d in when_days], dtype=np.float64)
     keep = 1.0 - stage.freshness - stage.confidence
-    ranked: list[Ranked] = []
-    for cand in pool:
-        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * cand.length / avg_len)
-        covered = 0.0
-        bm25 = 0.0
-        matched: list[str] = []
-        for (term, weight), count in zip(weights, cand.tf, strict=True):
-            if count == 0:
-                continue
-            matched.append(term)
-            covered += weight
-            bm25 += weight * count * (BM25_K1 + 1.0) / (count + norm)
-        if not matched:
-            continue
-        relevance = (
-            stage.coverage * covered / total_weight + stage.bm25 * min(1.0, bm25 / total_weight)
-        ) / rel_sum
-        age_days = newest - _day_ordinal(cand.when)
-        freshness = 0.5 ** (age_days / stage.half_life_days)
-        factor = keep + stage.freshness * freshness + stage.confidence * cand.confidence
-        score = round(min(1.0, max(0.0, relevance * factor)), PLACES)
-        ranked.append(Ranked(cand, score, tuple(matched)))
-    ranked.sort(key=lambda r: (-r.score, -_micros(r.candidate.recorded_at), str(r.candidate.id)))
-    return ranked
+    factor = keep + stage.freshness * freshness + stage.confidence * confidence
+    raw = np.clip(relevance * factor, 0.0, 1.0)
+    matched_any = covered > 0.0
+    scores = [round(x, PLACES) for x in raw.tolist()]
+
+    # Rank: score descending, recordedAt descending, then id (UUIDs order as their integers do
+    # as their strings: fixed-width hex). Candidates that match no scored term are dropped.
+    def key(i: int) -> tuple[float, int, int]:
+        return (-scores[i], -pool[i].recorded_us, pool[i].id.int)
+
+    order: list[int] = np.flatnonzero(matched_any).tolist()
+    if limit is not None and limit < len(order):
+        order = heapq.nsmallest(limit, order, key=key)
+    else:
+        order.sort(key=key)
+    return [
+        Ranked(
+            pool[i],
+            scores[i],
+            tuple(t for t, c in zip(terms, pool[i].tf, strict=True) if c > 0),
+        )
+        for i in order
+    ]
 
 
 def attach(ranked: Sequence[Ranked], memories: Mapping[UUID, Memory]) -> list[Scored]:

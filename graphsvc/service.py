@@ -322,7 +322,7 @@ class MemoryService:
             candidates = self.store.recent_candidates(
                 namespace, plan.fallback_term, plan.fallback_limit, terms
             )
-        ranked = score_candidates(terms, stats, candidates, stage)[: self.settings.ranked_limit]
+        ranked = score_candidates(terms, stats, candidates, stage, self.settings.ranked_limit)
         ids = [r.candidate.id for r in ranked]
         scored = attach(ranked, {m.id: m for m in self.store.get_memories(namespace, ids)})
         pairs = self.store.supersessions(namespace, ids)

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Self
 from uuid import UUID
@@ -68,32 +68,43 @@ class Candidate:
     """What scoring needs of a memory, without its text: stores compute it where the data is, so a
     query moves a few numbers per candidate, not whole memories.
 
-    ``tf`` holds the term frequency of each scored query term, in the order they were asked.
+    ``tf`` holds the term frequency of each scored query term, in the order they were asked;
+    times are microseconds since the Unix epoch (UTC).
     """
 
     id: UUID
     tf: tuple[int, ...]
     length: int
-    recorded_at: datetime
-    occurred_at: datetime | None
+    recorded_us: int
+    occurred_us: int | None
     confidence: float
 
     @property
-    def when(self) -> datetime:
-        return self.occurred_at or self.recorded_at
+    def when_us(self) -> int:
+        """``occurredAt`` when known, else ``recordedAt``."""
+        return self.recorded_us if self.occurred_us is None else self.occurred_us
 
     @classmethod
     def of(cls, memory: Memory, terms: Sequence[str]) -> Candidate:
         """The candidate form of a memory for these query terms."""
         counts = Counter(memory.terms)
+        occurred = memory.occurred_at
         return cls(
             id=memory.id,
             tf=tuple(counts.get(t, 0) for t in terms),
             length=len(memory.terms),
-            recorded_at=memory.recorded_at,
-            occurred_at=memory.occurred_at,
+            recorded_us=micros(memory.recorded_at),
+            occurred_us=None if occurred is None else micros(occurred),
             confidence=memory.confidence,
         )
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(moment: datetime) -> int:
+    """Exact microseconds since the Unix epoch (a float timestamp would round)."""
+    return (moment - EPOCH) // timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -264,4 +275,4 @@ def sort_links(links: Sequence[Link]) -> tuple[Link, ...]:
     return tuple(sorted(links, key=lambda lk: (str(lk.source), str(lk.target), lk.kind.value)))
 
 
-__all__ = ["Candidate", "Store", "TermStats", "Walk", "sort_links"]
+__all__ = ["EPOCH", "Candidate", "Store", "TermStats", "Walk", "micros", "sort_links"]

@@ -20,10 +20,9 @@ import heapq
 import json
 import os
 import threading
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 from uuid import UUID
@@ -50,23 +49,26 @@ from graphsvc.model import (
     NamespaceStats,
     WriteResult,
 )
-from graphsvc.store.base import Candidate, Store, TermStats, Walk, sort_links
+from graphsvc.store.base import Candidate, Store, TermStats, Walk, micros, sort_links
 
 FORMAT_VERSION = 1
 
 
 @dataclass
 class _Namespace:
-    """Everything of one namespace."""
+    """Everything of one namespace. Memories are keyed by ``id.int``: integers hash in C, UUIDs
+    in Python, and the index is hashed on every posting. (Integer order is ``str(id)`` order.)"""
 
-    graph: Any = field(default_factory=nx.MultiDiGraph)  # memory ids; edges keyed by link kind
-    memories: dict[UUID, Memory] = field(default_factory=dict)
-    # Eviction order: (recordedAt in microseconds, id), oldest first.
+    graph: Any = field(default_factory=nx.MultiDiGraph)  # id.int nodes; edges keyed by link kind
+    memories: dict[int, Memory] = field(default_factory=dict)
+    # What scoring needs of each memory: (length, recordedAt µs, occurredAt µs or None, confidence).
+    meta: dict[int, tuple[int, int, int | None, float]] = field(default_factory=dict)
+    # Eviction order: (recordedAt in microseconds, id.int), oldest first.
     order: SortedList = field(default_factory=SortedList)
-    postings: dict[str, dict[UUID, int]] = field(default_factory=dict)  # term -> {id: tf}
+    postings: dict[str, dict[int, int]] = field(default_factory=dict)  # term -> {id.int: tf}
     total_length: int = 0
     beliefs: dict[UUID, Belief] = field(default_factory=dict)
-    beliefs_of: dict[UUID, set[UUID]] = field(default_factory=dict)  # memory -> beliefs using it
+    beliefs_of: dict[int, set[UUID]] = field(default_factory=dict)  # memory -> beliefs using it
     events: dict[str, list[ContextEvent]] = field(default_factory=dict)
 
 
@@ -79,14 +81,6 @@ def _dt(value: datetime | None) -> str | None:
 
 def _parse_dt(value: str | None) -> datetime | None:
     return None if value is None else datetime.fromisoformat(value)
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _micros(value: datetime) -> int:
-    """Exact microseconds since the epoch (a float timestamp would round)."""
-    return (value - _EPOCH) // timedelta(microseconds=1)
 
 
 def _memory_row(m: Memory) -> list[Any]:
@@ -150,7 +144,7 @@ class MirrorStore(Store):
         self._read_only = read_only
         self._lock = threading.RLock()
         self._spaces: dict[str, _Namespace] = {}
-        self._owner: dict[UUID, str] = {}  # memory ids are unique across namespaces
+        self._owner: dict[int, str] = {}  # memory ids are unique across namespaces
         self._seq = 0
         self._log: IO[str] | None = None
         self._lock_file: IO[str] | None = None
@@ -263,8 +257,10 @@ class MirrorStore(Store):
 
     # -- the log ---------------------------------------------------------------------------------
 
-    def _write(self, record: dict[str, Any]) -> None:
-        """Append a record and make it durable; then apply it. Raises before applying on failure."""
+    def _write(self, record: dict[str, Any], apply: Callable[[], None] | None = None) -> None:
+        """Append a record and make it durable; then apply it (with ``apply``, which changes the
+        state from the objects at hand, or by replaying the record). Raises before applying on
+        failure."""
         if self._read_only:
             raise StoreUnavailableError("this store was opened read-only; writes are refused")
         if not self._open:
@@ -279,7 +275,10 @@ class MirrorStore(Store):
                     os.fsync(self._log.fileno())
             except OSError as exc:
                 raise StoreUnavailableError(f"cannot write the log: {exc.strerror}") from exc
-        self._apply(record)
+        if apply is None:
+            self._apply(record)
+        else:
+            apply()
         self._seq = record["seq"]
         if self._log is not None and self._log.tell() > self._snapshot_bytes:
             self.snapshot()
@@ -321,14 +320,14 @@ class MirrorStore(Store):
         op = record["op"]
         if op == "upsert":
             for mid in record["evict"]:
-                self._remove_memory(space, UUID(mid))
+                self._remove_memory(space, UUID(mid).int)
             for row in record["memories"]:
                 self._add_memory(space, _memory_from_row(ns, row))
         elif op == "link":
             for row in record["links"]:
                 self._add_link(space, _link_from_row(row))
         elif op == "forget":
-            self._remove_memory(space, UUID(record["id"]))
+            self._remove_memory(space, UUID(record["id"]).int)
         elif op == "belief":
             self._add_belief(space, Belief.model_validate(record["belief"]))
         elif op == "event":
@@ -350,39 +349,52 @@ class MirrorStore(Store):
         return space
 
     def _add_memory(self, space: _Namespace, memory: Memory) -> None:
-        self._owner[memory.id] = memory.namespace
-        space.memories[memory.id] = memory
-        space.order.add((_micros(memory.recorded_at), str(memory.id)))
-        space.graph.add_node(memory.id)
-        for term, count in Counter(memory.terms).items():
-            space.postings.setdefault(term, {})[memory.id] = count
+        key = memory.id.int
+        self._owner[key] = memory.namespace
+        space.memories[key] = memory
+        recorded = micros(memory.recorded_at)
+        occurred = None if memory.occurred_at is None else micros(memory.occurred_at)
+        space.meta[key] = (len(memory.terms), recorded, occurred, memory.confidence)
+        space.order.add((recorded, key))
+        space.graph.add_node(key)
+        counts: dict[str, int] = {}
+        for term in memory.terms:
+            counts[term] = counts.get(term, 0) + 1
+        postings = space.postings
+        for term, count in counts.items():
+            posting = postings.get(term)
+            if posting is None:
+                postings[term] = {key: count}
+            else:
+                posting[key] = count
         space.total_length += len(memory.terms)
 
-    def _remove_memory(self, space: _Namespace, memory_id: UUID) -> None:
-        memory = space.memories.pop(memory_id, None)
+    def _remove_memory(self, space: _Namespace, key: int) -> None:
+        memory = space.memories.pop(key, None)
         if memory is None:
             return
-        del self._owner[memory_id]
-        space.order.remove((_micros(memory.recorded_at), str(memory_id)))
-        space.graph.remove_node(memory_id)
+        del self._owner[key]
+        recorded = space.meta.pop(key)[1]
+        space.order.remove((recorded, key))
+        space.graph.remove_node(key)
         for term in set(memory.terms):
             posting = space.postings[term]
-            del posting[memory_id]
+            del posting[key]
             if not posting:
                 del space.postings[term]
         space.total_length -= len(memory.terms)
-        for belief_id in space.beliefs_of.pop(memory_id, set()):
+        for belief_id in space.beliefs_of.pop(key, set()):
             MirrorStore._remove_belief(space, belief_id)
 
     @staticmethod
     def _add_link(space: _Namespace, link: Link) -> None:
-        space.graph.add_edge(link.source, link.target, key=link.kind.value, link=link)
+        space.graph.add_edge(link.source.int, link.target.int, key=link.kind.value, link=link)
 
     @staticmethod
     def _add_belief(space: _Namespace, belief: Belief) -> None:
         space.beliefs[belief.id] = belief
         for mid in (*belief.source_ids, *belief.linked_context_ids):
-            space.beliefs_of.setdefault(mid, set()).add(belief.id)
+            space.beliefs_of.setdefault(mid.int, set()).add(belief.id)
 
     @staticmethod
     def _remove_belief(space: _Namespace, belief_id: UUID) -> None:
@@ -390,21 +402,21 @@ class MirrorStore(Store):
         if belief is None:
             return
         for mid in (*belief.source_ids, *belief.linked_context_ids):
-            users = space.beliefs_of.get(mid)
+            users = space.beliefs_of.get(mid.int)
             if users is not None:
                 users.discard(belief_id)
                 if not users:
-                    del space.beliefs_of[mid]
+                    del space.beliefs_of[mid.int]
 
     @staticmethod
     def _all_links(space: _Namespace) -> list[Link]:
         return [data["link"] for _, _, data in space.graph.edges(data=True)]
 
     @staticmethod
-    def _links_touching(space: _Namespace, memory_id: UUID) -> list[Link]:
+    def _links_touching(space: _Namespace, key: int) -> list[Link]:
         graph = space.graph
-        found = [d["link"] for _, _, d in graph.out_edges(memory_id, data=True)]
-        found += [d["link"] for _, _, d in graph.in_edges(memory_id, data=True)]
+        found = [d["link"] for _, _, d in graph.out_edges(key, data=True)]
+        found += [d["link"] for _, _, d in graph.in_edges(key, data=True)]
         return found
 
     # -- writes ----------------------------------------------------------------------------------
@@ -416,10 +428,11 @@ class MirrorStore(Store):
             space = self._space(namespace)
             created: list[Memory] = []
             unchanged: list[UUID] = []
-            batch: dict[UUID, Memory] = {}
+            batch: dict[int, Memory] = {}
             for memory in memories:
-                existing = space.memories.get(memory.id) or batch.get(memory.id)
-                if existing is None and memory.id in self._owner:
+                key = memory.id.int
+                existing = space.memories.get(key) or batch.get(key)
+                if existing is None and key in self._owner:
                     raise ConflictError(
                         f"memory id {memory.id} is already taken; write under another id (or "
                         "none, to derive one from the content)"
@@ -432,23 +445,31 @@ class MirrorStore(Store):
                         )
                     unchanged.append(memory.id)
                     continue
-                batch[memory.id] = memory
+                batch[key] = memory
                 created.append(memory)
             overflow = len(space.memories) + len(created) - max_memories
             evict: list[UUID] = []
             if overflow > 0:
-                keep = {str(mid) for mid in unchanged}
-                for _, key in space.order:
+                keep = {mid.int for mid in unchanged}
+                for _, old in space.order:
                     if len(evict) == overflow:
                         break
-                    if key not in keep:
-                        evict.append(UUID(key))
+                    if old not in keep:
+                        evict.append(space.memories[old].id)
+
+            def apply() -> None:
+                for mid in evict:
+                    self._remove_memory(space, mid.int)
+                for memory in created:
+                    self._add_memory(space, memory)
+
             if created or evict:
-                self._write({
+                record = {
                     "op": "upsert", "ns": namespace,
                     "memories": [_memory_row(m) for m in created],
                     "evict": [str(mid) for mid in evict],
-                })  # fmt: skip
+                }  # fmt: skip
+                self._write(record, apply)
             return WriteResult(
                 created=tuple(m.id for m in created), unchanged=tuple(unchanged),
                 evicted=tuple(evict),
@@ -459,7 +480,7 @@ class MirrorStore(Store):
             space = self._space(namespace)
             for link in links:
                 for end in (link.source, link.target):
-                    if end not in space.memories:
+                    if end.int not in space.memories:
                         raise NotFoundError(
                             f"cannot link {link.source} -> {link.target}: memory {end} does not "
                             f"exist in namespace {namespace!r}; write it first"
@@ -467,7 +488,7 @@ class MirrorStore(Store):
             self._check_supersedes_acyclic(space, links)
             rows = []
             for link in links:
-                old = space.graph.get_edge_data(link.source, link.target, link.kind.value)
+                old = space.graph.get_edge_data(link.source.int, link.target.int, link.kind.value)
                 if old is not None:  # keep the original creation time
                     link = link.model_copy(update={"created_at": old["link"].created_at})
                 rows.append(_link_row(link))
@@ -476,15 +497,15 @@ class MirrorStore(Store):
 
     @staticmethod
     def _check_supersedes_acyclic(space: _Namespace, links: Sequence[Link]) -> None:
-        pending: dict[UUID, set[UUID]] = {}
+        pending: dict[int, set[int]] = {}
         for link in links:
             if link.kind is LinkKind.SUPERSEDES:
-                pending.setdefault(link.source, set()).add(link.target)
+                pending.setdefault(link.source.int, set()).add(link.target.int)
         if not pending:
             return
         graph = space.graph
 
-        def successors(node: UUID) -> set[UUID]:
+        def successors(node: int) -> set[int]:
             nxt = {v for _, v, k in graph.out_edges(node, keys=True) if k == "SUPERSEDES"}
             return nxt | pending.get(node, set())
 
@@ -494,7 +515,8 @@ class MirrorStore(Store):
                 node = stack.pop()
                 if node == start:
                     raise BadInputError(
-                        f"SUPERSEDES links would form a cycle through memory {start}: a newer "
+                        f"SUPERSEDES links would form a cycle through memory {UUID(int=start)}: "
+                        "a newer "
                         "memory cannot be superseded by one it supersedes"
                     )
                 if node not in seen:
@@ -504,10 +526,10 @@ class MirrorStore(Store):
     def forget(self, namespace: str, memory_id: UUID, *, at: datetime) -> ForgetReceipt:
         with self._lock:
             space = self._space(namespace)
-            if memory_id not in space.memories:
+            if memory_id.int not in space.memories:
                 raise NotFoundError(f"memory {memory_id} does not exist in namespace {namespace!r}")
-            links = sort_links(self._links_touching(space, memory_id))
-            beliefs = sorted(space.beliefs_of.get(memory_id, set()), key=str)
+            links = sort_links(self._links_touching(space, memory_id.int))
+            beliefs = sorted(space.beliefs_of.get(memory_id.int, set()), key=str)
             self._write({"op": "forget", "ns": namespace, "id": str(memory_id)})
             return ForgetReceipt(
                 memory_id=memory_id,
@@ -524,7 +546,7 @@ class MirrorStore(Store):
             space = self._space(belief.namespace)
             missing = [
                 m for m in (*belief.source_ids, *belief.linked_context_ids)
-                if m not in space.memories
+                if m.int not in space.memories
             ]  # fmt: skip
             if missing:
                 raise NotFoundError(f"belief names memories that do not exist: {missing[0]}")
@@ -583,7 +605,8 @@ class MirrorStore(Store):
     def get_memories(self, namespace: str, ids: Sequence[UUID]) -> list[Memory]:
         with self._lock:
             memories = self._space(namespace).memories
-            return [memories[i] for i in ids if i in memories]
+            found = (memories.get(i.int) for i in ids)
+            return [m for m in found if m is not None]
 
     def term_stats(self, namespace: str, terms: Sequence[str]) -> TermStats:
         with self._lock:
@@ -593,22 +616,19 @@ class MirrorStore(Store):
 
     @staticmethod
     def _candidates(
-        space: _Namespace, ids: Sequence[UUID], score_terms: Sequence[str]
+        space: _Namespace, keys: Sequence[int], score_terms: Sequence[str]
     ) -> list[Candidate]:
         lists = [space.postings.get(t, {}) for t in score_terms]
+        memories = space.memories
+        meta = space.meta
         found = []
-        for mid in ids:
-            memory = space.memories[mid]
-            found.append(
-                Candidate(
-                    id=mid,
-                    tf=tuple(posting.get(mid, 0) for posting in lists),
-                    length=len(memory.terms),
-                    recorded_at=memory.recorded_at,
-                    occurred_at=memory.occurred_at,
-                    confidence=memory.confidence,
-                )
-            )
+        for key in keys:
+            length, recorded, occurred, confidence = meta[key]
+            if len(lists) == 1:
+                tf: tuple[int, ...] = (lists[0].get(key, 0),)
+            else:
+                tf = tuple([posting.get(key, 0) for posting in lists])
+            found.append(Candidate(memories[key].id, tf, length, recorded, occurred, confidence))
         return found
 
     def candidates(
@@ -616,55 +636,56 @@ class MirrorStore(Store):
     ) -> list[Candidate]:
         with self._lock:
             space = self._space(namespace)
-            ids: set[UUID] = set()
+            keys: set[int] = set()
             for term in terms:
-                ids.update(space.postings.get(term, ()))
-            return self._candidates(space, sorted(ids, key=str), score_terms)
+                keys.update(space.postings.get(term, ()))
+            return self._candidates(space, sorted(keys), score_terms)
 
     def recent_candidates(
         self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
     ) -> list[Candidate]:
         with self._lock:
             space = self._space(namespace)
-            pool = (space.memories[i] for i in space.postings.get(term, ()))
+            meta = space.meta
             newest = heapq.nsmallest(
-                limit, pool, key=lambda m: (-_micros(m.recorded_at), str(m.id))
+                limit, space.postings.get(term, ()), key=lambda k: (-meta[k][1], k)
             )
-            return self._candidates(space, [m.id for m in newest], score_terms)
+            return self._candidates(space, newest, score_terms)
 
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
         with self._lock:
             graph = self._space(namespace).graph
-            wanted = set(ids)
-            pairs = {
+            wanted = {i.int for i in ids}
+            pairs = sorted(
                 (u, v)
                 for u in wanted
                 if u in graph
                 for _, v, k in graph.out_edges(u, keys=True)
                 if k == "SUPERSEDES" and v in wanted
-            }
-            return sorted(pairs, key=lambda p: (str(p[0]), str(p[1])))
+            )
+            return [(UUID(int=u), UUID(int=v)) for u, v in pairs]
 
     def walk(self, namespace: str, start: Sequence[UUID], depth: int, max_nodes: int) -> Walk:
         with self._lock:
             space = self._space(namespace)
             graph = space.graph
-            frontier = {s for s in start if s in graph}
+            starts = {s.int for s in start if s.int in graph}
+            frontier = set(starts)
             seen = set(frontier)
-            reached: list[tuple[UUID, int]] = []
+            reached: list[tuple[int, int]] = []
             for distance in range(1, depth + 1):
                 if not frontier or len(reached) >= max_nodes:
                     break
-                layer: set[UUID] = set()
+                layer: set[int] = set()
                 for node in frontier:
                     layer.update(graph.succ[node])
                     layer.update(graph.pred[node])
                 layer -= seen
                 seen |= layer
-                reached += [(n, distance) for n in sorted(layer, key=str)]
+                reached += [(n, distance) for n in sorted(layer)]
                 frontier = layer
             reached = reached[:max_nodes]
-            members = {s for s in start if s in graph} | {n for n, _ in reached}
+            members = starts | {n for n, _ in reached}
             links = [
                 data["link"]
                 for u in members
@@ -681,8 +702,8 @@ class MirrorStore(Store):
             space = self._space(namespace)
             found: dict[tuple[UUID, UUID, str], Link] = {}
             for mid in ids:
-                if mid in space.graph:
-                    for link in self._links_touching(space, mid):
+                if mid.int in space.graph:
+                    for link in self._links_touching(space, mid.int):
                         found[(link.source, link.target, link.kind.value)] = link
             return list(sort_links(list(found.values())))
 
@@ -719,11 +740,15 @@ class MirrorStore(Store):
     ) -> list[Memory]:
         with self._lock:
             space = self._space(namespace)
-            order = space.order  # (recordedAt micros, str(id)), oldest first
-            end = len(order) if after is None else order.bisect_left((_micros(after[0]), after[1]))
+            order = space.order  # (recordedAt micros, id.int), oldest first
+            end = (
+                len(order)
+                if after is None
+                else order.bisect_left((micros(after[0]), UUID(after[1]).int))
+            )
             page: list[Memory] = []
             for index in range(end - 1, -1, -1):
-                memory = space.memories[UUID(order[index][1])]
+                memory = space.memories[order[index][1]]
                 if kind is not None and memory.kind != kind:
                     continue
                 if tag is not None and tag not in memory.tags:

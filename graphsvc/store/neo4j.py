@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -42,7 +42,7 @@ from graphsvc.model import (
     WriteResult,
     as_utc,
 )
-from graphsvc.store.base import Candidate, Store, TermStats, Walk, sort_links
+from graphsvc.store.base import EPOCH, Candidate, Store, TermStats, Walk, micros, sort_links
 from graphsvc.store.cypher import query, schema_statements
 
 T = TypeVar("T")
@@ -86,8 +86,8 @@ def _memory_props(memory: Memory) -> dict[str, Any]:
         "termText": " ".join(sorted(set(memory.terms))),
         # Epoch microseconds for the candidate query: integers cross Bolt far faster than
         # DateTimes, which stay the readable form for people and Cypher.
-        "recordedUs": _micros(memory.recorded_at),
-        "occurredUs": None if memory.occurred_at is None else _micros(memory.occurred_at),
+        "recordedUs": micros(memory.recorded_at),
+        "occurredUs": None if memory.occurred_at is None else micros(memory.occurred_at),
     }
 
 
@@ -95,7 +95,7 @@ def _time(props: dict[str, Any], name: str) -> datetime | None:
     """A time property, from its epoch-microseconds copy when the query returned that."""
     micros = props.get(f"{name}Us")
     if micros is not None:
-        return _from_micros(micros)
+        return _frommicros(micros)
     return _native(props.get(f"{name}At"))
 
 
@@ -119,15 +119,8 @@ def _memory(ns: str, props: dict[str, Any]) -> Memory:
     )
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _micros(moment: datetime) -> int:
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def _from_micros(value: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=value)
+def _frommicros(value: int) -> datetime:
+    return EPOCH + timedelta(microseconds=value)
 
 
 def _candidate(row: Any) -> Candidate:
@@ -136,8 +129,8 @@ def _candidate(row: Any) -> Candidate:
         id=UUID(row["id"]),
         tf=tuple(row["tf"]),
         length=int(row["length"]),
-        recorded_at=_from_micros(row["recordedUs"]),
-        occurred_at=None if occurred is None else _from_micros(occurred),
+        recorded_us=int(row["recordedUs"]),
+        occurred_us=None if occurred is None else int(occurred),
         confidence=float(row["confidence"]),
     )
 
