@@ -259,10 +259,24 @@ def _capsule(item: Scored, chronological: bool, reason: str | None) -> ContextCa
     )
 
 
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a and not b:
-        return 1.0
-    return len(a & b) / len(a | b)
+def _is_duplicate(terms: frozenset[str], packed: Sequence[frozenset[str]]) -> bool:
+    """True when ``terms`` overlaps some packed term set by Jaccard >= DUPLICATE_JACCARD.
+
+    Jaccard is at most min(|a|, |b|) / max(|a|, |b|), so sets of too different sizes are passed
+    over without building their intersection.
+    """
+    size = len(terms)
+    for seen in packed:
+        other = len(seen)
+        small, large = (size, other) if size <= other else (other, size)
+        if large == 0:
+            return True  # two empty sets are the same
+        if small / large < DUPLICATE_JACCARD:
+            continue
+        common = len(terms & seen)
+        if common / (size + other - common) >= DUPLICATE_JACCARD:
+            return True
+    return False
 
 
 def chronological_key(
@@ -321,18 +335,17 @@ def build_bundle(
             excluded.append(_capsule(item, chronological, "below_floor"))
             continue
         term_set = frozenset(item.memory.terms)
-        if any(_jaccard(term_set, seen) >= DUPLICATE_JACCARD for seen in packed_terms):
+        if _is_duplicate(term_set, packed_terms):
             excluded.append(_capsule(item, chronological, "duplicate"))
             continue
-        capsule = _capsule(item, chronological, "match")
         if len(packed) >= request.max_capsules:
-            excluded.append(capsule.model_copy(update={"reason": "max_capsules"}))
+            excluded.append(_capsule(item, chronological, "max_capsules"))
             continue
         cost = estimate_tokens(_capsule_text(item.memory, chronological=True))
         if spent + cost > request.budget_tokens:
-            excluded.append(capsule.model_copy(update={"reason": "budget"}))
+            excluded.append(_capsule(item, chronological, "budget"))
             continue
-        packed.append(capsule)
+        packed.append(_capsule(item, chronological, "match"))
         packed_terms.append(term_set)
         spent += cost
 

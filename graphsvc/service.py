@@ -55,13 +55,15 @@ _RUN_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 
 def content_id(namespace: str, item: MemoryInput) -> UUID:
-    """The id of a memory written without one: a UUIDv5 of its namespace and content."""
+    """The id of a memory written without one: a UUIDv5 of its namespace and content.
+
+    Fields are length-prefixed (``len:value``; a missing value is ``-``), so no two different
+    contents share a name whatever characters they hold.
+    """
     occurred = item.occurred_at.isoformat() if item.occurred_at else None
-    key = json.dumps(
-        [namespace, item.kind, item.text, occurred, item.source, list(item.tags)],
-        ensure_ascii=False,
-    )
-    return uuid.uuid5(CONTENT_ID_NAMESPACE, key)
+    fields = (namespace, item.kind, item.text, occurred, item.source, *item.tags)
+    name = "".join("-" if f is None else f"{len(f)}:{f}" for f in fields)
+    return uuid.uuid5(CONTENT_ID_NAMESPACE, name)
 
 
 def validation_message(exc: ValidationError) -> str:

@@ -6,7 +6,6 @@ The same analyser runs for memories and queries, in both stores.
 from __future__ import annotations
 
 import unicodedata
-from functools import lru_cache
 
 import regex
 import Stemmer
@@ -37,7 +36,31 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 
 _stemmer = Stemmer.Stemmer("english")
-_stem_cached = lru_cache(maxsize=200_000)(_stemmer.stemWord)
+
+# ASCII text needs neither NFKC (the identity on ASCII) nor casefold (lower() on ASCII), and its
+# tokens are exactly the runs of [a-z0-9] once lowered: map every other byte to a space and split.
+_ASCII_SEPARATORS = bytes(
+    c if chr(c).isascii() and (chr(c).isdigit() or chr(c).islower()) else 0x20 for c in range(256)
+)
+# token -> analysed term, "" when dropped (too short, or a stop word); cleared past
+# _TERM_CACHE_SIZE entries so it stays bounded on an open vocabulary.
+_TERM_CACHE: dict[str, str] = {}
+_TERM_CACHE_SIZE = 500_000
+
+
+def _tokens(text: str) -> list[str]:
+    if text.isascii():
+        return text.lower().encode("ascii").translate(_ASCII_SEPARATORS).decode("ascii").split()
+    return tokenize(text)
+
+
+def _fill_term_cache(tokens: list[str]) -> None:
+    if len(_TERM_CACHE) > _TERM_CACHE_SIZE:
+        _TERM_CACHE.clear()
+    for tok in tokens:
+        if tok not in _TERM_CACHE:
+            keep = len(tok) >= 2 and tok not in STOP_WORDS
+            _TERM_CACHE[tok] = _stemmer.stemWord(tok) if keep else ""
 
 
 def tokenize(text: str) -> list[str]:
@@ -52,7 +75,12 @@ def analyse(text: str) -> list[str]:
 
     Tokens under 2 characters and stop words are dropped; the rest are Snowball-stemmed.
     """
-    return [_stem_cached(tok) for tok in tokenize(text) if len(tok) >= 2 and tok not in STOP_WORDS]
+    tokens = _tokens(text)
+    terms = list(map(_TERM_CACHE.get, tokens))
+    if None in terms:
+        _fill_term_cache(tokens)
+        terms = list(map(_TERM_CACHE.get, tokens))
+    return [term for term in terms if term]
 
 
 def query_terms(text: str) -> list[str]:

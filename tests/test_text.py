@@ -249,3 +249,11 @@ def test_a_marker_glued_to_letters_is_not_a_marker(marker: str, extra: str, pref
     assert asks_about_order(f"tell me {marker} now")
     assert asks_about_order(f"{marker.upper()}!")
     assert asks_about_order(f"tell me {word} now") == (word in CHRONOLOGY_MARKERS)
+
+
+@FAST
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_the_ascii_fast_path_tokenizes_like_the_unicode_path(text: str) -> None:
+    from graphsvc.text import _tokens
+
+    assert _tokens(text) == tokenize(text)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import heapq
-import json
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -28,6 +27,7 @@ from typing import IO, Any
 from uuid import UUID
 
 import networkx as nx
+import orjson
 from sortedcontainers import SortedList
 
 from graphsvc.errors import (
@@ -146,7 +146,7 @@ class MirrorStore(Store):
         self._spaces: dict[str, _Namespace] = {}
         self._owner: dict[int, str] = {}  # memory ids are unique across namespaces
         self._seq = 0
-        self._log: IO[str] | None = None
+        self._log: IO[bytes] | None = None
         self._lock_file: IO[str] | None = None
         self._open = False
 
@@ -186,7 +186,7 @@ class MirrorStore(Store):
             if log_path.exists():
                 self._replay(log_path)
             if not self._read_only:
-                self._log = open(log_path, "a", encoding="utf-8")  # noqa: SIM115 - held open
+                self._log = open(log_path, "ab")  # noqa: SIM115 - held open
         except OSError as exc:
             self.close()
             raise StoreUnavailableError(f"cannot open data dir {root}: {exc.strerror}") from exc
@@ -216,7 +216,7 @@ class MirrorStore(Store):
 
     def _load_snapshot(self, path: Path) -> None:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = orjson.loads(path.read_bytes())
         except ValueError as exc:
             raise StoreCorruptError(f"{path} is not valid JSON: {exc}") from exc
         if data.get("version") != FORMAT_VERSION:
@@ -242,7 +242,7 @@ class MirrorStore(Store):
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
+                record = orjson.loads(raw)
                 if record["seq"] <= self._seq:
                     continue
                 self._apply(record)
@@ -267,7 +267,7 @@ class MirrorStore(Store):
             raise StoreUnavailableError("the embedded store is not open: call open() first")
         record["seq"] = self._seq + 1
         if self._log is not None:
-            line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+            line = orjson.dumps(record) + b"\n"
             try:
                 self._log.write(line)
                 self._log.flush()
@@ -299,8 +299,8 @@ class MirrorStore(Store):
             }
             data = {"version": FORMAT_VERSION, "seq": self._seq, "namespaces": body}
             tmp = self._dir / "snapshot.json.tmp"
-            with open(tmp, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, ensure_ascii=False, separators=(",", ":"))
+            with open(tmp, "wb") as handle:
+                handle.write(orjson.dumps(data))
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, self._dir / "snapshot.json")
