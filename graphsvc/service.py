@@ -325,9 +325,8 @@ class MemoryService:
                 namespace, plan.fallback_term, plan.fallback_limit, terms
             )
         ranked = score_candidates(terms, stats, candidates, stage, self.settings.ranked_limit)
-        ids = [r.candidate.id for r in ranked]
-        scored = attach(ranked, {m.id: m for m in self.store.get_memories(namespace, ids)})
-        pairs = self.store.supersessions(namespace, ids)
+        memories, pairs = self.store.window(namespace, [r.candidate.id for r in ranked])
+        scored = attach(ranked, {m.id: m for m in memories})
         return terms, stats, apply_supersessions(scored, pairs)
 
     def bundle(

@@ -222,6 +222,13 @@ class Store(ABC):
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
         """``(newer, older)`` pairs of SUPERSEDES links with both ends in ``ids``, sorted."""
 
+    def window(
+        self, namespace: str, ids: Sequence[UUID]
+    ) -> tuple[list[Memory], list[tuple[UUID, UUID]]]:
+        """A query's ranked window at once: :meth:`get_memories` and :meth:`supersessions` of
+        ``ids`` (a store where that is one round trip overrides it)."""
+        return self.get_memories(namespace, ids), self.supersessions(namespace, ids)
+
     @abstractmethod
     def walk(self, namespace: str, start: Sequence[UUID], depth: int, max_nodes: int) -> Walk:
         """Breadth-first over every link kind in both directions, as :class:`Walk` says."""

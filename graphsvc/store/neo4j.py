@@ -545,6 +545,26 @@ class Neo4jStore(Store):
         )  # fmt: skip
         return [_candidate(row) for row in rows]
 
+    def fulltext_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
+        """The full-text index's own top ``k`` (Lucene's BM25) for analysed terms: the raw
+        baseline of ``graphsvc bench`` on Neo4j. Not used by recall."""
+        if not terms:
+            return []
+        query = _lucene(namespace, list(dict.fromkeys(terms))[:TERMS_PER_QUERY])
+        rows = self._read("fulltext_top_k", ns=namespace, query=query, k=k)
+        return [UUID(row["id"]) for row in rows]
+
+    def window(
+        self, namespace: str, ids: Sequence[UUID]
+    ) -> tuple[list[Memory], list[tuple[UUID, UUID]]]:
+        if not ids:
+            return [], []
+        row = self._read("window", ns=namespace, ids=[str(i) for i in ids])[0]
+        by_id = {props["id"]: _memory(namespace, props) for props in row["memories"]}
+        memories = [by_id[str(i)] for i in ids if str(i) in by_id]
+        pairs = sorted((p["newer"], p["older"]) for p in row["supersessions"])
+        return memories, [(UUID(a), UUID(b)) for a, b in pairs]
+
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
         if not ids:
             return []
@@ -552,7 +572,8 @@ class Neo4jStore(Store):
         return [(UUID(row["newer"]), UUID(row["older"])) for row in rows]
 
     def walk(self, namespace: str, start: Sequence[UUID], depth: int, max_nodes: int) -> Walk:
-        starts = [str(m.id) for m in self.get_memories(namespace, list(dict.fromkeys(start)))]
+        # Ids that are no memory of the namespace expand to nothing and match no link.
+        starts = list(dict.fromkeys(str(s) for s in start))
         seen = set(starts)
         frontier = list(starts)
         reached: list[tuple[str, int]] = []
@@ -567,11 +588,12 @@ class Neo4jStore(Store):
             seen.update(layer)
             reached += [(node, distance) for node in layer]
             frontier = layer
-        memories = {
-            str(m.id): m for m in self.get_memories(namespace, [UUID(n) for n, _ in reached])
-        }
         members = starts + [n for n, _ in reached]
-        links = [_link(row) for row in self._read("links_among", ns=namespace, ids=members)]
+        row = self._read(
+            "walk_members", ns=namespace, reached=[n for n, _ in reached], members=members
+        )[0]
+        memories = {props["id"]: _memory(namespace, props) for props in row["memories"]}
+        links = [_link(link) for link in row["links"]]
         return Walk(
             reached=tuple((memories[n], d) for n, d in reached),
             links=sort_links(links),
