@@ -436,8 +436,10 @@ def _register_optional() -> None:
     from graphsvc.api.export import export_schema
     from graphsvc.api.serve import serve
     from graphsvc.bench import bench
+    from graphsvc.drift import drift
 
     cli.add_command(bench)
+    cli.add_command(drift)
     cli.add_command(bench_http)
     cli.add_command(export_schema)
     cli.add_command(serve)

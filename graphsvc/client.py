@@ -4,11 +4,14 @@ Results are graphsvc's own pydantic models (:mod:`graphsvc.model`), and failures
 own errors, mapped back from ``extensions.code``::
 
     from graphsvc.client import GraphsvcClient
+    from graphsvc.prompt import PromptInput
 
     with GraphsvcClient("http://127.0.0.1:8000/graphql", api_key="...") as client:
         memory = client.remember("The checkout timed out after the deploy", tags=["ops"])
         bundle = client.bundle("Why did checkout time out?", budget_tokens=500)
         belief = client.reconstruct("checkout timeouts", run_id="run-42")
+        prompt = client.prompt_bundle(PromptInput(user_turn="Why?", run_id="run-42", step=1))
+        client.report_tokens("run-42", 1, reported_tokens=1234)
 
 ``AsyncGraphsvcClient`` has the same methods, as coroutines. Constructing a client does no I/O;
 close it (or use it as a context manager) to release its connections. Writes are idempotent by
@@ -55,6 +58,7 @@ from graphsvc.model import (
     MemoryInput,
     ReconstructedBelief,
 )
+from graphsvc.prompt import DriftReport, PromptBundle, PromptInput
 
 R = TypeVar("R")
 
@@ -86,6 +90,23 @@ BELIEF_FIELDS = (
     f"cue summary sourceIds linkedContextIds confidence beliefId memories {{ {MEMORY_FIELDS} }}"
 )
 EVENT_FIELDS = "runId seq step kind detail estTokens reportedTokens recordedAt"
+PROMPT_FIELDS = (
+    "fragments { name text tokens } environment { cwd model searchMode date } "
+    "projectContext { path scope content contentHash truncated visibility tokens originalTokens } "
+    "toolCatalog { name description inputSchema tokens } "
+    "availableSkills { name description path tokens } "
+    "transcriptTail { index role text toolName tokens visibility } omittedTranscriptEntries "
+    f"userTurn memory {{ {BUNDLE_FIELDS} }} memoryNote historyReuse prevContextHash "
+    "prevContextHashes contextLedger { contextWindow reservedCompletionTokens "
+    "availableInputTokens estimatedInputTokens remainingTokens overflowTokens fits systemTokens "
+    "messageTokens toolTokens memoryBudgetTokens memoryTokens "
+    "items { section name tokens visibility } } "
+    f"rendered renderedHash messages runId step assembledEvent {{ {EVENT_FIELDS} }}"
+)
+DRIFT_FIELDS = (
+    "runId steps { step seq estTokens reportedTokens ratio } reportedSteps unreportedSteps "
+    "estimatedTokens reportedTokens ratio"
+)
 RECEIPT_FIELDS = (
     "memoryId namespace removedBeliefIds forgottenAt removedLinks { source target kind }"
 )
@@ -113,9 +134,25 @@ RECONSTRUCT = f"""mutation Reconstruct($cue: String!, $k: Int, $depth: Int, $run
   }}
 }}"""
 BUNDLE = f"""query Bundle($query: String!, $budgetTokens: Int, $stage: String, $minScore: Float,
-    $maxCapsules: Int) {{
+    $maxCapsules: Int, $runId: String, $step: Int! = 0) {{
   result: bundle(query: $query, budgetTokens: $budgetTokens, stage: $stage, minScore: $minScore,
-      maxCapsules: $maxCapsules) {{ {BUNDLE_FIELDS} }}
+      maxCapsules: $maxCapsules, runId: $runId, step: $step) {{ {BUNDLE_FIELDS} }}
+}}"""
+PROMPT_BUNDLE = f"""query PromptBundle($input: PromptInput!) {{
+  result: promptBundle(input: $input) {{ {PROMPT_FIELDS} }}
+}}"""
+REPORT_TOKENS = f"""mutation ReportTokens($runId: String!, $step: Int!, $reportedTokens: Int!) {{
+  result: reportTokens(runId: $runId, step: $step, reportedTokens: $reportedTokens) {{
+    {EVENT_FIELDS}
+  }}
+}}"""
+RECORD_EVENT = f"""mutation RecordContextEvent($runId: String!, $step: Int!, $kind: String!,
+    $detail: String, $estTokens: Int) {{
+  result: recordContextEvent(runId: $runId, step: $step, kind: $kind, detail: $detail,
+      estTokens: $estTokens) {{ {EVENT_FIELDS} }}
+}}"""
+DRIFT = f"""query Drift($runId: String!) {{
+  result: drift(runId: $runId) {{ {DRIFT_FIELDS} }}
 }}"""
 MEMORY = f"""query Memory($id: UUID!) {{
   result: memory(id: $id) {{ {MEMORY_FIELDS} }}
@@ -246,12 +283,37 @@ def bundle_op(
     stage: str | None = None,
     min_score: float | None = None,
     max_capsules: int | None = None,
+    run_id: str | None = None,
+    step: int = 0,
 ) -> Operation[ContextBundle]:
     variables = {
         "query": query, "budgetTokens": budget_tokens, "stage": stage, "minScore": min_score,
-        "maxCapsules": max_capsules,
+        "maxCapsules": max_capsules, "runId": run_id, "step": step,
     }  # fmt: skip
     return Operation(BUNDLE, variables, ContextBundle.model_validate)
+
+
+def prompt_bundle_op(request: PromptInput) -> Operation[PromptBundle]:
+    variables = {"input": request.model_dump(mode="json", by_alias=True, exclude_none=True)}
+    return Operation(PROMPT_BUNDLE, variables, PromptBundle.model_validate)
+
+
+def report_tokens_op(run_id: str, step: int, reported_tokens: int) -> Operation[ContextEvent]:
+    variables = {"runId": run_id, "step": step, "reportedTokens": reported_tokens}
+    return Operation(REPORT_TOKENS, variables, ContextEvent.model_validate)
+
+
+def record_event_op(
+    run_id: str, step: int, kind: str, detail: str | None = None, est_tokens: int | None = None
+) -> Operation[ContextEvent]:
+    variables = {
+        "runId": run_id, "step": step, "kind": kind, "detail": detail, "estTokens": est_tokens,
+    }  # fmt: skip
+    return Operation(RECORD_EVENT, variables, ContextEvent.model_validate)
+
+
+def drift_op(run_id: str) -> Operation[DriftReport]:
+    return Operation(DRIFT, {"runId": run_id}, DriftReport.model_validate)
 
 
 def memory_op(memory_id: UUID) -> Operation[Memory | None]:
@@ -401,14 +463,43 @@ class GraphsvcClient:
         stage: str | None = None,
         min_score: float | None = None,
         max_capsules: int | None = None,
+        run_id: str | None = None,
+        step: int = 0,
     ) -> ContextBundle:
-        """What memory offers a prompt for ``query`` under a token budget."""
+        """What memory offers a prompt for ``query`` under a token budget (with ``run_id``, a
+        memory_recall event is recorded)."""
         return self._run(
             bundle_op(
                 query, budget_tokens=budget_tokens, stage=stage, min_score=min_score,
-                max_capsules=max_capsules,
+                max_capsules=max_capsules, run_id=run_id, step=step,
             )
         )  # fmt: skip
+
+    def prompt_bundle(self, request: PromptInput) -> PromptBundle:
+        """Assemble a prompt (:mod:`graphsvc.prompt`); with ``request.run_id``, an 'assembled'
+        event is recorded at ``request.step``."""
+        return self._run(prompt_bundle_op(request))
+
+    def report_tokens(self, run_id: str, step: int, reported_tokens: int) -> ContextEvent:
+        """Put the provider's input token count on the step's 'assembled' event
+        (NotFoundError when the step has none)."""
+        return self._run(report_tokens_op(run_id, step, reported_tokens))
+
+    def record_event(
+        self,
+        run_id: str,
+        step: int,
+        kind: str,
+        *,
+        detail: str | None = None,
+        est_tokens: int | None = None,
+    ) -> ContextEvent:
+        """Record a harness decision: reread, reread_refused, served, replan or stalled."""
+        return self._run(record_event_op(run_id, step, kind, detail, est_tokens))
+
+    def drift(self, run_id: str) -> DriftReport:
+        """Estimated against reported tokens over a run."""
+        return self._run(drift_op(run_id))
 
     def reconstruct(
         self,
@@ -541,14 +632,43 @@ class AsyncGraphsvcClient:
         stage: str | None = None,
         min_score: float | None = None,
         max_capsules: int | None = None,
+        run_id: str | None = None,
+        step: int = 0,
     ) -> ContextBundle:
-        """What memory offers a prompt for ``query`` under a token budget."""
+        """What memory offers a prompt for ``query`` under a token budget (with ``run_id``, a
+        memory_recall event is recorded)."""
         return await self._run(
             bundle_op(
                 query, budget_tokens=budget_tokens, stage=stage, min_score=min_score,
-                max_capsules=max_capsules,
+                max_capsules=max_capsules, run_id=run_id, step=step,
             )
         )  # fmt: skip
+
+    async def prompt_bundle(self, request: PromptInput) -> PromptBundle:
+        """Assemble a prompt (:mod:`graphsvc.prompt`); with ``request.run_id``, an 'assembled'
+        event is recorded at ``request.step``."""
+        return await self._run(prompt_bundle_op(request))
+
+    async def report_tokens(self, run_id: str, step: int, reported_tokens: int) -> ContextEvent:
+        """Put the provider's input token count on the step's 'assembled' event
+        (NotFoundError when the step has none)."""
+        return await self._run(report_tokens_op(run_id, step, reported_tokens))
+
+    async def record_event(
+        self,
+        run_id: str,
+        step: int,
+        kind: str,
+        *,
+        detail: str | None = None,
+        est_tokens: int | None = None,
+    ) -> ContextEvent:
+        """Record a harness decision: reread, reread_refused, served, replan or stalled."""
+        return await self._run(record_event_op(run_id, step, kind, detail, est_tokens))
+
+    async def drift(self, run_id: str) -> DriftReport:
+        """Estimated against reported tokens over a run."""
+        return await self._run(drift_op(run_id))
 
     async def reconstruct(
         self,

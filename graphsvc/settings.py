@@ -74,6 +74,23 @@ class Settings(BaseSettings):
     max_depth: int = Field(default=4, ge=0)
     walk_max_nodes: int = Field(default=50, ge=1, description="Most nodes a reconstruct walk adds.")
 
+    # -- prompt assembly (promptBundle): defaults of the window settings a request leaves out --
+    prompt_context_window: int = Field(
+        default=200_000, ge=1, le=10_000_000, description="contextWindow (tokens)."
+    )
+    prompt_reserved_completion_tokens: int = Field(
+        default=8_192, ge=0, description="reservedCompletionTokens (kept for the answer)."
+    )
+    prompt_memory_budget_share: float = Field(
+        default=0.1, ge=0.0, le=1.0, description="memoryBudgetShare of the available input."
+    )
+    prompt_transcript_tail: int = Field(
+        default=20, ge=0, le=1_000, description="maxTranscriptEntries (the tail carried)."
+    )
+    prompt_context_file_max_tokens: int = Field(
+        default=8_000, ge=1, description="maxContextFileTokens (size cap of one context file)."
+    )
+
     @model_validator(mode="after")
     def _defaults_within_limits(self) -> Settings:
         for default, limit in (
@@ -87,6 +104,11 @@ class Settings(BaseSettings):
                     f"{default} ({getattr(self, default)}) is above {limit} "
                     f"({getattr(self, limit)}): raise the limit or lower the default"
                 )
+        if self.prompt_reserved_completion_tokens >= self.prompt_context_window:
+            raise ValueError(
+                f"prompt_reserved_completion_tokens ({self.prompt_reserved_completion_tokens}) "
+                f"must be below prompt_context_window ({self.prompt_context_window})"
+            )
         return self
 
     fsync: bool = Field(default=True, description="fsync the embedded store's log on every write.")

@@ -26,9 +26,13 @@ mypy
 
 started_neo4j=0
 if [ -z "${GRAPHSVC_NEO4J_URI:-}" ] && [ "${GRAPHSVC_SKIP_NEO4J:-0}" != "1" ]; then
-  echo "==> starting Neo4j (scripts/neo4j.sh)"
-  bash scripts/neo4j.sh start
-  started_neo4j=1
+  if bash scripts/neo4j.sh status >/dev/null 2>&1; then
+    echo "==> Neo4j already running (scripts/neo4j.sh); using it and leaving it running"
+  else
+    echo "==> starting Neo4j (scripts/neo4j.sh)"
+    bash scripts/neo4j.sh start
+    started_neo4j=1
+  fi
   export GRAPHSVC_NEO4J_URI="bolt://127.0.0.1:${GRAPHSVC_NEO4J_BOLT_PORT:-7687}"
 fi
 cleanup() {

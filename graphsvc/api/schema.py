@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import datetime as dt
 import functools
 import json
 import logging
@@ -49,9 +50,11 @@ from strawberry.extensions import (
     SchemaExtension,
     ValidationCache,
 )
+from strawberry.scalars import JSON
 from strawberry.types import ExecutionContext
 
 from graphsvc import model as m
+from graphsvc import prompt as p
 from graphsvc.api.auth import Principal, UnauthenticatedError
 from graphsvc.errors import BadInputError, GraphsvcError, LimitExceededError
 from graphsvc.service import MemoryService, validation_message
@@ -467,6 +470,330 @@ class ContextEvent:
         )
 
 
+# -- prompt assembly (graphsvc.prompt) -------------------------------------------------------------
+
+
+@strawberry.enum(description="Whether the caller's provider keeps the conversation history.")
+class HistoryReuse(Enum):
+    AVAILABLE = strawberry.enum_value(
+        "AVAILABLE",
+        description="The provider caches the history: context files whose sha256 is in "
+        "prevContextHash(es) are sent as an 'unchanged' marker instead of their text.",
+    )
+    UNAVAILABLE = strawberry.enum_value(
+        "UNAVAILABLE", description="Every context file is sent in full (the default)."
+    )
+
+
+@strawberry.enum(description="Who produced a transcript entry.")
+class TranscriptRole(Enum):
+    USER = strawberry.enum_value("USER", description="The user.")
+    ASSISTANT = strawberry.enum_value("ASSISTANT", description="The model.")
+    TOOL = strawberry.enum_value("TOOL", description="A tool's result (sent as user text).")
+
+
+@strawberry.enum(description="How much of an item the model sees.")
+class Visibility(Enum):
+    FULL = strawberry.enum_value("FULL", description="The whole text is in the prompt.")
+    TRUNCATED = strawberry.enum_value(
+        "TRUNCATED", description="The text is cut at the size cap (maxContextFileTokens)."
+    )
+    UNCHANGED = strawberry.enum_value(
+        "UNCHANGED",
+        description="Only an 'unchanged, text omitted' marker: the provider has the text "
+        "from the cached history.",
+    )
+    DROPPED = strawberry.enum_value("DROPPED", description="Left out to fit the context window.")
+
+
+@strawberry.type(description="A prompt fragment as carried, in the caller's order.")
+class PromptFragment:
+    name: str = strawberry.field(description="The caller's label.")
+    text: str = strawberry.field(description="The text.")
+    tokens: int = strawberry.field(description="Estimated tokens of its block in the prompt.")
+
+
+@strawberry.type(description="Where the agent runs, as rendered into the system prompt.")
+class PromptEnvironment:
+    cwd: str | None = strawberry.field(description="Working directory, when sent.")
+    model: str | None = strawberry.field(description="Model name, when sent.")
+    search_mode: str | None = strawberry.field(description="Search mode, when sent.")
+    date: dt.date = strawberry.field(
+        description="The day (never a time, so the prompt stays cache-stable within a day): "
+        "the caller's, else the server's UTC day."
+    )
+
+
+@strawberry.type(description="A project context file as carried.")
+class ContextFile:
+    path: str = strawberry.field(description="The caller's path.")
+    scope: str = strawberry.field(description="Where it applies (the caller's label).")
+    content: str = strawberry.field(
+        description="The text carried: the caller's, cut at the size cap when `truncated`. "
+        "For an UNCHANGED file it is omitted from `rendered` and `messages`."
+    )
+    content_hash: str = strawberry.field(
+        description="sha256 of the caller's full content (UTF-8), 64 hex digits: pass it as "
+        "prevContextHash next turn when the provider keeps the history."
+    )
+    truncated: bool = strawberry.field(description="True when the text was cut at the cap.")
+    visibility: Visibility = strawberry.field(description="FULL, TRUNCATED or UNCHANGED.")
+    tokens: int = strawberry.field(description="Estimated tokens of its block in the prompt.")
+    original_tokens: int = strawberry.field(
+        description="Estimated tokens of the caller's full content."
+    )
+
+
+@strawberry.type(description="A tool, as declared to the provider (in `messages.tools`).")
+class Tool:
+    name: str = strawberry.field(description="The tool's name.")
+    description: str = strawberry.field(description="What it does (may be empty).")
+    input_schema: JSON = strawberry.field(description="JSON Schema of its input.")
+    tokens: int = strawberry.field(description="Estimated tokens of its definition (JSON).")
+
+
+@strawberry.type(description="A skill's metadata (never its body).")
+class Skill:
+    name: str = strawberry.field(description="The skill's name.")
+    description: str = strawberry.field(description="When to use it (may be empty).")
+    path: str | None = strawberry.field(description="Where its body is, when sent.")
+    tokens: int = strawberry.field(description="Estimated tokens of its line in the prompt.")
+
+
+@strawberry.type(description="One of the last transcript entries.")
+class TranscriptEntry:
+    index: int = strawberry.field(description="Position in the caller's transcript, from 0.")
+    role: TranscriptRole = strawberry.field(description="Who produced it.")
+    text: str = strawberry.field(description="The caller's text.")
+    tool_name: str | None = strawberry.field(description="The tool, for a tool result.")
+    tokens: int = strawberry.field(description="Estimated tokens of its text block.")
+    visibility: Visibility = strawberry.field(
+        description="FULL, or DROPPED when left out to fit the window."
+    )
+
+
+@strawberry.type(description="One item of the prompt and what it costs.")
+class LedgerItem:
+    section: str = strawberry.field(
+        description="fragments, environment, project_context, skills, memory, tools, "
+        "transcript or user_turn."
+    )
+    name: str = strawberry.field(
+        description="The fragment name, file path, skill or tool name, memory id, "
+        "'<role> #<index>' for a transcript entry, or the part's name."
+    )
+    tokens: int = strawberry.field(
+        description="Estimated tokens (for a DROPPED item: what it would have cost)."
+    )
+    visibility: Visibility = strawberry.field(description="How much of it the model sees.")
+
+
+@strawberry.type(
+    description="Where the context window goes: every count is graphsvc's estimate and never "
+    "negative; estimatedInputTokens = systemTokens + messageTokens + toolTokens."
+)
+class ContextLedger:
+    context_window: int = strawberry.field(description="Tokens the model reads and writes.")
+    reserved_completion_tokens: int = strawberry.field(description="Kept free for the answer.")
+    available_input_tokens: int = strawberry.field(
+        description="contextWindow - reservedCompletionTokens."
+    )
+    estimated_input_tokens: int = strawberry.field(
+        description="Estimated tokens of the prompt (the assembled event's estTokens)."
+    )
+    remaining_tokens: int = strawberry.field(
+        description="availableInputTokens - estimatedInputTokens, or 0 when it does not fit."
+    )
+    overflow_tokens: int = strawberry.field(
+        description="How far the estimate is over the available input (0 when it fits)."
+    )
+    fits: bool = strawberry.field(description="True when the estimate is within the input.")
+    system_tokens: int = strawberry.field(description="Estimated tokens of `rendered`.")
+    message_tokens: int = strawberry.field(description="Of the messages' text blocks.")
+    tool_tokens: int = strawberry.field(description="Of the tool definitions (JSON).")
+    memory_budget_tokens: int = strawberry.field(
+        description="The memory section's budget: min(memoryBudgetShare * available input, "
+        "maxMemoryTokens, what the rest leaves); 0 when memory was not consulted."
+    )
+    memory_tokens: int = strawberry.field(
+        description="Estimated tokens of the memory section (never above its budget)."
+    )
+    items: list[LedgerItem] = strawberry.field(description="Every item, in prompt order.")
+
+    @classmethod
+    def of(cls, ledger: p.ContextLedger) -> ContextLedger:
+        return cls(
+            context_window=ledger.context_window,
+            reserved_completion_tokens=ledger.reserved_completion_tokens,
+            available_input_tokens=ledger.available_input_tokens,
+            estimated_input_tokens=ledger.estimated_input_tokens,
+            remaining_tokens=ledger.remaining_tokens,
+            overflow_tokens=ledger.overflow_tokens,
+            fits=ledger.fits,
+            system_tokens=ledger.system_tokens,
+            message_tokens=ledger.message_tokens,
+            tool_tokens=ledger.tool_tokens,
+            memory_budget_tokens=ledger.memory_budget_tokens,
+            memory_tokens=ledger.memory_tokens,
+            items=[
+                LedgerItem(section=i.section, name=i.name, tokens=i.tokens,
+                           visibility=Visibility[i.visibility.value])
+                for i in ledger.items
+            ],
+        )  # fmt: skip
+
+
+@strawberry.type(
+    description="A prompt, assembled: the caller's parts as carried, memory for the user turn, "
+    "the ledger, the system prompt text and the Anthropic-compatible messages."
+)
+class PromptBundle:
+    fragments: list[PromptFragment] = strawberry.field(description="In the caller's order.")
+    environment: PromptEnvironment = strawberry.field(description="With the day.")
+    project_context: list[ContextFile] = strawberry.field(
+        description="Context files with hashes, caps and visibility."
+    )
+    tool_catalog: list[Tool] = strawberry.field(description="The tools, in the caller's order.")
+    available_skills: list[Skill] = strawberry.field(description="Skill metadata.")
+    transcript_tail: list[TranscriptEntry] = strawberry.field(
+        description="The last maxTranscriptEntries entries (oldest first)."
+    )
+    omitted_transcript_entries: int = strawberry.field(
+        description="Entries not in the messages: before the tail, or dropped to fit."
+    )
+    user_turn: str = strawberry.field(description="The user turn (the last message).")
+    memory: ContextBundle | None = strawberry.field(
+        description="What memory offers the user turn, under the ledger's budget; null when "
+        "memory was not consulted (`memoryNote` says why)."
+    )
+    memory_note: str = strawberry.field(
+        description="Why memory was not consulted; empty when it was."
+    )
+    history_reuse: HistoryReuse = strawberry.field(description="As sent.")
+    prev_context_hash: str | None = strawberry.field(description="As sent, normalised.")
+    prev_context_hashes: list[str] = strawberry.field(description="As sent, normalised.")
+    context_ledger: ContextLedger = strawberry.field(description="Where the window goes.")
+    rendered: str = strawberry.field(
+        description="The system prompt: deterministic text in delimited sections <fragments>, "
+        "<environment>, <project_context>, <skills>, <memory> (with its coverage note and "
+        "chronology note), most stable first."
+    )
+    rendered_hash: str = strawberry.field(description="sha256 of `rendered` (UTF-8), hex.")
+    messages: JSON = strawberry.field(
+        description="The prompt as an Anthropic Messages request body without model and "
+        "max_tokens: {system, messages: [{role, content: [{type: text, text}]}], tools?}. "
+        "Turns alternate, the first is a user one, tool results are user text, the user turn "
+        "is last."
+    )
+    run_id: str | None = strawberry.field(description="The run, when given.")
+    step: int = strawberry.field(description="The step.")
+    assembled_event: ContextEvent | None = strawberry.field(
+        description="The 'assembled' event recorded for runId and step; null without runId."
+    )
+
+    @classmethod
+    def of(cls, bundle: p.PromptBundle) -> PromptBundle:
+        return cls(
+            fragments=[
+                PromptFragment(name=f.name, text=f.text, tokens=f.tokens)
+                for f in bundle.fragments
+            ],
+            environment=PromptEnvironment(
+                cwd=bundle.environment.cwd, model=bundle.environment.model,
+                search_mode=bundle.environment.search_mode, date=bundle.environment.date,
+            ),
+            project_context=[
+                ContextFile(
+                    path=f.path, scope=f.scope, content=f.content, content_hash=f.content_hash,
+                    truncated=f.truncated, visibility=Visibility[f.visibility.value],
+                    tokens=f.tokens, original_tokens=f.original_tokens,
+                )
+                for f in bundle.project_context
+            ],
+            tool_catalog=[
+                Tool(name=t.name, description=t.description, input_schema=JSON(t.input_schema),
+                     tokens=t.tokens)
+                for t in bundle.tool_catalog
+            ],
+            available_skills=[
+                Skill(name=s.name, description=s.description, path=s.path, tokens=s.tokens)
+                for s in bundle.available_skills
+            ],
+            transcript_tail=[
+                TranscriptEntry(
+                    index=e.index, role=TranscriptRole[e.role.value], text=e.text,
+                    tool_name=e.tool_name, tokens=e.tokens,
+                    visibility=Visibility[e.visibility.value],
+                )
+                for e in bundle.transcript_tail
+            ],
+            omitted_transcript_entries=bundle.omitted_transcript_entries,
+            user_turn=bundle.user_turn,
+            memory=None if bundle.memory is None else ContextBundle.of(bundle.memory),
+            memory_note=bundle.memory_note,
+            history_reuse=HistoryReuse[bundle.history_reuse.value],
+            prev_context_hash=bundle.prev_context_hash,
+            prev_context_hashes=list(bundle.prev_context_hashes),
+            context_ledger=ContextLedger.of(bundle.context_ledger),
+            rendered=bundle.rendered,
+            rendered_hash=bundle.rendered_hash,
+            messages=JSON(bundle.messages),
+            run_id=bundle.run_id,
+            step=bundle.step,
+            assembled_event=(
+                None if bundle.assembled_event is None else ContextEvent.of(bundle.assembled_event)
+            ),
+        )  # fmt: skip
+
+
+@strawberry.type(description="Estimated against reported tokens for one step of a run.")
+class DriftStep:
+    step: int = strawberry.field(description="The step.")
+    seq: int = strawberry.field(description="Its (latest) assembled event's seq.")
+    est_tokens: int | None = strawberry.field(description="graphsvc's estimate.")
+    reported_tokens: int | None = strawberry.field(
+        description="What the provider counted (reportTokens); null when unreported."
+    )
+    ratio: float | None = strawberry.field(
+        description="reportedTokens / estTokens (6 places); null when unreported."
+    )
+
+
+@strawberry.type(
+    description="How far graphsvc's token estimates are from the provider's counts over a run: "
+    "per step (the latest assembled event of each) and overall."
+)
+class DriftReport:
+    run_id: str = strawberry.field(description="The run.")
+    steps: list[DriftStep] = strawberry.field(description="Every assembled step, by step.")
+    reported_steps: list[int] = strawberry.field(description="Steps with a reported count.")
+    unreported_steps: list[int] = strawberry.field(
+        description="Steps without one: listed, and left out of the totals and the ratio."
+    )
+    estimated_tokens: int = strawberry.field(description="Sum of estimates, reported steps.")
+    reported_tokens: int = strawberry.field(description="Sum of reports, reported steps.")
+    ratio: float | None = strawberry.field(
+        description="reportedTokens / estimatedTokens over the reported steps (6 places; above "
+        "1: graphsvc underestimates); null when no step is reported."
+    )
+
+    @classmethod
+    def of(cls, report: p.DriftReport) -> DriftReport:
+        return cls(
+            run_id=report.run_id,
+            steps=[
+                DriftStep(step=s.step, seq=s.seq, est_tokens=s.est_tokens,
+                          reported_tokens=s.reported_tokens, ratio=s.ratio)
+                for s in report.steps
+            ],
+            reported_steps=list(report.reported_steps),
+            unreported_steps=list(report.unreported_steps),
+            estimated_tokens=report.estimated_tokens,
+            reported_tokens=report.reported_tokens,
+            ratio=report.ratio,
+        )  # fmt: skip
+
+
 @strawberry.type(description="A position in a page of memories.")
 class MemoryEdge:
     cursor: str = strawberry.field(description="Pass as `after` to get the memories after this.")
@@ -575,6 +902,198 @@ def _prefixed(where: str, exc: ValidationError) -> str:
     return "; ".join(f"{where}.{part}" for part in validation_message(exc).split("; "))
 
 
+# -- prompt inputs --------------------------------------------------------------------------------
+
+
+@strawberry.input(description="A piece of system prompt (persona, rules, format...).")
+class FragmentInput:
+    name: str = strawberry.field(description="A label, 1-128 characters.")
+    text: str = strawberry.field(description="The text, rendered as sent.")
+
+
+@strawberry.input(description="Where the agent runs; every field optional.")
+class EnvironmentInput:
+    cwd: str | None = strawberry.field(default=None, description="Working directory.")
+    model: str | None = strawberry.field(default=None, description="Model name.")
+    search_mode: str | None = strawberry.field(
+        default=None, description="The harness's search mode (free text)."
+    )
+    date: dt.date | None = strawberry.field(
+        default=None, description="Today (default: the server's UTC day)."
+    )
+
+
+@strawberry.input(description="A project context file such as AGENTS.md.")
+class ContextFileInput:
+    path: str = strawberry.field(description="Its path, 1-1024 characters.")
+    content: str = strawberry.field(description="Its full text.")
+    scope: str = strawberry.field(
+        default="project", description="Where it applies: project, user, a directory..."
+    )
+
+
+@strawberry.input(description="A tool the model may call.")
+class ToolInput:
+    name: str = strawberry.field(description="1-64 letters, digits, '_' or '-'; unique.")
+    description: str = strawberry.field(default="", description="What it does.")
+    input_schema: JSON | None = strawberry.field(
+        default=None, description='JSON Schema of its input (default {"type": "object"}).'
+    )
+
+
+@strawberry.input(description="A skill's metadata (its body stays with the caller).")
+class SkillInput:
+    name: str = strawberry.field(description="The skill's name, 1-128 characters.")
+    description: str = strawberry.field(default="", description="When to use it.")
+    path: str | None = strawberry.field(default=None, description="Where its body is.")
+
+
+@strawberry.input(description="One entry of the conversation so far (send oldest first).")
+class TranscriptEntryInput:
+    role: TranscriptRole = strawberry.field(description="USER, ASSISTANT or TOOL.")
+    text: str = strawberry.field(
+        description="The text (not blank for USER and ASSISTANT; an empty tool result is "
+        "sent as '(no output)')."
+    )
+    tool_name: str | None = strawberry.field(
+        default=None, description="The tool, for a TOOL entry."
+    )
+
+
+@strawberry.input(
+    description="What promptBundle assembles a prompt from. Only userTurn is required. Large "
+    "inputs belong in variables (documents are limited in tokens, not variables)."
+)
+class PromptInput:
+    user_turn: str = strawberry.field(description="What the user says now (not blank).")
+    fragments: list[FragmentInput] = strawberry.field(
+        default_factory=list, description="System prompt fragments, rendered in this order."
+    )
+    environment: EnvironmentInput | None = strawberry.field(
+        default=None, description="Where the agent runs."
+    )
+    project_context: list[ContextFileInput] = strawberry.field(
+        default_factory=list, description="Project context files."
+    )
+    tool_catalog: list[ToolInput] = strawberry.field(
+        default_factory=list, description="Tools, declared in `messages.tools`."
+    )
+    available_skills: list[SkillInput] = strawberry.field(
+        default_factory=list, description="Skill metadata."
+    )
+    transcript: list[TranscriptEntryInput] = strawberry.field(
+        default_factory=list, description="The conversation so far, oldest first."
+    )
+    history_reuse: HistoryReuse = strawberry.field(
+        default=HistoryReuse.UNAVAILABLE, description="Whether the provider keeps the history."
+    )
+    prev_context_hash: str | None = strawberry.field(
+        default=None,
+        description="With historyReuse AVAILABLE: a context file whose contentHash equals it "
+        "is sent as an 'unchanged, text omitted' marker. 64 hex digits ('sha256:' allowed).",
+    )
+    prev_context_hashes: list[str] = strawberry.field(
+        default_factory=list, description="As prevContextHash, for several files."
+    )
+    run_id: str | None = strawberry.field(
+        default=None,
+        description="Record the recall and an 'assembled' event for this run (needs a write "
+        "key): 1-128 letters, digits, '_', '.', ':' or '-'.",
+    )
+    step: int = strawberry.field(default=0, description="The agent's step number (>= 0).")
+    context_window: int | None = strawberry.field(
+        default=None,
+        description="Tokens the model reads and writes (default 200000: "
+        "GRAPHSVC_PROMPT_CONTEXT_WINDOW).",
+    )
+    reserved_completion_tokens: int | None = strawberry.field(
+        default=None,
+        description="Kept free for the answer (default 8192: "
+        "GRAPHSVC_PROMPT_RESERVED_COMPLETION_TOKENS).",
+    )
+    memory_budget_share: float | None = strawberry.field(
+        default=None,
+        description="The most of the available input memory may take, in [0, 1] (default "
+        "0.1: GRAPHSVC_PROMPT_MEMORY_BUDGET_SHARE; 0: memory is not consulted).",
+    )
+    max_memory_tokens: int | None = strawberry.field(
+        default=None,
+        description="A cap on the memory section's tokens (default and limit: "
+        "GRAPHSVC_MAX_BUDGET_TOKENS).",
+    )
+    max_transcript_entries: int | None = strawberry.field(
+        default=None,
+        description="How many of the last transcript entries, 0-1000 (default 20: "
+        "GRAPHSVC_PROMPT_TRANSCRIPT_TAIL).",
+    )
+    max_context_file_tokens: int | None = strawberry.field(
+        default=None,
+        description="Size cap of one context file in estimated tokens (default 8000: "
+        "GRAPHSVC_PROMPT_CONTEXT_FILE_MAX_TOKENS); longer files are cut and flagged `truncated`.",
+    )
+    memory_query: str | None = strawberry.field(
+        default=None,
+        description="What to recall for (default: the user turn, cut to GRAPHSVC_MAX_TEXT_CHARS).",
+    )
+    memory_stage: str | None = strawberry.field(
+        default=None, description="Scoring stage of the recall: default, recent or exact."
+    )
+    memory_min_score: float | None = strawberry.field(
+        default=None, description="Memory abstains when its top score is below this."
+    )
+    memory_max_capsules: int | None = strawberry.field(
+        default=None, description="Most capsules (default GRAPHSVC_DEFAULT_MAX_CAPSULES)."
+    )
+
+    def to_model(self, where: str) -> p.PromptInput:
+        """The domain request; pydantic's errors become BAD_INPUT naming the field."""
+        env = self.environment
+        raw: dict[str, Any] = {
+            "userTurn": self.user_turn,
+            "fragments": [{"name": f.name, "text": f.text} for f in self.fragments],
+            "environment": None if env is None else {
+                "cwd": env.cwd, "model": env.model, "searchMode": env.search_mode,
+                "date": env.date,
+            },
+            "projectContext": [
+                {"path": f.path, "scope": f.scope, "content": f.content}
+                for f in self.project_context
+            ],
+            "toolCatalog": [
+                {"name": t.name, "description": t.description,
+                 **({} if t.input_schema is None else {"inputSchema": t.input_schema})}
+                for t in self.tool_catalog
+            ],
+            "availableSkills": [
+                {"name": s.name, "description": s.description, "path": s.path}
+                for s in self.available_skills
+            ],
+            "transcript": [
+                {"role": e.role.value, "text": e.text, "toolName": e.tool_name}
+                for e in self.transcript
+            ],
+            "historyReuse": self.history_reuse.value,
+            "prevContextHash": self.prev_context_hash,
+            "prevContextHashes": list(self.prev_context_hashes),
+            "runId": self.run_id,
+            "step": self.step,
+            "contextWindow": self.context_window,
+            "reservedCompletionTokens": self.reserved_completion_tokens,
+            "memoryBudgetShare": self.memory_budget_share,
+            "maxMemoryTokens": self.max_memory_tokens,
+            "maxTranscriptEntries": self.max_transcript_entries,
+            "maxContextFileTokens": self.max_context_file_tokens,
+            "memoryQuery": self.memory_query,
+            "memoryStage": self.memory_stage,
+            "memoryMinScore": self.memory_min_score,
+            "memoryMaxCapsules": self.memory_max_capsules,
+        }  # fmt: skip
+        try:
+            return p.PromptInput.model_validate(raw)
+        except ValidationError as exc:
+            raise BadInputError(_prefixed(where, exc)) from exc
+
+
 # -- operations -----------------------------------------------------------------------------------
 
 
@@ -628,7 +1147,8 @@ class Query:
 
     @_resolver(
         description="What memory offers a prompt for `query` under a token budget: capsules, "
-        "exclusions with reasons, abstention, coverage and uncovered terms."
+        "exclusions with reasons, abstention, coverage and uncovered terms. With `runId`, a "
+        "memory_recall event is recorded at `step`."
     )
     async def bundle(
         self,
@@ -640,11 +1160,17 @@ class Query:
             float | None, _arg("Abstain (skipped) when topScore is below this, in [0, 1].")
         ] = None,
         max_capsules: Annotated[int | None, _arg("Most capsules to pack (default 20).")] = None,
+        run_id: Annotated[
+            str | None, _arg("Record a memory_recall event for this run (needs a write key).")
+        ] = None,
+        step: Step = 0,
     ) -> ContextBundle:
         ctx = info.context
+        if run_id is not None:
+            ctx.caller.require_write("bundle with runId (it records a memory_recall event)")
         result = await ctx.run(
             ctx.service.bundle, ctx.namespace, query, budget_tokens=budget_tokens, stage=stage,
-            min_score=min_score, max_capsules=max_capsules,
+            min_score=min_score, max_capsules=max_capsules, run_id=run_id, step=step,
         )  # fmt: skip
         return ContextBundle.of(result)
 
@@ -664,6 +1190,34 @@ class Query:
         ctx = info.context
         found = await ctx.run(ctx.service.events, ctx.namespace, run_id)
         return [ContextEvent.of(event) for event in found]
+
+    @_resolver(
+        description="Assemble a prompt for the user turn: the caller's fragments, environment, "
+        "project context (sha256, size cap, history reuse), tools, skills and transcript tail, "
+        "plus memory for the turn under the ledger's budget; rendered as a system prompt and as "
+        "Anthropic messages. With `input.runId` (write key), the recall and an 'assembled' "
+        "event (estTokens = the estimate) are recorded at `input.step`."
+    )
+    async def prompt_bundle(
+        self, info: Info, input: Annotated[PromptInput, _arg("What to assemble the prompt from.")]
+    ) -> PromptBundle:
+        ctx = info.context
+        caller = ctx.caller
+        request = input.to_model("input")
+        if request.run_id is not None:
+            caller.require_write("promptBundle with runId (it records events)")
+        result = await ctx.run(ctx.service.prompt_bundle, ctx.namespace, request)
+        return PromptBundle.of(result)
+
+    @_resolver(
+        description="Estimated against reported tokens over a run: per step (the latest "
+        "assembled event of each) and overall. Steps without reportTokens are listed as "
+        "unreported and left out of the ratio."
+    )
+    async def drift(self, info: Info, run_id: RunId) -> DriftReport:
+        ctx = info.context
+        report = await ctx.run(ctx.service.drift, ctx.namespace, run_id)
+        return DriftReport.of(report)
 
     @_resolver(description="Counts for the caller's namespace.")
     async def stats(self, info: Info) -> NamespaceStats:
@@ -777,6 +1331,54 @@ class Mutation:
             run_id=run_id, step=step,
         )  # fmt: skip
         return ReconstructedBelief.of(result)
+
+    @_mutation(
+        description="Put the provider's count of input tokens on the step's 'assembled' event "
+        "(the latest, when the step was assembled more than once), beside graphsvc's estimate. "
+        "NOT_FOUND when the step has no 'assembled' event: call promptBundle with this runId and "
+        "step first."
+    )
+    async def report_tokens(
+        self,
+        info: Info,
+        run_id: RunId,
+        step: Annotated[int, _arg("The step promptBundle was called with.")],
+        reported_tokens: Annotated[
+            int,
+            _arg(
+                "Every input token the provider counted (Anthropic: usage.input_tokens + "
+                "cache_creation_input_tokens + cache_read_input_tokens)."
+            ),
+        ],
+    ) -> ContextEvent:
+        ctx = info.context
+        ctx.caller.require_write("reportTokens")
+        event = await ctx.run(
+            ctx.service.report_tokens, ctx.namespace, run_id, step, reported_tokens
+        )
+        return ContextEvent.of(event)
+
+    @_mutation(
+        description="Record a decision of the agent harness: kind reread, reread_refused, "
+        "served, replan or stalled (graphsvc records the other kinds itself; any other kind is "
+        "BAD_INPUT, listing these)."
+    )
+    async def record_context_event(
+        self,
+        info: Info,
+        run_id: RunId,
+        step: Annotated[int, _arg("The agent's step number (>= 0).")],
+        kind: Annotated[str, _arg("reread, reread_refused, served, replan or stalled.")],
+        detail: Annotated[str | None, _arg("What happened and why, in words.")] = None,
+        est_tokens: Annotated[int | None, _arg("Tokens involved, when it matters.")] = None,
+    ) -> ContextEvent:
+        ctx = info.context
+        ctx.caller.require_write("recordContextEvent")
+        event = await ctx.run(
+            ctx.service.record_agent_event, ctx.namespace, run_id, step, kind, detail,
+            est_tokens,
+        )  # fmt: skip
+        return ContextEvent.of(event)
 
 
 # -- errors ---------------------------------------------------------------------------------------

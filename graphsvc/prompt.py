@@ -1,0 +1,1092 @@
+"""Prompt assembly (DESIGN.md, "Prompt assembly and the trace"): models and pure functions.
+
+An agent does not want memories, it wants a prompt. ``promptBundle`` takes what the caller sends
+(prompt fragments, environment, project context files, tool catalog, skill metadata, transcript,
+user turn, window settings) and returns a :class:`PromptBundle`: the parts as carried, a memory
+:class:`~graphsvc.model.ContextBundle` for the user turn, a :class:`ContextLedger` that accounts
+for every token, the system prompt text (``rendered``) and the same prompt lowered to the
+Anthropic Messages API shape (``messages``).
+
+Assembly is two pure steps around one recall, so that everything but the recall is unit-tested
+without a store:
+
+1. :func:`plan_prompt` carries the caller's parts (tail of the transcript, size caps, history
+   reuse), renders every section but memory, and works out the memory budget from the ledger;
+2. the service recalls a bundle for the user turn under ``plan.bundle_budget`` (no recall when it
+   is 0);
+3. :func:`finish_prompt` renders the memory section, the system prompt and the messages, and
+   closes the ledger.
+
+The rendered system prompt is deterministic: the same input (and the same memory) gives the same
+bytes. Sections, in this order so that what changes least comes first (provider prompt caches
+match on a prefix): ``<fragments>``, ``<environment>`` (the date, rounded to the day, keeps it
+stable within a day), ``<project_context>``, ``<skills>``, ``<memory>`` (with its coverage note
+and chronology note). Empty sections are left out, except memory, which always says what it
+offers or why it offers nothing.
+
+Tokens are graphsvc's estimate (:func:`graphsvc.text.estimate_tokens`, one per 4 characters):
+the system prompt, each text block of the messages, and each tool definition as compact JSON.
+What the provider really counted is recorded later with ``reportTokens``, and ``graphsvc drift``
+compares the two.
+
+Nothing here does I/O: :meth:`graphsvc.service.MemoryService.prompt_bundle` validates against the
+settings, recalls, and records the trace.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import html
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator, model_validator
+
+from graphsvc.errors import BadInputError, LimitExceededError
+from graphsvc.model import ContextBundle, ContextEvent, ContextEventKind, Model
+from graphsvc.recall import PLACES, get_stage
+from graphsvc.text import asks_about_order, estimate_tokens, query_terms
+
+# -- defaults and limits --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptDefaults:
+    """Window settings used when a request does not give them.
+
+    Attributes:
+        context_window: tokens the model reads and writes in all; 200,000 is the window of the
+            current Claude models.
+        reserved_completion_tokens: kept free for the answer (the request's ``max_tokens``).
+        memory_budget_share: the most of the available input that memory may take. A tenth: the
+            instructions, files and conversation need the bulk, and a bundle rarely fills even
+            that (it also stops at ``maxCapsules``).
+        max_transcript_entries: how many of the latest transcript entries are carried.
+        max_context_file_tokens: the size cap of one project context file, in estimated tokens
+            (4 characters each); longer files are cut and flagged ``truncated``.
+    """
+
+    context_window: int = 200_000
+    reserved_completion_tokens: int = 8_192
+    memory_budget_share: float = 0.10
+    max_transcript_entries: int = 20
+    max_context_file_tokens: int = 8_000
+
+
+MAX_CONTEXT_WINDOW = 10_000_000
+MAX_TRANSCRIPT_ENTRIES = 1_000
+CHARS_PER_TOKEN = 4  # the estimator's ratio (graphsvc.text.estimate_tokens)
+QUOTE_CHARS = 80  # how much of a query the assembled event's detail quotes
+AGENT_EVENT_KINDS: tuple[ContextEventKind, ...] = (
+    ContextEventKind.REREAD,
+    ContextEventKind.REREAD_REFUSED,
+    ContextEventKind.SERVED,
+    ContextEventKind.REPLAN,
+    ContextEventKind.STALLED,
+)
+SECTION_ORDER = (
+    "fragments",
+    "environment",
+    "project_context",
+    "skills",
+    "memory",
+    "tools",
+    "transcript",
+    "user_turn",
+)
+UNCHANGED_MARKER = "[unchanged since the previous turn: text omitted]"
+_HASH_RE = re.compile(r"^[0-9a-f]{64}$")
+_TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
+
+Name = Annotated[str, Field(min_length=1, max_length=128)]
+Label = Annotated[str, Field(max_length=1024)]
+
+
+# -- enums ----------------------------------------------------------------------------------------
+
+
+class HistoryReuse(StrEnum):
+    """Whether the caller's provider keeps (caches) the conversation history between turns."""
+
+    AVAILABLE = "AVAILABLE"
+    UNAVAILABLE = "UNAVAILABLE"
+
+
+class TranscriptRole(StrEnum):
+    """Who produced a transcript entry."""
+
+    USER = "USER"
+    ASSISTANT = "ASSISTANT"
+    TOOL = "TOOL"
+
+
+class Visibility(StrEnum):
+    """How much of an item the model sees."""
+
+    FULL = "FULL"  # the whole text is in the prompt
+    TRUNCATED = "TRUNCATED"  # the text is cut at the size cap
+    UNCHANGED = "UNCHANGED"  # a marker: the provider has the text from the cached history
+    DROPPED = "DROPPED"  # left out to fit the window
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+
+
+class FragmentInput(Model):
+    """A piece of system prompt sent by the caller (persona, rules, output format...)."""
+
+    name: Name
+    text: str
+
+
+class EnvironmentInput(Model):
+    """Where the agent runs. ``date`` defaults to the server's UTC day."""
+
+    cwd: Label | None = None
+    model: Label | None = None
+    search_mode: Label | None = None
+    date: dt.date | None = None
+
+
+class ContextFileInput(Model):
+    """A project context file (AGENTS.md, CLAUDE.md, a README...)."""
+
+    path: Annotated[str, Field(min_length=1, max_length=1024)]
+    scope: Name = "project"
+    content: str
+
+
+class ToolInput(Model):
+    """A tool the model may call, as the provider wants it declared."""
+
+    name: Annotated[str, Field(pattern=_TOOL_NAME)]
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+
+
+class SkillInput(Model):
+    """A skill the agent can load on demand: its metadata only, never its body."""
+
+    name: Name
+    description: str = ""
+    path: Label | None = None
+
+
+class TranscriptEntryInput(Model):
+    """One entry of the conversation so far, oldest first."""
+
+    role: TranscriptRole
+    text: str
+    tool_name: Name | None = None
+
+    @model_validator(mode="after")
+    def _spoken_text_not_blank(self) -> TranscriptEntryInput:
+        if self.role is not TranscriptRole.TOOL and not self.text.strip():
+            raise ValueError(f"a {self.role.value.lower()} entry needs some text")
+        return self
+
+
+def normalise_hash(value: str) -> str:
+    """A sha256 hex digest as :attr:`ContextFile.content_hash` gives it: 64 lowercase hex digits
+    (an optional ``sha256:`` prefix and upper case are accepted)."""
+    digest = value.strip().lower().removeprefix("sha256:")
+    if not _HASH_RE.match(digest):
+        raise ValueError(
+            f"{value[:80]!r} is not a sha256 digest: send 64 hex digits (optionally prefixed "
+            "'sha256:'), as projectContext[].contentHash gives them"
+        )
+    return digest
+
+
+class PromptInput(Model):
+    """What ``promptBundle`` assembles a prompt from. Only ``user_turn`` is required; window
+    settings left out take :class:`PromptDefaults` (and the service's bundle defaults)."""
+
+    user_turn: str
+    fragments: tuple[FragmentInput, ...] = ()
+    environment: EnvironmentInput | None = None
+    project_context: tuple[ContextFileInput, ...] = ()
+    tool_catalog: tuple[ToolInput, ...] = ()
+    available_skills: tuple[SkillInput, ...] = ()
+    transcript: tuple[TranscriptEntryInput, ...] = ()
+    history_reuse: HistoryReuse = HistoryReuse.UNAVAILABLE
+    prev_context_hash: str | None = None
+    prev_context_hashes: tuple[str, ...] = ()
+    run_id: str | None = None
+    step: int = Field(default=0, ge=0)
+    context_window: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_WINDOW)
+    reserved_completion_tokens: int | None = Field(default=None, ge=0, le=MAX_CONTEXT_WINDOW)
+    memory_budget_share: float | None = Field(default=None, ge=0.0, le=1.0)
+    max_memory_tokens: int | None = Field(default=None, ge=1)
+    max_transcript_entries: int | None = Field(default=None, ge=0, le=MAX_TRANSCRIPT_ENTRIES)
+    max_context_file_tokens: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_WINDOW)
+    memory_query: str | None = None
+    memory_stage: str | None = None
+    memory_min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    memory_max_capsules: int | None = Field(default=None, ge=1)
+
+    @field_validator("user_turn")
+    @classmethod
+    def _turn_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the user turn is empty: send what the user said")
+        return value
+
+    @field_validator("memory_query")
+    @classmethod
+    def _query_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("memoryQuery is empty: leave it out to recall for the user turn")
+        return value
+
+    @field_validator("prev_context_hash")
+    @classmethod
+    def _one_hash(cls, value: str | None) -> str | None:
+        return None if value is None else normalise_hash(value)
+
+    @field_validator("prev_context_hashes")
+    @classmethod
+    def _hashes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(normalise_hash(v) for v in value))
+
+    @field_validator("tool_catalog")
+    @classmethod
+    def _unique_tools(cls, value: tuple[ToolInput, ...]) -> tuple[ToolInput, ...]:
+        twice = sorted(name for name, n in Counter(t.name for t in value).items() if n > 1)
+        if twice:
+            raise ValueError(f"tool names must be unique; sent more than once: {', '.join(twice)}")
+        return value
+
+    def previous_hashes(self) -> frozenset[str]:
+        """Every hash the caller says the provider already has (both fields)."""
+        single = () if self.prev_context_hash is None else (self.prev_context_hash,)
+        return frozenset((*single, *self.prev_context_hashes))
+
+
+# -- outputs --------------------------------------------------------------------------------------
+
+
+class PromptFragment(Model):
+    """A caller's fragment as carried."""
+
+    name: str
+    text: str
+    tokens: int
+
+
+class PromptEnvironment(Model):
+    """The environment as rendered; ``date`` is a day, never a time."""
+
+    cwd: str | None
+    model: str | None
+    search_mode: str | None
+    date: dt.date
+
+
+class ContextFile(Model):
+    """A project context file as carried."""
+
+    path: str
+    scope: str
+    content: str = Field(description="The text carried: the caller's, cut at the cap if needed.")
+    content_hash: str = Field(description="sha256 (hex) of the caller's full content, UTF-8.")
+    truncated: bool
+    visibility: Visibility
+    tokens: int = Field(description="Estimated tokens of the file's block in the prompt.")
+    original_tokens: int = Field(description="Estimated tokens of the caller's full content.")
+
+
+class Tool(Model):
+    """A tool as declared to the provider."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    tokens: int
+
+
+class Skill(Model):
+    """A skill's metadata."""
+
+    name: str
+    description: str
+    path: str | None
+    tokens: int
+
+
+class TranscriptEntry(Model):
+    """One of the last transcript entries."""
+
+    index: int = Field(description="Position in the caller's transcript, from 0.")
+    role: TranscriptRole
+    text: str
+    tool_name: str | None
+    tokens: int
+    visibility: Visibility
+
+
+class LedgerItem(Model):
+    """One item of the prompt and what it costs."""
+
+    section: str
+    name: str
+    tokens: int
+    visibility: Visibility
+
+
+class ContextLedger(Model):
+    """Where the context window goes. Every count is an estimate, and never negative."""
+
+    context_window: int
+    reserved_completion_tokens: int
+    available_input_tokens: int
+    estimated_input_tokens: int
+    remaining_tokens: int
+    overflow_tokens: int
+    fits: bool
+    system_tokens: int
+    message_tokens: int
+    tool_tokens: int
+    memory_budget_tokens: int
+    memory_tokens: int
+    items: tuple[LedgerItem, ...]
+
+
+class PromptBundle(Model):
+    """A prompt, assembled: the parts, the memory, the ledger, the text and the messages."""
+
+    fragments: tuple[PromptFragment, ...]
+    environment: PromptEnvironment
+    project_context: tuple[ContextFile, ...]
+    tool_catalog: tuple[Tool, ...]
+    available_skills: tuple[Skill, ...]
+    transcript_tail: tuple[TranscriptEntry, ...]
+    omitted_transcript_entries: int
+    user_turn: str
+    memory: ContextBundle | None
+    memory_note: str
+    history_reuse: HistoryReuse
+    prev_context_hash: str | None
+    prev_context_hashes: tuple[str, ...]
+    context_ledger: ContextLedger
+    rendered: str
+    rendered_hash: str
+    messages: dict[str, Any]
+    run_id: str | None
+    step: int
+    assembled_event: ContextEvent | None = None
+
+
+class DriftStep(Model):
+    """Estimated against reported tokens for one step of a run."""
+
+    step: int
+    seq: int
+    est_tokens: int | None
+    reported_tokens: int | None
+    ratio: float | None
+
+
+class DriftReport(Model):
+    """How far graphsvc's estimates are from what the provider counted, over a run."""
+
+    run_id: str
+    steps: tuple[DriftStep, ...]
+    reported_steps: tuple[int, ...]
+    unreported_steps: tuple[int, ...]
+    estimated_tokens: int
+    reported_tokens: int
+    ratio: float | None
+
+
+# -- small helpers --------------------------------------------------------------------------------
+
+
+def sha256_hex(text: str) -> str:
+    """The stable content hash: sha256 of the UTF-8 bytes, 64 lowercase hex digits (what
+    ``sha256sum`` prints for the same bytes)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _attr(value: str) -> str:
+    return html.escape(value, quote=True)
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _section(tag: str, body: str) -> str:
+    return f"<{tag}>\n{body}\n</{tag}>"
+
+
+def _body(text: str) -> str:
+    """A text inside a block: one trailing newline is left out (the block adds its own)."""
+    return text.removesuffix("\n")
+
+
+def _tokens(text: str) -> int:
+    """Estimated tokens of a text, 0 for no text."""
+    return estimate_tokens(text) if text else 0
+
+
+def render_system(sections: Sequence[str]) -> str:
+    """Sections joined by a blank line; empty ones left out."""
+    return "\n\n".join(s for s in sections if s)
+
+
+# -- window ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Window:
+    """The request's window settings with every default applied and checked."""
+
+    context_window: int
+    reserved_completion_tokens: int
+    memory_budget_share: float
+    max_memory_tokens: int
+    max_transcript_entries: int
+    max_context_file_tokens: int
+    max_capsules: int
+
+    @property
+    def available_input_tokens(self) -> int:
+        return self.context_window - self.reserved_completion_tokens
+
+
+def resolve_window(
+    request: PromptInput,
+    defaults: PromptDefaults,
+    *,
+    max_budget_tokens: int,
+    default_max_capsules: int,
+    max_capsules_limit: int,
+) -> Window:
+    """Apply the defaults and check what only makes sense together.
+
+    Raises:
+        BadInputError: the reserved completion tokens leave no input, or the stage is unknown.
+        LimitExceededError: ``maxMemoryTokens`` or ``memoryMaxCapsules`` above the service limits.
+    """
+    window = request.context_window or defaults.context_window
+    reserved = (
+        defaults.reserved_completion_tokens
+        if request.reserved_completion_tokens is None
+        else request.reserved_completion_tokens
+    )
+    if reserved >= window:
+        raise BadInputError(
+            f"reservedCompletionTokens ({reserved}) must be below contextWindow ({window}): "
+            "leave room for the input"
+        )
+    max_memory = (
+        max_budget_tokens if request.max_memory_tokens is None else request.max_memory_tokens
+    )
+    if max_memory > max_budget_tokens:
+        raise LimitExceededError(
+            f"maxMemoryTokens must be at most {max_budget_tokens} (GRAPHSVC_MAX_BUDGET_TOKENS), "
+            f"got {max_memory}"
+        )
+    capsules = (
+        default_max_capsules if request.memory_max_capsules is None else request.memory_max_capsules
+    )
+    if capsules > max_capsules_limit:
+        raise LimitExceededError(
+            f"memoryMaxCapsules must be at most {max_capsules_limit} "
+            f"(GRAPHSVC_MAX_CAPSULES_LIMIT), got {capsules}"
+        )
+    if request.memory_stage is not None:
+        get_stage(request.memory_stage)
+    share = (
+        defaults.memory_budget_share
+        if request.memory_budget_share is None
+        else request.memory_budget_share
+    )
+    return Window(
+        context_window=window,
+        reserved_completion_tokens=reserved,
+        memory_budget_share=share,
+        max_memory_tokens=max_memory,
+        max_transcript_entries=(
+            defaults.max_transcript_entries
+            if request.max_transcript_entries is None
+            else request.max_transcript_entries
+        ),
+        max_context_file_tokens=(
+            request.max_context_file_tokens or defaults.max_context_file_tokens
+        ),
+        max_capsules=capsules,
+    )
+
+
+# -- carrying the caller's parts ------------------------------------------------------------------
+
+
+def carry_fragment(fragment: FragmentInput) -> tuple[PromptFragment, str]:
+    """A fragment and its block of the ``<fragments>`` section."""
+    block = f'<fragment name="{_attr(fragment.name)}">\n{_body(fragment.text)}\n</fragment>'
+    return PromptFragment(name=fragment.name, text=fragment.text, tokens=_tokens(block)), block
+
+
+def carry_environment(given: EnvironmentInput | None, today: dt.date) -> PromptEnvironment:
+    """The environment with its day (the caller's, else ``today``)."""
+    given = given or EnvironmentInput()
+    return PromptEnvironment(
+        cwd=given.cwd, model=given.model, search_mode=given.search_mode, date=given.date or today
+    )
+
+
+def render_environment(env: PromptEnvironment) -> str:
+    """The ``<environment>`` section: the date, then what the caller told."""
+    lines = [f"date: {env.date.isoformat()}"]
+    for label, value in (("cwd", env.cwd), ("model", env.model), ("search mode", env.search_mode)):
+        if value is not None:
+            lines.append(f"{label}: {value}")
+    return _section("environment", "\n".join(lines))
+
+
+def carry_file(
+    file: ContextFileInput, *, cap_tokens: int, unchanged: frozenset[str]
+) -> tuple[ContextFile, str]:
+    """A context file and its block: cut at ``cap_tokens`` (flagged ``truncated``), or an
+    "unchanged" marker when its hash is one the provider already has."""
+    digest = sha256_hex(file.content)
+    cap_chars = cap_tokens * CHARS_PER_TOKEN
+    truncated = len(file.content) > cap_chars
+    content = file.content[:cap_chars] if truncated else file.content
+    attrs = f'path="{_attr(file.path)}" scope="{_attr(file.scope)}" sha256="{digest}"'
+    if digest in unchanged:
+        visibility = Visibility.UNCHANGED
+        block = f'<file {attrs} status="unchanged">\n{UNCHANGED_MARKER}\n</file>'
+    elif truncated:
+        visibility = Visibility.TRUNCATED
+        note = f"[truncated: the first {cap_chars} of {len(file.content)} characters]"
+        block = f'<file {attrs} status="truncated">\n{_body(content)}\n{note}\n</file>'
+    else:
+        visibility = Visibility.FULL
+        block = f"<file {attrs}>\n{_body(content)}\n</file>"
+    carried = ContextFile(
+        path=file.path, scope=file.scope, content=content, content_hash=digest,
+        truncated=truncated, visibility=visibility, tokens=_tokens(block),
+        original_tokens=_tokens(file.content),
+    )  # fmt: skip
+    return carried, block
+
+
+def tool_definition(tool: ToolInput | Tool) -> dict[str, Any]:
+    """A tool as the Anthropic Messages API declares it (``description`` only when given)."""
+    definition: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        definition["description"] = tool.description
+    definition["input_schema"] = tool.input_schema
+    return definition
+
+
+def carry_tool(tool: ToolInput) -> Tool:
+    """A tool, costed as its definition in compact JSON."""
+    as_json = json.dumps(
+        tool_definition(tool), ensure_ascii=False, separators=(",", ":"), sort_keys=True
+    )
+    return Tool(
+        name=tool.name, description=tool.description, input_schema=tool.input_schema,
+        tokens=_tokens(as_json),
+    )  # fmt: skip
+
+
+def carry_skill(skill: SkillInput) -> tuple[Skill, str]:
+    """A skill's metadata and its line of the ``<skills>`` section."""
+    line = f"- {skill.name}" + (f": {skill.description}" if skill.description else "")
+    if skill.path:
+        line += f" ({skill.path})"
+    carried = Skill(
+        name=skill.name, description=skill.description, path=skill.path, tokens=_tokens(line)
+    )
+    return carried, line
+
+
+def entry_text(entry: TranscriptEntryInput | TranscriptEntry) -> str:
+    """The text a transcript entry becomes in the messages: tool results are text too."""
+    if entry.role is not TranscriptRole.TOOL:
+        return entry.text
+    tool = f' tool="{_attr(entry.tool_name)}"' if entry.tool_name else ""
+    return f"<tool_result{tool}>\n{_body(entry.text) or '(no output)'}\n</tool_result>"
+
+
+def omitted_note(count: int) -> str:
+    """The marker that opens the messages when earlier entries are not carried."""
+    return f"[{_plural(count, 'earlier transcript entry', 'earlier transcript entries')} omitted]"
+
+
+ASSISTANT_FIRST_NOTE = "[the transcript starts with an assistant turn]"
+
+
+def lower_messages(
+    entries: Sequence[TranscriptEntry], omitted: int, user_turn: str
+) -> list[dict[str, Any]]:
+    """The conversation as Anthropic messages: user and assistant turns alternate (consecutive
+    entries of one role are merged, each a text block), tool results are user text, the first
+    message is a user one, and the user turn comes last."""
+    blocks: list[tuple[str, str]] = []
+    if omitted:
+        blocks.append(("user", omitted_note(omitted)))
+    for entry in entries:
+        role = "assistant" if entry.role is TranscriptRole.ASSISTANT else "user"
+        blocks.append((role, entry_text(entry)))
+    blocks.append(("user", user_turn))
+    if blocks[0][0] == "assistant":
+        blocks.insert(0, ("user", ASSISTANT_FIRST_NOTE))
+    messages: list[dict[str, Any]] = []
+    for role, text in blocks:
+        block = {"type": "text", "text": text}
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].append(block)
+        else:
+            messages.append({"role": role, "content": [block]})
+    return messages
+
+
+def message_tokens(messages: Sequence[dict[str, Any]]) -> int:
+    """Estimated tokens of the messages: the sum over their text blocks."""
+    return sum(_tokens(block["text"]) for message in messages for block in message["content"])
+
+
+# -- the memory section ---------------------------------------------------------------------------
+
+
+def coverage_note(bundle: ContextBundle) -> str:
+    """What memory does not cover, for the model."""
+    if bundle.uncovered_terms:
+        return (
+            f"Coverage note: evidence coverage {bundle.evidence_coverage:.3f}; not covered by "
+            f"memory: {', '.join(bundle.uncovered_terms)}. Do not guess what memory does not "
+            "cover."
+        )
+    return (
+        f"Coverage note: evidence coverage {bundle.evidence_coverage:.3f}; memory mentions every "
+        "discriminating term of this turn."
+    )
+
+
+def chronology_note(bundle: ContextBundle) -> str:
+    """How the items are ordered, for the model."""
+    if bundle.chronological:
+        return (
+            "Chronology note: this turn asks about order, so the items are oldest first, each "
+            "prefixed with its date ([YYYY-MM-DD], or [undated])."
+        )
+    return (
+        "Chronology note: the items are in order of relevance, not time; do not infer order "
+        "from their position."
+    )
+
+
+NOTHING_HEADER = "Memory holds nothing that matches this turn."
+
+
+def _skipped_header(top_score: float, min_score: float) -> str:
+    return (
+        f"Memory has no confident answer for this turn (top score {top_score:.3f} is below the "
+        f"minimum {min_score:.3f}); it offers nothing."
+    )
+
+
+def _offer_header(count: int, chronological: bool, used: int, budget: int) -> str:
+    order = "oldest first" if chronological else "best match first"
+    return (
+        f"Memory offers {_plural(count, 'item', 'items')} for this turn ({order}; {used} of "
+        f"{budget} tokens)."
+    )
+
+
+def memory_header(bundle: ContextBundle) -> str:
+    """The first line of the memory section."""
+    if bundle.skipped and not bundle.excluded:
+        return NOTHING_HEADER
+    if bundle.skipped:
+        return _skipped_header(bundle.top_score, bundle.min_score)
+    return _offer_header(
+        len(bundle.capsules), bundle.chronological, bundle.used_tokens, bundle.budget_tokens
+    )
+
+
+def render_memory(bundle: ContextBundle | None, note: str) -> str:
+    """The ``<memory>`` section: a header, one line per capsule, the coverage note and the
+    chronology note; or, when memory was not consulted, ``note`` saying why."""
+    if bundle is None:
+        return _section("memory", note)
+    lines = [memory_header(bundle)]
+    lines += [f"- {capsule.text}" for capsule in bundle.capsules]
+    lines += [coverage_note(bundle), chronology_note(bundle)]
+    return _section("memory", "\n".join(lines))
+
+
+def memory_reserve(query: str, max_capsules: int, budget: int) -> int:
+    """The most tokens the memory section can take beyond its capsules' own tokens, for a bundle
+    of at most ``max_capsules`` capsules and at most ``budget`` tokens recalled for ``query``.
+
+    The section is its frame (tags, header, coverage and chronology notes) plus one line per
+    capsule. The frame is measured at its longest: the widest header, and the coverage note
+    naming every term of the query or none (the uncovered terms are some of the query's terms);
+    the chronology note depends on the query only. A capsule line adds 3 characters ("- " and a
+    newline) to the capsule's text, at most one token, and a capsule's ``tokens`` are at least
+    its text's. Since ``ceil((a + b) / 4) <= ceil(a / 4) + ceil(b / 4)``, a section whose
+    capsules fit ``budget - reserve`` never costs more than ``budget``.
+    """
+    terms = tuple(query_terms(query))
+    chronological = asks_about_order(query)
+    bundle = ContextBundle(
+        query=query, stage="default", budget_tokens=budget, min_score=1.0, used_tokens=budget,
+        capsules=(), excluded=(), skipped=False, top_score=1.0, evidence_coverage=1.0,
+        uncovered_terms=terms, chronological=chronological, rendered="",
+    )  # fmt: skip
+    covered = bundle.model_copy(update={"uncovered_terms": ()})
+    header = max(
+        len(_offer_header(max_capsules, chronological, budget, budget)),
+        len(_offer_header(0, chronological, budget, budget)),
+        len(_skipped_header(1.0, 1.0)),
+        len(NOTHING_HEADER),
+    )
+    frame = header + max(
+        len(render_memory(variant, "")) - len(memory_header(variant))
+        for variant in (bundle, covered)
+    )
+    return -(-frame // CHARS_PER_TOKEN) + max_capsules
+
+
+def not_consulted_note(reason: str) -> str:
+    """The memory section when memory was not consulted."""
+    return f"Memory was not consulted for this turn: {reason}."
+
+
+# -- planning and finishing ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptPlan:
+    """Everything but the memory, and the memory's budget. Made by :func:`plan_prompt`."""
+
+    request: PromptInput
+    window: Window
+    fragments: tuple[PromptFragment, ...]
+    environment: PromptEnvironment
+    project_context: tuple[ContextFile, ...]
+    tools: tuple[Tool, ...]
+    skills: tuple[Skill, ...]
+    transcript_tail: tuple[TranscriptEntry, ...]
+    before_tail: int
+    sections: tuple[str, ...]
+    base_tokens: int
+    memory_query: str
+    memory_budget: int
+    bundle_budget: int
+    memory_note: str
+
+    @property
+    def kept_entries(self) -> tuple[TranscriptEntry, ...]:
+        return tuple(e for e in self.transcript_tail if e.visibility is not Visibility.DROPPED)
+
+    @property
+    def omitted_entries(self) -> int:
+        return len(self.transcript_tail) - len(self.kept_entries) + self.before_tail
+
+
+def plan_prompt(
+    request: PromptInput, window: Window, today: dt.date, *, max_query_chars: int
+) -> PromptPlan:
+    """Carry the caller's parts, render every section but memory, and budget the memory.
+
+    Transcript: the last ``max_transcript_entries`` entries; when even the parts without memory
+    do not fit the available input, the oldest of them are dropped (``DROPPED``) until they do
+    (the user turn is never dropped). Memory gets ``min(share * available input, maxMemoryTokens,
+    what is left)``; its capsules get that minus :func:`memory_reserve`, and memory is not
+    consulted when nothing would be left for them.
+    """
+    fragments = [carry_fragment(f) for f in request.fragments]
+    environment = carry_environment(request.environment, today)
+    unchanged = (
+        request.previous_hashes()
+        if request.history_reuse is HistoryReuse.AVAILABLE
+        else frozenset()
+    )
+    files = [
+        carry_file(f, cap_tokens=window.max_context_file_tokens, unchanged=unchanged)
+        for f in request.project_context
+    ]
+    skills = [carry_skill(s) for s in request.available_skills]
+    tools = tuple(carry_tool(t) for t in request.tool_catalog)
+    sections = (
+        _section("fragments", "\n".join(block for _, block in fragments)) if fragments else "",
+        render_environment(environment),
+        _section("project_context", "\n".join(block for _, block in files)) if files else "",
+        _section("skills", "\n".join(line for _, line in skills)) if skills else "",
+    )
+    base_system = render_system(sections)
+    system_tokens = _tokens(base_system + "\n\n") if base_system else 0
+    tool_tokens = sum(t.tokens for t in tools)
+
+    n = window.max_transcript_entries
+    tail_inputs = request.transcript[-n:] if n else ()
+    first = len(request.transcript) - len(tail_inputs)
+    tail = [
+        TranscriptEntry(
+            index=first + i, role=e.role, text=e.text, tool_name=e.tool_name,
+            tokens=_tokens(entry_text(e)), visibility=Visibility.FULL,
+        )
+        for i, e in enumerate(tail_inputs)
+    ]  # fmt: skip
+    available = window.available_input_tokens
+
+    def base_with(dropped: int) -> int:
+        kept = tail[dropped:]
+        messages = lower_messages(kept, first + dropped, request.user_turn)
+        return system_tokens + tool_tokens + message_tokens(messages)
+
+    dropped = 0
+    base = base_with(0)
+    while base > available and dropped < len(tail):
+        dropped += 1
+        base = base_with(dropped)
+    tail = [
+        e.model_copy(update={"visibility": Visibility.DROPPED}) if i < dropped else e
+        for i, e in enumerate(tail)
+    ]
+
+    query = request.memory_query or request.user_turn[:max_query_chars]
+    room = max(0, available - base)
+    budget = min(int(window.memory_budget_share * available), window.max_memory_tokens, room)
+    reserve = memory_reserve(query, window.max_capsules, budget)
+    bundle_budget = budget - reserve
+    note = ""
+    if window.memory_budget_share == 0.0:
+        note = not_consulted_note("memoryBudgetShare is 0")
+    elif bundle_budget < 1:
+        note = not_consulted_note(
+            f"no room: {room} of {available} input tokens are left, and the memory section "
+            f"needs more than {reserve}"
+        )
+    if note:
+        budget = bundle_budget = 0
+    return PromptPlan(
+        request=request, window=window, fragments=tuple(f for f, _ in fragments),
+        environment=environment, project_context=tuple(f for f, _ in files), tools=tools,
+        skills=tuple(s for s, _ in skills), transcript_tail=tuple(tail), before_tail=first,
+        sections=sections, base_tokens=base, memory_query=query, memory_budget=budget,
+        bundle_budget=bundle_budget, memory_note=note,
+    )  # fmt: skip
+
+
+def _ledger_items(plan: PromptPlan, memory: ContextBundle | None) -> list[LedgerItem]:
+    def item(section: str, name: str, tokens: int, visibility: Visibility) -> LedgerItem:
+        return LedgerItem(section=section, name=name, tokens=tokens, visibility=visibility)
+
+    full = Visibility.FULL
+    items = [item("fragments", f.name, f.tokens, full) for f in plan.fragments]
+    items.append(item("environment", "environment", _tokens(plan.sections[1]), full))
+    items += [item("project_context", f.path, f.tokens, f.visibility) for f in plan.project_context]
+    items += [item("skills", s.name, s.tokens, full) for s in plan.skills]
+    if memory is not None:
+        items += [item("memory", str(c.memory_id), c.tokens, full) for c in memory.capsules]
+    frame = render_memory(
+        None if memory is None else memory.model_copy(update={"capsules": ()}), plan.memory_note
+    )
+    items.append(item("memory", "header and notes", _tokens(frame), full))
+    items += [item("tools", t.name, t.tokens, full) for t in plan.tools]
+    items += [
+        item("transcript", f"{e.role.value.lower()} #{e.index}", e.tokens, e.visibility)
+        for e in plan.transcript_tail
+    ]
+    items.append(item("user_turn", "user turn", _tokens(plan.request.user_turn), full))
+    return items
+
+
+def finish_prompt(plan: PromptPlan, memory: ContextBundle | None) -> PromptBundle:
+    """Render the memory section, the system prompt and the messages, and close the ledger."""
+    request = plan.request
+    memory_section = render_memory(memory, plan.memory_note)
+    rendered = render_system((*plan.sections, memory_section))
+    messages = lower_messages(plan.kept_entries, plan.omitted_entries, request.user_turn)
+    body: dict[str, Any] = {"system": rendered, "messages": messages}
+    if plan.tools:
+        body["tools"] = [tool_definition(t) for t in plan.tools]
+    system_tokens = _tokens(rendered)
+    msg_tokens = message_tokens(messages)
+    tool_tokens = sum(t.tokens for t in plan.tools)
+    estimated = system_tokens + msg_tokens + tool_tokens
+    available = plan.window.available_input_tokens
+    ledger = ContextLedger(
+        context_window=plan.window.context_window,
+        reserved_completion_tokens=plan.window.reserved_completion_tokens,
+        available_input_tokens=available,
+        estimated_input_tokens=estimated,
+        remaining_tokens=max(0, available - estimated),
+        overflow_tokens=max(0, estimated - available),
+        fits=estimated <= available,
+        system_tokens=system_tokens,
+        message_tokens=msg_tokens,
+        tool_tokens=tool_tokens,
+        memory_budget_tokens=plan.memory_budget,
+        memory_tokens=_tokens(memory_section),
+        items=tuple(_ledger_items(plan, memory)),
+    )
+    return PromptBundle(
+        fragments=plan.fragments, environment=plan.environment,
+        project_context=plan.project_context, tool_catalog=plan.tools,
+        available_skills=plan.skills, transcript_tail=plan.transcript_tail,
+        omitted_transcript_entries=plan.omitted_entries,
+        user_turn=request.user_turn, memory=memory, memory_note=plan.memory_note,
+        history_reuse=request.history_reuse, prev_context_hash=request.prev_context_hash,
+        prev_context_hashes=request.prev_context_hashes, context_ledger=ledger,
+        rendered=rendered, rendered_hash=sha256_hex(rendered), messages=body,
+        run_id=request.run_id, step=request.step,
+    )  # fmt: skip
+
+
+# -- the trace ------------------------------------------------------------------------------------
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return repr(text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…")
+
+
+def assembled_detail(bundle: PromptBundle) -> str:
+    """The ``detail`` of an ``assembled`` event: what was carried, recalled, reused and dropped,
+    one line, deterministic."""
+    ledger = bundle.context_ledger
+    files = bundle.project_context
+    tail = bundle.transcript_tail
+    kept = [e for e in tail if e.visibility is not Visibility.DROPPED]
+    carried = [
+        _plural(len(bundle.fragments), "fragment", "fragments"),
+        f"environment ({bundle.environment.date.isoformat()})",
+        _plural(len(files), "context file", "context files"),
+        _plural(len(bundle.tool_catalog), "tool", "tools"),
+        _plural(len(bundle.available_skills), "skill", "skills"),
+        _plural(len(kept), "transcript entry", "transcript entries"),
+        "user turn",
+    ]
+    memory = bundle.memory
+    if memory is None:
+        recalled = bundle.memory_note.removeprefix("Memory was ").rstrip(".")
+    else:
+        reasons = Counter(c.reason for c in memory.excluded)
+        excluded = ", ".join(
+            f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda x: str(x[0]))
+        )
+        recalled = (
+            f"{_plural(len(memory.capsules), 'capsule', 'capsules')} for {_quote(memory.query)} "
+            f"({memory.used_tokens}/{memory.budget_tokens} tokens, coverage "
+            f"{memory.evidence_coverage:.3f}"
+            + (", skipped" if memory.skipped else "")
+            + (f"; excluded: {excluded}" if excluded else "")
+            + ")"
+        )
+    reused_files = [f.path for f in files if f.visibility is Visibility.UNCHANGED]
+    if reused_files:
+        reused = "unchanged, text omitted: " + ", ".join(reused_files)
+    elif bundle.history_reuse is HistoryReuse.AVAILABLE and (
+        bundle.prev_context_hash or bundle.prev_context_hashes
+    ):
+        reused = "none (no context file matches prevContextHash)"
+    else:
+        reused = "none"
+    dropped: list[str] = []
+    to_fit = len(tail) - len(kept)
+    before = bundle.omitted_transcript_entries - to_fit
+    if before:
+        dropped.append(
+            f"{_plural(before, 'transcript entry', 'transcript entries')} before the tail"
+        )
+    if to_fit:
+        dropped.append(f"{_plural(to_fit, 'transcript entry', 'transcript entries')} to fit")
+    truncated = [f.path for f in files if f.truncated]
+    if truncated:
+        dropped.append("truncated: " + ", ".join(truncated))
+    fit = "fits" if ledger.fits else f"over by {ledger.overflow_tokens}"
+    return (
+        f"carried: {', '.join(carried)}; recalled: {recalled}; reused: {reused}; "
+        f"dropped: {', '.join(dropped) or 'none'}; estimate {ledger.estimated_input_tokens} of "
+        f"{ledger.available_input_tokens} input tokens ({fit})"
+    )
+
+
+def drift_report(run_id: str, events: Sequence[ContextEvent]) -> DriftReport:
+    """Estimated against reported tokens over a run's ``assembled`` events.
+
+    Per step, the latest ``assembled`` event counts (the one ``reportTokens`` fills; an earlier
+    assembly of the same step was superseded). ``ratio`` is reported / estimated; the overall
+    ratio sums over the reported steps only, and steps without a report are listed in
+    ``unreportedSteps``.
+    """
+    latest: dict[int, ContextEvent] = {}
+    for event in events:
+        if event.kind is ContextEventKind.ASSEMBLED:
+            latest[event.step] = event
+    steps = []
+    for step in sorted(latest):
+        event = latest[step]
+        ratio = None
+        if event.reported_tokens is not None and event.est_tokens:
+            ratio = round(event.reported_tokens / event.est_tokens, PLACES)
+        steps.append(
+            DriftStep(
+                step=step, seq=event.seq, est_tokens=event.est_tokens,
+                reported_tokens=event.reported_tokens, ratio=ratio,
+            )
+        )  # fmt: skip
+    reported = [s for s in steps if s.reported_tokens is not None and s.est_tokens]
+    estimated_total = sum(s.est_tokens or 0 for s in reported)
+    reported_total = sum(s.reported_tokens or 0 for s in reported)
+    return DriftReport(
+        run_id=run_id,
+        steps=tuple(steps),
+        reported_steps=tuple(s.step for s in reported),
+        unreported_steps=tuple(s.step for s in steps if s not in reported),
+        estimated_tokens=estimated_total,
+        reported_tokens=reported_total,
+        ratio=round(reported_total / estimated_total, PLACES) if estimated_total else None,
+    )
+
+
+__all__ = [
+    "AGENT_EVENT_KINDS",
+    "ContextFile",
+    "ContextFileInput",
+    "ContextLedger",
+    "DriftReport",
+    "DriftStep",
+    "EnvironmentInput",
+    "FragmentInput",
+    "HistoryReuse",
+    "LedgerItem",
+    "PromptBundle",
+    "PromptDefaults",
+    "PromptEnvironment",
+    "PromptFragment",
+    "PromptInput",
+    "PromptPlan",
+    "Skill",
+    "SkillInput",
+    "Tool",
+    "ToolInput",
+    "TranscriptEntry",
+    "TranscriptEntryInput",
+    "TranscriptRole",
+    "Visibility",
+    "Window",
+    "assembled_detail",
+    "drift_report",
+    "finish_prompt",
+    "lower_messages",
+    "plan_prompt",
+    "render_memory",
+    "resolve_window",
+    "sha256_hex",
+]
