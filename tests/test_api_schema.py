@@ -175,7 +175,13 @@ def test_every_contract_name_is_in_the_schema() -> None:
     kinds = built.get_type("LinkKind")
     assert isinstance(kinds, GraphQLEnumType)
     assert set(kinds.values) == {"CAUSES", "PRECEDES", "RELATES_TO", "SUPERSEDES"}
-    # promptBundle and reportTokens come with a later issue; the namespace is never an argument.
+    # The rest of DESIGN.md's contract, and the namespace is never an argument.
+    query_type = built.get_type("Query")
+    mutation_type = built.get_type("Mutation")
+    assert isinstance(query_type, GraphQLObjectType)
+    assert isinstance(mutation_type, GraphQLObjectType)
+    assert {"contextEvents", "promptBundle"} <= set(query_type.fields)
+    assert {"reportTokens", "recordContextEvent"} <= set(mutation_type.fields)
     for type_name in ("Query", "Mutation"):
         graphql_type = built.get_type(type_name)
         assert isinstance(graphql_type, GraphQLObjectType)
