@@ -437,8 +437,10 @@ def _register_optional() -> None:
     from graphsvc.api.serve import serve
     from graphsvc.bench import bench
     from graphsvc.drift import drift
+    from graphsvc.eval import eval_group
 
     cli.add_command(bench)
+    cli.add_command(eval_group)
     cli.add_command(drift)
     cli.add_command(bench_http)
     cli.add_command(export_schema)

@@ -1,0 +1,299 @@
+"""``graphsvc eval``: the quality evaluation on public benchmark data, beside a bm25s baseline.
+
+Each subcommand loads a dataset through the ingest path users have, into fresh namespaces of the
+configured store (Neo4j when ``GRAPHSVC_NEO4J_URI`` is set, else a temporary embedded store), asks
+its questions, prints the tables and writes ``report.md``, ``figures.json``, ``speed.json``,
+``questions.jsonl`` (LoCoMo, BEAM) and PNG plots to ``--out``. Everything but the store, the
+namespaces and the latency (the report's last section and ``speed.json``) is deterministic.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from pydantic import ValidationError
+
+from graphsvc.errors import GraphsvcError
+from graphsvc.eval.beam import beam_conversations
+from graphsvc.eval.common import RunContext, default_data_root, run_context
+from graphsvc.eval.esc import build_esc_report, run_esc
+from graphsvc.eval.locomo import CATEGORIES, locomo_conversations
+from graphsvc.eval.qa import Conversation, build_report, run_questions, write_questions
+from graphsvc.eval.report import Report, write_report
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The abstention threshold of the evaluation (bundle's own default minScore is 0: never abstain).
+DEFAULT_MIN_SCORE = 0.3
+
+
+def _common(dataset: str, data_help: str) -> Callable[[F], F]:
+    def decorate(func: F) -> F:
+        options = [
+            click.option(
+                "--data",
+                "data",
+                type=click.Path(exists=True, path_type=Path),
+                default=None,
+                help=data_help,
+            ),
+            click.option(
+                "--out",
+                type=click.Path(file_okay=False, path_type=Path),
+                default=None,
+                help=f"Report folder (default: eval-out/{dataset}/).",
+            ),
+            click.option(
+                "--limit",
+                type=click.IntRange(min=1),
+                default=None,
+                help="At most this many questions per conversation (ESC: query events).",
+            ),
+            click.option(
+                "--only",
+                multiple=True,
+                help="Only this conversation / chat / document (repeatable).",
+            ),
+            click.option(
+                "--data-dir",
+                type=click.Path(file_okay=False, path_type=Path),
+                default=None,
+                help="Embedded store folder (default: a temporary one, "
+                "deleted afterwards). Ignored with GRAPHSVC_NEO4J_URI.",
+            ),
+        ]
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+def _min_score_option(func: F) -> F:
+    return click.option(
+        "--min-score",
+        type=click.FloatRange(0.0, 1.0),
+        default=DEFAULT_MIN_SCORE,
+        show_default=True,
+        help="Abstention threshold: bundles below it are skipped.",
+    )(func)
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Measure recall, abstention, chronology and causal reconstruction on public data, beside a
+    bm25s baseline on the same memories (datasets from ../shared/data by default)."""
+
+
+def _environment(ctx: RunContext, namespaces: str) -> list[str]:
+    """What differs between runs: where the data went."""
+    return [f"- store: {ctx.store}", f"- namespace(s): {namespaces}"]
+
+
+def _preamble(what: str, extra: list[str]) -> list[str]:
+    return [
+        f"- data: {what}",
+        f"- graphsvc {_version()}, Python {platform.python_version()}; baseline bm25s "
+        f"{_bm25s_version()} (Snowball English stems, English stop words)",
+        *extra,
+    ]
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    try:
+        return version("graphsvc")
+    except Exception:  # pragma: no cover - not installed
+        return "(source)"
+
+
+def _bm25s_version() -> str:
+    from importlib.metadata import version
+
+    try:
+        return version("bm25s")
+    except Exception:  # pragma: no cover
+        return "?"
+
+
+def _finish(report: Report, out: Path) -> None:
+    path = write_report(report, out)
+    click.echo(report.text())
+    click.echo(f"\nreport written to {path}")
+
+
+def _run(action: Callable[[], None]) -> None:
+    try:
+        import bm25s  # noqa: F401 - the baseline; checked before any loading
+    except ImportError:
+        raise click.ClickException(
+            "the baseline needs bm25s: pip install 'graphsvc[bench]'"
+        ) from None
+    try:
+        action()
+    except GraphsvcError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except ValidationError as exc:
+        raise click.ClickException(f"invalid settings: {exc}") from exc
+
+
+def run_qa_eval(
+    dataset: str,
+    label: str,
+    load: Callable[[RunContext], list[Conversation]],
+    categories: list[str] | None,
+    positive_label: str,
+    out: Path,
+    limit: int | None,
+    min_score: float,
+    data_dir: Path | None,
+) -> Report:
+    """Run a question-answering evaluation end to end and write its report."""
+    with run_context(data_dir) as ctx:
+        conversations = load(ctx)
+        results = run_questions(ctx, dataset, conversations, min_score, limit)
+        memories = sum(sum(1 for r in c.rows if r["type"] == "memory") for c in conversations)
+        environment = _environment(ctx, f"{ctx.namespace(dataset)}_<n>")
+        preamble = _preamble(
+            label,
+            [
+                f"- {len(conversations)} conversation(s), {memories} memories (one per turn or "
+                f"message), "
+                f"{len(results)} questions"
+                + (f" (at most {limit} per conversation)" if limit else ""),
+                f"- abstention threshold: --min-score {min_score:g}",
+                "- ranking = the bundle's ranked window (capsules + excluded at minScore 0) by "
+                "score, then recordedAt (newest first), then id; see `graphsvc/eval/qa.py`",
+            ],
+        )
+    if categories is None:
+        categories = sorted({q.category for c in conversations for q in c.questions})
+    report = build_report(dataset, preamble, results, categories, min_score, positive_label)
+    report.environment = environment
+    out.mkdir(parents=True, exist_ok=True)
+    write_questions(results, out / "questions.jsonl")
+    return report
+
+
+@eval_group.command("locomo")
+@_common("locomo", "LoCoMo JSON file (default: ../shared/data/locomo/locomo_dev.json).")
+@_min_score_option
+def locomo(
+    data: Path | None,
+    out: Path | None,
+    limit: int | None,
+    only: tuple[str, ...],
+    data_dir: Path | None,
+    min_score: float,
+) -> None:
+    """LoCoMo: evidence recall, abstention (category 5), chronology. --only takes a sample_id
+    (conv-26) or a 0-based index."""
+    path = data or default_data_root() / "locomo" / "locomo_dev.json"
+    target = out or Path("eval-out") / "locomo"
+
+    def action() -> None:
+        report = run_qa_eval(
+            "locomo",
+            str(path),
+            lambda ctx: locomo_conversations(path, only, ctx.run_id),
+            list(CATEGORIES.values()),
+            "category 5 (adversarial)",
+            target,
+            limit,
+            min_score,
+            data_dir,
+        )
+        _finish(report, target)
+
+    _run(action)
+
+
+@eval_group.command("beam")
+@_common("beam", "BEAM folder of chats (default: ../shared/data/beam/100K).")
+@_min_score_option
+def beam(
+    data: Path | None,
+    out: Path | None,
+    limit: int | None,
+    only: tuple[str, ...],
+    data_dir: Path | None,
+    min_score: float,
+) -> None:
+    """BEAM: evidence recall by ability, abstention, event ordering, knowledge updates. --only
+    takes a chat folder name (1..20)."""
+    path = data or default_data_root() / "beam" / "100K"
+    target = out or Path("eval-out") / "beam"
+
+    def action() -> None:
+        def load(ctx: RunContext) -> list[Conversation]:
+            return beam_conversations(path, only, ctx.run_id, ctx.service.settings.max_text_chars)
+
+        report = run_qa_eval(
+            "beam",
+            str(path),
+            load,
+            None,
+            "abstention questions",
+            target,
+            limit,
+            min_score,
+            data_dir,
+        )
+        _finish(report, target)
+
+    _run(action)
+
+
+@eval_group.command("esc")
+@_common(
+    "esc",
+    "EventStoryLine JSONL (default: ../shared/data/esc/eventstoryline_v1.5_normalized.jsonl).",
+)
+@click.option(
+    "--k", type=click.IntRange(min=1), default=5, show_default=True, help="Reconstruct hits."
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Reconstruct walk depth (and the depth gold neighbourhoods are taken to).",
+)
+def esc(
+    data: Path | None,
+    out: Path | None,
+    limit: int | None,
+    only: tuple[str, ...],
+    data_dir: Path | None,
+    k: int,
+    depth: int,
+) -> None:
+    """EventStoryLine: recall and precision of reconstruct's causal ancestors and descendants.
+    --only takes a document name or a topic number."""
+    path = data or default_data_root() / "esc" / "eventstoryline_v1.5_normalized.jsonl"
+    target = out or Path("eval-out") / "esc"
+
+    def action() -> None:
+        with run_context(data_dir) as ctx:
+            results, memories, links = run_esc(ctx, path, only, limit, k, depth)
+            preamble = _preamble(
+                str(path),
+                [
+                    f"- {memories} memories (one per event), {links} CAUSES links, one "
+                    f"namespace; {len(results)} query events; reconstruct k={k}, depth={depth}",
+                ],
+            )
+            environment = _environment(ctx, ctx.namespace("esc"))
+        report = build_esc_report(preamble, results, depth)
+        report.environment = environment
+        _finish(report, target)
+
+    _run(action)
+
+
+__all__ = ["DEFAULT_MIN_SCORE", "eval_group"]
