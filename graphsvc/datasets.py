@@ -7,6 +7,7 @@ bundled. These converters are the same path users take: they produce ingest rows
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import uuid
@@ -34,14 +35,22 @@ def locomo_rows(
 ) -> Iterator[dict[str, Any]]:
     """One memory per LoCoMo turn: ``"Speaker: text"`` (plus a shared image's caption), kind
     ``turn``, source the turn's ``dia_id``, dated at its session's time plus one second per turn so
-    that order within a session survives. Memory ids are globally unique: give a ``scope`` to load
-    the same data a second time (into another namespace)."""
+    that order within a session survives; then a ``PRECEDES`` link from each turn to the next one
+    of its session (a question to its answer). Memory ids are globally unique: give a ``scope`` to
+    load the same data a second time (into another namespace)."""
     conv = conversation["conversation"]
     sessions = sorted(
         (int(m.group(1)), key) for key in conv if (m := _SESSION_KEY.match(key)) and conv[key]
     )
+    links: list[dict[str, Any]] = []
     for number, key in sessions:
         start = parse_locomo_time(conv[f"{key}_date_time"])
+        ids = [dataset_id(scope, "locomo", sample_id, turn["dia_id"]) for turn in conv[key]]
+        links += [
+            {"type": "link", "source": a, "target": b, "kind": "PRECEDES", "note": "next turn"}
+            for a, b in itertools.pairwise(ids)
+            if a != b
+        ]
         for index, turn in enumerate(conv[key]):
             text = f"{turn['speaker']}: {turn['text']}"
             if turn.get("blip_caption"):
@@ -55,6 +64,7 @@ def locomo_rows(
                 "tags": [f"session-{number}", turn["speaker"]],
                 "source": f"locomo:{sample_id}:{turn['dia_id']}",
             }
+    yield from links
 
 
 def load_locomo(path: Path) -> list[dict[str, Any]]:

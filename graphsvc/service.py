@@ -26,6 +26,7 @@ from graphsvc.model import (
     ForgetReceipt,
     Link,
     LinkInput,
+    LinkKind,
     Memory,
     MemoryInput,
     NamespaceStats,
@@ -48,12 +49,16 @@ from graphsvc.prompt import (
 from graphsvc.recall import (
     BundleRequest,
     Scored,
+    answer_seeds,
     apply_supersessions,
     attach,
+    attribute,
     build_belief,
     build_bundle,
+    expand_answers,
     get_stage,
     plan_candidates,
+    rank_order,
     score_candidates,
 )
 from graphsvc.settings import Settings
@@ -338,7 +343,20 @@ class MemoryService:
             )
         ranked = score_candidates(terms, stats, candidates, stage, self.settings.ranked_limit)
         memories, pairs = self.store.window(namespace, [r.candidate.id for r in ranked])
-        scored = attach(ranked, {m.id: m for m in memories})
+        direct = attach(ranked, {m.id: m for m in memories})
+        scored = direct
+        seeds = answer_seeds(direct)
+        if seeds:
+            # One hop from the questions among the best hits: their answers (PRECEDES) join
+            # the ranking below them; supersessions among what the walk reached count too.
+            walk = self.store.walk(
+                namespace, [s.memory.id for s in seeds], 1, self.settings.walk_max_nodes
+            )
+            scored = expand_answers(direct, seeds, walk, terms)
+            pairs = list(pairs) + [
+                (lk.source, lk.target) for lk in walk.links if lk.kind is LinkKind.SUPERSEDES
+            ]
+        scored = rank_order(attribute(scored, terms), direct)[: self.settings.ranked_limit]
         return terms, stats, apply_supersessions(scored, pairs)
 
     def bundle(

@@ -31,6 +31,7 @@ from graphsvc.recall import (
     plan_candidates,
     render_bundle,
     score_candidates,
+    spans_days,
 )
 from graphsvc.store.base import Candidate, TermStats, Walk
 from graphsvc.text import analyse, estimate_tokens, query_terms
@@ -527,9 +528,12 @@ def test_chronological_bundle_is_oldest_first_with_date_prefixes() -> None:
     undated = mem(3, "alpha golf")
     corpus = [newer, older, undated, mem(4, "hotel")]
     ranked = [scored(undated, 0.9), scored(newer, 0.8), scored(older, 0.7)]
-    plain = _bundle("alpha", corpus, ranked)
+    # One day or none: best match first unless the question asks about order.
+    plain = _bundle("alpha", corpus, [scored(undated, 0.9), scored(newer, 0.8)])
     assert not plain.chronological
-    assert ids(plain.capsules) == [undated.id, newer.id, older.id]
+    assert ids(plain.capsules) == [undated.id, newer.id]
+    # Dates on two days: oldest first even without a marker word.
+    assert _bundle("alpha", corpus, ranked).chronological
     timely = _bundle("when alpha", corpus, ranked)
     assert timely.chronological
     assert ids(timely.capsules) == [older.id, newer.id, undated.id]
@@ -700,7 +704,8 @@ def test_chronological_ordering_changes_presentation_only(
     timely_query = f"{marker} {query}"
     assert query_terms(timely_query) == terms
     timely = build_bundle(request(timely_query, budget=budget, stage=stage), terms, stats, ranked)
-    assert timely.chronological and not plain.chronological
+    assert timely.chronological
+    assert plain.chronological == spans_days(ranked)
     assert Counter(ids(timely.capsules)) == Counter(ids(plain.capsules))
     assert {(c.memory_id, c.reason) for c in timely.excluded} == {
         (c.memory_id, c.reason) for c in plain.excluded
