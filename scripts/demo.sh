@@ -7,5 +7,5 @@ PYTHON=${PYTHON:-python3}
 # shellcheck disable=SC1091
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q -e .
+python -m pip install -q .
 exec graphsvc demo "$@"
