@@ -17,7 +17,7 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
-from graphsvc.errors import BadInputError, LimitExceededError, NotFoundError
+from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
     Belief,
     ContextBundle,
@@ -581,12 +581,6 @@ class MemoryService:
     def stats(self, namespace: str) -> NamespaceStats:
         self.check_namespace(namespace)
         return self.store.stats(namespace)
-
-    def require_memory(self, namespace: str, memory_id: UUID) -> Memory:
-        found = self.get_memory(namespace, memory_id)
-        if found is None:
-            raise NotFoundError(f"memory {memory_id} does not exist in namespace {namespace!r}")
-        return found
 
 
 __all__ = ["MemoryService", "content_id", "validation_message"]

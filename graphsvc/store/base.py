@@ -11,13 +11,14 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Self
 from uuid import UUID
 
+from graphsvc.errors import BadInputError, ConflictError, NotFoundError
 from graphsvc.model import (
     Belief,
     ContextEvent,
@@ -282,4 +283,88 @@ def sort_links(links: Sequence[Link]) -> tuple[Link, ...]:
     return tuple(sorted(links, key=lambda lk: (str(lk.source), str(lk.target), lk.kind.value)))
 
 
-__all__ = ["EPOCH", "Candidate", "Store", "TermStats", "Walk", "micros", "sort_links"]
+# -- what both stores say and decide the same way (parity depends on the exact words) -----------
+
+
+def split_upsert(
+    memories: Sequence[Memory],
+    stored: Callable[[UUID], Memory | None],
+    taken_elsewhere: Callable[[UUID], bool],
+) -> tuple[list[Memory], list[UUID]]:
+    """Which memories of a write are new (``created``) and which are already there with the same
+    content (``unchanged``), in input order; a repeat inside the batch counts as unchanged.
+
+    Args:
+        stored: the namespace's memory with an id, or None.
+        taken_elsewhere: whether an id belongs to a memory of another namespace.
+
+    Raises:
+        ConflictError: an id another namespace holds, or an id stored with other content.
+    """
+    created: list[Memory] = []
+    unchanged: list[UUID] = []
+    batch: dict[UUID, Memory] = {}
+    for memory in memories:
+        old = stored(memory.id) or batch.get(memory.id)
+        if old is None and taken_elsewhere(memory.id):
+            raise ConflictError(
+                f"memory id {memory.id} is already taken; write under another id (or none, to "
+                "derive one from the content)"
+            )
+        if old is not None:
+            if not old.same_content(memory):
+                raise ConflictError(
+                    f"memory {memory.id} exists with different content; forget it first or "
+                    "write the new content under a new id"
+                )
+            unchanged.append(memory.id)
+            continue
+        batch[memory.id] = memory
+        created.append(memory)
+    return created, unchanged
+
+
+def link_end_missing(link: Link, end: UUID, namespace: str) -> NotFoundError:
+    return NotFoundError(
+        f"cannot link {link.source} -> {link.target}: memory {end} does not exist in namespace "
+        f"{namespace!r}; write it first"
+    )
+
+
+def supersedes_cycle(memory_id: UUID | str) -> BadInputError:
+    return BadInputError(
+        f"SUPERSEDES links would form a cycle through memory {memory_id}: a newer memory cannot "
+        "be superseded by one it supersedes"
+    )
+
+
+def memory_missing(memory_id: UUID, namespace: str) -> NotFoundError:
+    return NotFoundError(f"memory {memory_id} does not exist in namespace {namespace!r}")
+
+
+def belief_memory_missing(memory_id: UUID | str) -> NotFoundError:
+    return NotFoundError(f"belief names memories that do not exist: {memory_id}")
+
+
+def no_assembled_event(run_id: str, step: int) -> NotFoundError:
+    return NotFoundError(
+        f"run {run_id!r} has no 'assembled' event at step {step}: call promptBundle with this "
+        "runId and step first"
+    )
+
+
+__all__ = [
+    "EPOCH",
+    "Candidate",
+    "Store",
+    "TermStats",
+    "Walk",
+    "belief_memory_missing",
+    "link_end_missing",
+    "memory_missing",
+    "micros",
+    "no_assembled_event",
+    "sort_links",
+    "split_upsert",
+    "supersedes_cycle",
+]

@@ -31,9 +31,6 @@ import orjson
 from sortedcontainers import SortedList
 
 from graphsvc.errors import (
-    BadInputError,
-    ConflictError,
-    NotFoundError,
     StoreCorruptError,
     StoreUnavailableError,
 )
@@ -49,7 +46,20 @@ from graphsvc.model import (
     NamespaceStats,
     WriteResult,
 )
-from graphsvc.store.base import Candidate, Store, TermStats, Walk, micros, sort_links
+from graphsvc.store.base import (
+    Candidate,
+    Store,
+    TermStats,
+    Walk,
+    belief_memory_missing,
+    link_end_missing,
+    memory_missing,
+    micros,
+    no_assembled_event,
+    sort_links,
+    split_upsert,
+    supersedes_cycle,
+)
 
 FORMAT_VERSION = 1
 
@@ -426,27 +436,11 @@ class MirrorStore(Store):
     ) -> WriteResult:
         with self._lock:
             space = self._space(namespace)
-            created: list[Memory] = []
-            unchanged: list[UUID] = []
-            batch: dict[int, Memory] = {}
-            for memory in memories:
-                key = memory.id.int
-                existing = space.memories.get(key) or batch.get(key)
-                if existing is None and key in self._owner:
-                    raise ConflictError(
-                        f"memory id {memory.id} is already taken; write under another id (or "
-                        "none, to derive one from the content)"
-                    )
-                if existing is not None:
-                    if not existing.same_content(memory):
-                        raise ConflictError(
-                            f"memory {memory.id} exists with different content; forget it first "
-                            "or write the new content under a new id"
-                        )
-                    unchanged.append(memory.id)
-                    continue
-                batch[key] = memory
-                created.append(memory)
+            created, unchanged = split_upsert(
+                memories,
+                stored=lambda mid: space.memories.get(mid.int),
+                taken_elsewhere=lambda mid: mid.int in self._owner,
+            )
             overflow = len(space.memories) + len(created) - max_memories
             evict: list[UUID] = []
             if overflow > 0:
@@ -481,10 +475,7 @@ class MirrorStore(Store):
             for link in links:
                 for end in (link.source, link.target):
                     if end.int not in space.memories:
-                        raise NotFoundError(
-                            f"cannot link {link.source} -> {link.target}: memory {end} does not "
-                            f"exist in namespace {namespace!r}; write it first"
-                        )
+                        raise link_end_missing(link, end, namespace)
             self._check_supersedes_acyclic(space, links)
             rows = []
             for link in links:
@@ -514,11 +505,7 @@ class MirrorStore(Store):
             while stack:
                 node = stack.pop()
                 if node == start:
-                    raise BadInputError(
-                        f"SUPERSEDES links would form a cycle through memory {UUID(int=start)}: "
-                        "a newer "
-                        "memory cannot be superseded by one it supersedes"
-                    )
+                    raise supersedes_cycle(UUID(int=start))
                 if node not in seen:
                     seen.add(node)
                     stack.extend(successors(node))
@@ -527,7 +514,7 @@ class MirrorStore(Store):
         with self._lock:
             space = self._space(namespace)
             if memory_id.int not in space.memories:
-                raise NotFoundError(f"memory {memory_id} does not exist in namespace {namespace!r}")
+                raise memory_missing(memory_id, namespace)
             links = sort_links(self._links_touching(space, memory_id.int))
             beliefs = sorted(space.beliefs_of.get(memory_id.int, set()), key=str)
             self._write({"op": "forget", "ns": namespace, "id": str(memory_id)})
@@ -549,7 +536,7 @@ class MirrorStore(Store):
                 if m.int not in space.memories
             ]  # fmt: skip
             if missing:
-                raise NotFoundError(f"belief names memories that do not exist: {missing[0]}")
+                raise belief_memory_missing(missing[0])
             self._write({"op": "belief", "ns": belief.namespace, "belief": _belief_row(belief)})
 
     def append_event(
@@ -585,10 +572,7 @@ class MirrorStore(Store):
             events = self._space(namespace).events.get(run_id, [])
             target = self._assembled(events, step)
             if target is None:
-                raise NotFoundError(
-                    f"run {run_id!r} has no 'assembled' event at step {step}: call promptBundle "
-                    "with this runId and step first"
-                )
+                raise no_assembled_event(run_id, step)
             self._write({
                 "op": "report", "ns": namespace, "run": run_id,
                 "eventSeq": target.seq, "tokens": reported_tokens,

@@ -26,7 +26,6 @@ from graphsvc.errors import (
     BadInputError,
     ConflictError,
     GraphsvcError,
-    NotFoundError,
     StoreUnavailableError,
 )
 from graphsvc.model import (
@@ -42,7 +41,21 @@ from graphsvc.model import (
     WriteResult,
     as_utc,
 )
-from graphsvc.store.base import EPOCH, Candidate, Store, TermStats, Walk, micros, sort_links
+from graphsvc.store.base import (
+    EPOCH,
+    Candidate,
+    Store,
+    TermStats,
+    Walk,
+    belief_memory_missing,
+    link_end_missing,
+    memory_missing,
+    micros,
+    no_assembled_event,
+    sort_links,
+    split_upsert,
+    supersedes_cycle,
+)
 from graphsvc.store.cypher import query, schema_statements
 
 T = TypeVar("T")
@@ -340,27 +353,12 @@ class Neo4jStore(Store):
                 row["memory"]["id"]: (row["namespace"], row["memory"])
                 for row in self._tx(tx, "existing_memories", ids=ids)
             }
-            created: list[Memory] = []
-            unchanged: list[UUID] = []
-            batch: dict[UUID, Memory] = {}
-            for memory in memories:
-                found = existing.get(str(memory.id))
-                if found is not None and found[0] != namespace:
-                    raise ConflictError(
-                        f"memory id {memory.id} is already taken; write under another id (or "
-                        "none, to derive one from the content)"
-                    )
-                old = _memory(namespace, found[1]) if found else batch.get(memory.id)
-                if old is not None:
-                    if not old.same_content(memory):
-                        raise ConflictError(
-                            f"memory {memory.id} exists with different content; forget it first "
-                            "or write the new content under a new id"
-                        )
-                    unchanged.append(memory.id)
-                    continue
-                batch[memory.id] = memory
-                created.append(memory)
+            here = {mid: props for mid, (ns, props) in existing.items() if ns == namespace}
+            created, unchanged = split_upsert(
+                memories,
+                stored=lambda mid: _memory(namespace, here[str(mid)]) if str(mid) in here else None,
+                taken_elsewhere=lambda mid: str(mid) in existing,
+            )
             stat = self._tx(tx, "term_stats", ns=namespace, keys=[])[0]
             overflow = stat["memories"] + len(created) - max_memories
             evicted: list[Memory] = []
@@ -392,10 +390,7 @@ class Neo4jStore(Store):
             for link in links:
                 for end in (link.source, link.target):
                     if str(end) not in found:
-                        raise NotFoundError(
-                            f"cannot link {link.source} -> {link.target}: memory {end} does not "
-                            f"exist in namespace {namespace!r}; write it first"
-                        )
+                        raise link_end_missing(link, end, namespace)
             rows = [
                 {"source": str(lk.source), "target": str(lk.target), "kind": lk.kind.value,
                  "weight": lk.weight, "note": lk.note, "createdAt": lk.created_at}
@@ -408,10 +403,7 @@ class Neo4jStore(Store):
             if sources:
                 cycle = self._tx(tx, "supersedes_cycle", ns=namespace, ids=sources)
                 if cycle:
-                    raise BadInputError(
-                        f"SUPERSEDES links would form a cycle through memory {cycle[0]['id']}: a "
-                        "newer memory cannot be superseded by one it supersedes"
-                    )
+                    raise supersedes_cycle(cycle[0]["id"])
 
         self._write(work)
 
@@ -419,7 +411,7 @@ class Neo4jStore(Store):
         def work(tx: ManagedTransaction) -> ForgetReceipt:
             rows = self._tx(tx, "forget_receipt", ns=namespace, id=str(memory_id))
             if not rows:
-                raise NotFoundError(f"memory {memory_id} does not exist in namespace {namespace!r}")
+                raise memory_missing(memory_id, namespace)
             row = rows[0]
             memory = _memory(namespace, row["memory"])
             refs = sorted(
@@ -447,7 +439,7 @@ class Neo4jStore(Store):
             found = {r["id"] for r in self._tx(tx, "memory_ids", ns=ns, ids=wanted)}
             missing = [m for m in wanted if m not in found]
             if missing:
-                raise NotFoundError(f"belief names memories that do not exist: {missing[0]}")
+                raise belief_memory_missing(missing[0])
             props = {
                 "id": str(belief.id), "cue": belief.cue, "summary": belief.summary,
                 "confidence": belief.confidence, "createdAt": belief.created_at,
@@ -497,10 +489,7 @@ class Neo4jStore(Store):
                 tx, "report_tokens", key=_key(namespace, run_id), step=step, tokens=reported_tokens
             )
             if not rows:
-                raise NotFoundError(
-                    f"run {run_id!r} has no 'assembled' event at step {step}: call promptBundle "
-                    "with this runId and step first"
-                )
+                raise no_assembled_event(run_id, step)
             return _event(rows[0]["event"])
 
         return self._write(work)
