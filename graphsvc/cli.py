@@ -25,10 +25,16 @@ from tqdm import tqdm
 
 from graphsvc.bootstrap import bootstrap, store_label
 from graphsvc.datasets import esc_rows, load_esc, load_locomo, locomo_rows
-from graphsvc.errors import BadInputError, GraphsvcError, LimitExceededError, NotFoundError
+from graphsvc.errors import (
+    BadInputError,
+    GraphsvcError,
+    LimitExceededError,
+    NotFoundError,
+    validation_message,
+)
 from graphsvc.ingest import export_lines, ingest, parse_jsonl
 from graphsvc.model import ContextBundle, LinkInput, LinkKind, MemoryInput, ReconstructedBelief
-from graphsvc.service import MemoryService, validation_message
+from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -8,6 +8,11 @@ libraries below (the Neo4j driver, the file system) are translated into these at
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 
 class GraphsvcError(Exception):
     """Base class of every graphsvc error."""
@@ -61,6 +66,17 @@ class StoreCorruptError(GraphsvcError):
     code = "INTERNAL"
 
 
+def validation_message(exc: ValidationError, where: str | None = None) -> str:
+    """pydantic's errors as graphsvc phrases them: one ``field: problem`` per error, joined by
+    ``; ``. With ``where`` (``input``, ``inputs.3``), every field is prefixed with it."""
+    parts = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"])
+        path = ".".join(part for part in (where, field) if part) or "input"
+        parts.append(f"{path}: {err['msg']}")
+    return "; ".join(parts)
+
+
 __all__ = [
     "BadInputError",
     "ConflictError",
@@ -71,4 +87,5 @@ __all__ = [
     "StoreCorruptError",
     "StoreUnavailableError",
     "UnauthenticatedError",
+    "validation_message",
 ]

@@ -26,9 +26,9 @@ from uuid import UUID
 from pydantic import ValidationError
 from tqdm import tqdm
 
-from graphsvc.errors import BadInputError, GraphsvcError
+from graphsvc.errors import BadInputError, GraphsvcError, validation_message
 from graphsvc.model import Link, LinkInput, Memory, MemoryInput
-from graphsvc.service import MemoryService, content_id, validation_message
+from graphsvc.service import MemoryService, content_id
 
 T = TypeVar("T")
 

@@ -8,6 +8,7 @@ are exactly the GraphQL names of DESIGN.md, so the CLI's ``--json`` and the API 
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -18,6 +19,8 @@ from pydantic.alias_generators import to_camel
 
 KIND_PATTERN = r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$"
 NAMESPACE_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+# Every namespace is checked against this one pattern (settings, API keys, the service).
+NAMESPACE_RE = re.compile(NAMESPACE_PATTERN)
 
 
 def as_utc(value: datetime) -> datetime:

@@ -15,10 +15,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from pydantic import ValidationError
-
 from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
+    NAMESPACE_RE,
     Belief,
     ContextBundle,
     ContextEvent,
@@ -67,7 +66,6 @@ from graphsvc.text import analyse, estimate_tokens, query_terms
 
 # Ids derived from content live in this UUIDv5 namespace, so that re-ingesting a file is a no-op.
 CONTENT_ID_NAMESPACE = UUID("6f1c1e0e-5b7a-4d0e-9a53-9b8f3f2c6a10")
-_NAMESPACE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 
@@ -81,15 +79,6 @@ def content_id(namespace: str, item: MemoryInput) -> UUID:
     fields = (namespace, item.kind, item.text, occurred, item.source, *item.tags)
     name = "".join("-" if f is None else f"{len(f)}:{f}" for f in fields)
     return uuid.uuid5(CONTENT_ID_NAMESPACE, name)
-
-
-def validation_message(exc: ValidationError) -> str:
-    """One line per problem, naming the field: pydantic's errors as graphsvc phrases them."""
-    parts = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "input"
-        parts.append(f"{where}: {err['msg']}")
-    return "; ".join(parts)
 
 
 class MemoryService:
@@ -125,7 +114,7 @@ class MemoryService:
 
     @staticmethod
     def check_namespace(namespace: str) -> str:
-        if not _NAMESPACE_RE.match(namespace):
+        if not NAMESPACE_RE.match(namespace):
             raise BadInputError(
                 f"invalid namespace {namespace!r}: use 1-64 letters, digits, '_' or '-'"
             )
@@ -583,4 +572,4 @@ class MemoryService:
         return self.store.stats(namespace)
 
 
-__all__ = ["MemoryService", "content_id", "validation_message"]
+__all__ = ["MemoryService", "content_id"]

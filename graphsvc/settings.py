@@ -13,6 +13,8 @@ from typing import Annotated
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from graphsvc.model import NAMESPACE_PATTERN
+
 
 def default_data_dir() -> Path:
     """``$XDG_DATA_HOME/graphsvc``, else ``~/.local/share/graphsvc``."""
@@ -32,7 +34,7 @@ class Settings(BaseSettings):
     )
     namespace: str = Field(
         default="default",
-        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        pattern=NAMESPACE_PATTERN,
         description="Namespace used by the CLI (the server takes it from the caller's key).",
     )
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from graphsvc.errors import BadInputError, ForbiddenError, UnauthenticatedError
+from graphsvc.model import NAMESPACE_RE
 
 MIN_KEY_CHARS = 16
-_NAMESPACE_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _HASHED_RE = re.compile(r"^sha256:([0-9a-fA-F]{64})$")
 _GENERATE_HINT = "generate one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
 
@@ -83,7 +83,7 @@ def _digest_of(key: str, where: str) -> bytes:
 
 
 def _principal(digest: bytes, namespace: Any, role: Any, where: str) -> Principal:
-    if not isinstance(namespace, str) or not _NAMESPACE_RE.match(namespace):
+    if not isinstance(namespace, str) or not NAMESPACE_RE.match(namespace):
         raise BadInputError(
             f"{where}: invalid namespace {namespace!r}: use 1-64 letters, digits, '_' or '-'"
         )

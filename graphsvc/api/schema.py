@@ -56,8 +56,8 @@ from strawberry.types import ExecutionContext
 from graphsvc import model as m
 from graphsvc import prompt as p
 from graphsvc.api.auth import Principal, UnauthenticatedError
-from graphsvc.errors import BadInputError, GraphsvcError, LimitExceededError
-from graphsvc.service import MemoryService, validation_message
+from graphsvc.errors import BadInputError, GraphsvcError, LimitExceededError, validation_message
+from graphsvc.service import MemoryService
 
 T = TypeVar("T")
 
@@ -899,7 +899,7 @@ class LinkInput:
 
 
 def _prefixed(where: str, exc: ValidationError) -> str:
-    return "; ".join(f"{where}.{part}" for part in validation_message(exc).split("; "))
+    return validation_message(exc, where)
 
 
 # -- prompt inputs --------------------------------------------------------------------------------

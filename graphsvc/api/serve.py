@@ -26,8 +26,7 @@ from pydantic import ValidationError
 from graphsvc.api.app import configure_logging, create_app
 from graphsvc.api.auth import ApiKeys
 from graphsvc.bootstrap import store_label
-from graphsvc.errors import BadInputError
-from graphsvc.service import validation_message
+from graphsvc.errors import BadInputError, validation_message
 from graphsvc.settings import Settings
 
 logger = logging.getLogger("graphsvc.api")

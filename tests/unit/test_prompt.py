@@ -43,7 +43,7 @@ from graphsvc.prompt import (
 from graphsvc.service import MemoryService
 from graphsvc.store.base import Store
 from graphsvc.text import asks_about_order, estimate_tokens, query_terms
-from tests.conftest import fixed_clock, make_settings
+from tests.helpers import fixed_clock, make_settings
 
 FAST = hsettings(max_examples=150, deadline=None)
 DAY = date(2025, 3, 2)

@@ -30,9 +30,9 @@ from graphsvc.service import MemoryService
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
 from tests.api_support import context, run
-from tests.conftest import fixed_clock, make_settings
+from tests.helpers import fixed_clock, make_settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 REMEMBER = """mutation($input: MemoryInput!, $runId: String) {
   remember(input: $input, runId: $runId) { id namespace text kind tags tokens occurredAt }

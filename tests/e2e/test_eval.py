@@ -34,7 +34,7 @@ from graphsvc.eval.metrics import (
 from graphsvc.eval.qa import run_questions
 from graphsvc.eval.report import Table, fmt
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 LOCOMO = DATA / "locomo" / "locomo_dev.json"
 BEAM = DATA / "beam" / "100K"
 ESC = DATA / "esc" / "eventstoryline_v1.5_normalized.jsonl"

@@ -13,7 +13,7 @@ from graphsvc.model import LinkInput, LinkKind, MemoryInput
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.neo4j import Neo4jStore
-from tests.conftest import fixed_clock
+from tests.helpers import fixed_clock
 from tests.neo4j_server import neo4j_store_factory
 
 pytestmark = pytest.mark.neo4j

@@ -38,7 +38,7 @@ from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
 from tests.api_support import Server, in_process, start_server
-from tests.conftest import STORES, fixed_clock, make_settings
+from tests.helpers import STORES, fixed_clock, make_settings
 
 WRITER = "w" * 8 + "-writer-key-0001"
 READER = "r" * 8 + "-reader-key-0001"

@@ -23,11 +23,11 @@ from graphsvc.model import MemoryInput
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.neo4j import Neo4jStore
-from tests.conftest import fixed_clock
+from tests.helpers import fixed_clock
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = ROOT / "scripts" / "neo4j.sh"
 LAUNCHER_URI = f"bolt://127.0.0.1:{os.environ.get('GRAPHSVC_NEO4J_BOLT_PORT', '7687')}"
 BROWSER_URL = f"http://127.0.0.1:{os.environ.get('GRAPHSVC_NEO4J_HTTP_PORT', '7474')}/browser/"

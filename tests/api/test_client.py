@@ -28,7 +28,7 @@ from graphsvc.model import ContextEventKind, LinkInput, LinkKind, MemoryInput
 from graphsvc.service import MemoryService
 from graphsvc.store.base import Store
 from tests.api_support import Server, in_process, start_server
-from tests.conftest import STORES, fixed_clock, make_settings
+from tests.helpers import STORES, fixed_clock, make_settings
 
 WRITER = "client-writer-key-0001"
 READER = "client-reader-key-0001"

@@ -38,7 +38,7 @@ from graphsvc.service import MemoryService
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
 from tests.api_support import context, in_process, run, start_server
-from tests.conftest import STORES, fixed_clock, make_settings
+from tests.helpers import STORES, fixed_clock, make_settings
 
 MEMORIES = [
     {"text": "Checkout payments started timing out after the payment gateway upgrade",

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from graphsvc.service import MemoryService
 from graphsvc.store.base import Store
 from tests.api_support import Outcome, context, run
-from tests.conftest import fixed_clock, make_settings
+from tests.helpers import fixed_clock, make_settings
 
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 WORDS = ["kettle", "boils", "whistle", "toaster", "crumbs", "garden", "hose", "leaks", "invoice"]

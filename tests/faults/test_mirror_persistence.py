@@ -23,9 +23,9 @@ from graphsvc.errors import StoreCorruptError, StoreUnavailableError
 from graphsvc.model import LinkInput, LinkKind, MemoryInput
 from graphsvc.service import MemoryService
 from graphsvc.store.mirror import MirrorStore
-from tests.conftest import fixed_clock, make_settings
+from tests.helpers import fixed_clock, make_settings
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NAMESPACES = ("alpha", "beta")
 RUNS = ("run-1", "run-2")
 READ_SETTINGS = make_settings(Path("unused"))  # reads only: the data dir is never touched

@@ -17,12 +17,12 @@ from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
-from tests.conftest import fixed_clock
+from tests.helpers import fixed_clock
 from tests.neo4j_server import neo4j_store_factory
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 LOCOMO = DATA / "locomo" / "locomo_dev.json"
 ESC = DATA / "esc" / "eventstoryline_v1.5_normalized.jsonl"
 QUESTION_STRIDE = 4  # every 4th LoCoMo question: a few hundred queries

@@ -30,7 +30,7 @@ from graphsvc.model import (
 from graphsvc.service import MemoryService, content_id
 from graphsvc.store.base import Candidate, Store, TermStats
 from graphsvc.text import analyse, estimate_tokens
-from tests.conftest import fixed_clock, make_settings
+from tests.helpers import fixed_clock, make_settings
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
 DATED = re.compile(r"^\[\d{4}-\d{2}-\d{2}\] ")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from graphsvc.store import cypher
 
-STORE = Path(__file__).resolve().parents[1] / "graphsvc" / "store" / "neo4j.py"
+STORE = Path(__file__).resolve().parents[2] / "graphsvc" / "store" / "neo4j.py"
 # _read("name", ...) and self._tx(tx, "name", ...)
 USE = re.compile(r'(?:_read\(\s*|_tx\(\s*tx,\s*)"([a-z_]+)"')
 

@@ -16,7 +16,7 @@ from graphsvc.cli import cli
 
 Invoke = Callable[..., Result]
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 # Field names of DESIGN.md's GraphQL contract (clients depend on them).
 CAPSULE_FIELDS = {"memoryId", "text", "kind", "score", "tokens", "occurredAt", "matchedTerms"}

@@ -1,0 +1,27 @@
+"""Helpers the suites import: the store parameter list, a deterministic clock, test settings."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from graphsvc.settings import Settings
+
+STORES = ["mirror", pytest.param("neo4j", marks=pytest.mark.neo4j)]
+
+
+def fixed_clock(start: datetime | None = None) -> Callable[[], datetime]:
+    """A clock that ticks one second per call, from 2025-01-01 UTC: same input, same timestamps."""
+    base = start or datetime(2025, 1, 1, tzinfo=UTC)
+    counter = itertools.count()
+    return lambda: base + timedelta(seconds=next(counter))
+
+
+def make_settings(tmp_path: Path, **overrides: object) -> Settings:
+    values: dict[str, object] = {"data_dir": tmp_path / "data", "fsync": False}
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
