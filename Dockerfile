@@ -3,6 +3,7 @@ FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY graphsvc ./graphsvc
+COPY cypher ./cypher
 RUN pip install --no-cache-dir . && useradd --create-home graphsvc
 USER graphsvc
 ENV GRAPHSVC_DATA_DIR=/home/graphsvc/data

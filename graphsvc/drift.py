@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from graphsvc.cli.common import common_options, emit_json, opened
 from graphsvc.prompt import DriftReport
 
 
@@ -50,21 +51,9 @@ def print_drift(report: DriftReport, namespace: str) -> None:
 @click.command("drift")
 @click.argument("run_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the DriftReport as JSON.")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Embedded store folder (default: GRAPHSVC_DATA_DIR or ~/.local/share/graphsvc).",
-)
-@click.option(
-    "--namespace", default=None, help="Namespace to use (default: GRAPHSVC_NAMESPACE or 'default')."
-)
+@common_options
 def drift(run_id: str, as_json: bool, data_dir: Path | None, namespace: str | None) -> None:
     """Estimated against reported prompt tokens for RUN_ID: per step and overall."""
-    # Imported here: graphsvc.cli registers this command, so importing it at the top would be
-    # circular.
-    from graphsvc.cli import emit_json, opened
-
     with opened(data_dir, namespace, read_only=True) as (service, ns):
         report = service.drift(ns, run_id)
     if as_json:

@@ -120,7 +120,7 @@ def ingest(
         ids.append(mid)
     endpoints = {end for _, lk in plan.links for end in (lk.source, lk.target)}
     outside = sorted(endpoints - first_line.keys(), key=str)
-    present = {m.id for m in service.store.get_memories(namespace, outside)} if outside else set()
+    present = {m.id for m in service.get_memories(namespace, outside)} if outside else set()
     for number, lk in plan.links:
         for end in (lk.source, lk.target):
             if end not in first_line and end not in present:
@@ -185,7 +185,7 @@ def link_row(link: Link) -> dict[str, Any]:
 def export_lines(service: MemoryService, namespace: str) -> Iterator[str]:
     """The namespace as JSON Lines (memories oldest first, then links), ready for ingest."""
     service.check_namespace(namespace)
-    for item in service.store.export(namespace):
+    for item in service.export(namespace):
         row = memory_row(item) if isinstance(item, Memory) else link_row(item)
         yield json.dumps(row, ensure_ascii=False) + "\n"
 

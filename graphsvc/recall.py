@@ -1,4 +1,4 @@
-"""The recall engine: pure functions over what a store returns (DESIGN.md, read semantics).
+"""The recall engine: pure functions over what a store returns (docs/design.md, read semantics).
 
 No I/O here. The service asks the store for term statistics, candidates, supersessions and walks,
 and these functions turn them into a :class:`ContextBundle` or a :class:`ReconstructedBelief`.
@@ -32,7 +32,7 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 # Capsules whose term sets overlap this much (Jaccard) with a packed one are duplicates.
 DUPLICATE_JACCARD = 0.8
-# Output floats are rounded to this many places (DESIGN.md, read semantics 11).
+# Output floats are rounded to this many places (docs/design.md, determinism).
 PLACES = 6
 # A summary line quotes at most this many characters of a memory.
 SUMMARY_CHARS = 280
@@ -59,7 +59,7 @@ STAGES: dict[str, Stage] = {
         Stage("default", coverage=0.6, bm25=0.4, freshness=0.1, confidence=0.1, half_life_days=365),
         # For "what is the state now" questions: recency weighs more.
         Stage("recent", coverage=0.6, bm25=0.4, freshness=0.3, confidence=0.1, half_life_days=30),
-        # For exact lookups: term coverage only, no recency.
+        # For exact lookups: mostly term coverage, no recency.
         Stage("exact", coverage=0.8, bm25=0.2, freshness=0.0, confidence=0.1, half_life_days=365),
     )
 }
@@ -134,7 +134,7 @@ def score_candidates(
     stage: Stage,
     limit: int | None = None,
 ) -> list[Ranked]:
-    """Score and rank candidates (DESIGN.md, read semantics 3).
+    """Score and rank candidates (docs/design.md, read semantics: score).
 
     ``candidates`` carry the frequencies of ``terms`` in that order. score = relevance * (1 - f -
     c + f * freshness + c * confidence), with relevance the weighted mean of the memory's
@@ -240,8 +240,9 @@ def apply_supersessions(
 
 # -- conversation-aware ranking: answers after questions, and attribution -----------------------
 #
-# Measured with `graphsvc eval locomo` on ../shared/data (issue 6); each constant is the round value
-# that met the targets there, and the report says what each one bought.
+# Measured with `graphsvc eval locomo` on the LoCoMo dev conversations (the README's Quality and
+# Datasets sections); each constant is the round value that met the quality targets there, and
+# docs/design.md says what each one bought.
 
 # A memory written as a chat turn, "Name: text" (what `graphsvc convert locomo` writes), is spoken
 # by Name: one to three capitalised words, a colon and a space, at the very start. Lower-case
@@ -438,14 +439,14 @@ def build_bundle(
     stats: TermStats,
     ranked: Sequence[Scored],
 ) -> ContextBundle:
-    """Abstain, de-duplicate, pack, measure coverage and render (read semantics 4-8).
+    """Abstain, de-duplicate, pack, measure coverage and render (docs/design.md, the bundle).
 
     ``ranked`` is the ranked window (after :func:`apply_supersessions`); each of its items ends in
     ``capsules`` or in ``excluded`` with a reason.
     """
     # Oldest first when the question asks about order, and whenever the ranked memories carry
     # dates on more than one day: a reader then sees evidence in the order it happened, with its
-    # dates (issue 6: chronological tau 1.0 wherever dates exist).
+    # dates, wherever dates exist (on LoCoMo this took chronological tau from -0.083 to 1.0).
     chronological = asks_about_order(request.query) or spans_days(ranked)
     top_score = max((item.score for item in ranked), default=0.0)
     skipped = top_score < request.min_score or not ranked
@@ -558,7 +559,7 @@ def _when_key(memory: Memory) -> tuple[bool, datetime, str]:
 
 
 def build_belief(cue: str, hits: Sequence[Scored], walk: Walk) -> ReconstructedBelief:
-    """Summarise hits and the walk around them by rules (read semantics 10)."""
+    """Summarise hits and the walk around them by rules (docs/design.md, reconstruct)."""
     if not hits:
         return ReconstructedBelief(
             cue=cue,

@@ -11,7 +11,7 @@ import json
 import re
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from uuid import UUID
 
@@ -39,12 +39,9 @@ from graphsvc.prompt import (
     PromptBundle,
     PromptDefaults,
     PromptInput,
-    assembled_detail,
-    drift_report,
-    finish_prompt,
-    plan_prompt,
-    resolve_window,
 )
+from graphsvc.prompt.assembly import finish_prompt, plan_prompt, resolve_window
+from graphsvc.prompt.trace import assembled_detail, drift_report
 from graphsvc.recall import (
     BundleRequest,
     Scored,
@@ -360,7 +357,7 @@ class MemoryService:
         run_id: str | None = None,
         step: int = 0,
     ) -> ContextBundle:
-        """What memory offers a prompt for ``query`` under a token budget (DESIGN.md)."""
+        """What memory offers a prompt for ``query`` under a token budget (docs/design.md)."""
         s = self.settings
         self.check_namespace(namespace)
         self._check_text(query, "query")
@@ -394,7 +391,7 @@ class MemoryService:
     def reconstruct(
         self, namespace: str, cue: str, *, k: int | None = None, depth: int | None = None
     ) -> ReconstructedBelief:
-        """The top-k hits for ``cue`` and the graph around them, summarised (DESIGN.md)."""
+        """The top-k hits for ``cue`` and the graph around them, summarised (docs/design.md)."""
         s = self.settings
         self.check_namespace(namespace)
         self._check_text(cue, "cue")
@@ -468,7 +465,7 @@ class MemoryService:
         self.check_run_id(run_id)
         return self.store.events(namespace, run_id)
 
-    # -- prompt assembly and the trace (DESIGN.md, last section; graphsvc/prompt.py) ----------
+    # -- prompt assembly and the trace (docs/design.md; graphsvc/prompt/) ---
 
     def prompt_defaults(self) -> PromptDefaults:
         """The window settings a promptBundle request leaves out, from the settings."""
@@ -570,6 +567,38 @@ class MemoryService:
     def stats(self, namespace: str) -> NamespaceStats:
         self.check_namespace(namespace)
         return self.store.stats(namespace)
+
+    def get_belief(self, namespace: str, belief_id: UUID) -> Belief | None:
+        """A stored belief of the namespace (written by the reconstruct mutation), or None."""
+        self.check_namespace(namespace)
+        return self.store.get_belief(namespace, belief_id)
+
+    def export(self, namespace: str) -> Iterator[Memory | Link]:
+        """Every memory of the namespace (oldest first), then every link: the export format."""
+        self.check_namespace(namespace)
+        return self.store.export(namespace)
+
+    def native_top_k(self, namespace: str, query: str, k: int) -> list[UUID]:
+        """The store's own lexical top ``k`` for a query, without graphsvc's scoring (the
+        embedded store's plain BM25, Neo4j's full-text index): the baseline benchmarks measure
+        bundles against. Not used by recall."""
+        self.check_namespace(namespace)
+        return self.store.native_top_k(namespace, query_terms(query), k)
+
+    # -- the store's lifecycle ---------------------------------------------------------------------
+
+    @property
+    def store_kind(self) -> str:
+        """Which store this service runs on: ``embedded`` or ``neo4j``."""
+        return self.store.kind
+
+    def ping(self) -> None:
+        """Raise StoreUnavailableError unless the store answers now."""
+        self.store.ping()
+
+    def close(self) -> None:
+        """Close the store (connections, files, locks). Safe to call twice."""
+        self.store.close()
 
 
 __all__ = ["MemoryService", "content_id"]

@@ -1,4 +1,4 @@
-"""Text analysis (DESIGN.md, read semantics 1) and the token estimator (9).
+"""Text analysis and the token estimator (docs/design.md, read semantics: text analysis, tokens).
 
 The same analyser runs for memories and queries, in both stores.
 """
@@ -98,7 +98,7 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
 
-# Whole words that make a question about order (DESIGN.md, read semantics 8).
+# Whole words that make a question about order (docs/design.md, the bundle: chronology).
 CHRONOLOGY_MARKERS: frozenset[str] = frozenset(
     """
     before after first last earliest latest order ordered sequence timeline when since until

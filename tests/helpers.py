@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from graphsvc.settings import Settings
+from graphsvc.tools.datasets import eval_data_root
 
 STORES = ["mirror", pytest.param("neo4j", marks=pytest.mark.neo4j)]
 
@@ -25,3 +26,15 @@ def make_settings(tmp_path: Path, **overrides: object) -> Settings:
     values: dict[str, object] = {"data_dir": tmp_path / "data", "fsync": False}
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]
+
+
+def eval_data(*parts: str) -> Path:
+    """A file or folder of the public evaluation datasets (``GRAPHSVC_EVAL_DATA``), or a loud skip
+    that says what is missing and how to provide it (CI has the data and runs these tests)."""
+    path = eval_data_root().joinpath(*parts)
+    if not path.exists():
+        pytest.skip(
+            f"DATASET TEST NOT RUN: {path} is missing. Set GRAPHSVC_EVAL_DATA to the folder of the "
+            "public datasets (see the README, section Datasets)"
+        )
+    return path

@@ -389,7 +389,7 @@ def create_app(
         finally:
             state.service = None
             if owns_store:
-                await anyio.to_thread.run_sync(service.store.close)
+                await anyio.to_thread.run_sync(service.close)
             logger.info("graphsvc API stopped; store closed")
 
     async def healthz(request: Request) -> Response:
@@ -405,7 +405,7 @@ def create_app(
         try:
             with anyio.fail_after(settings.ready_timeout):
                 await anyio.to_thread.run_sync(
-                    service.store.ping, abandon_on_cancel=True, limiter=state.limiter
+                    service.ping, abandon_on_cancel=True, limiter=state.limiter
                 )
         except TimeoutError:
             reason = f"the store did not answer within {settings.ready_timeout:g} s"

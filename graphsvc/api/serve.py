@@ -13,26 +13,24 @@ opened (the log says why).
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import click
 import uvicorn
-from pydantic import ValidationError
 
 from graphsvc.api.app import configure_logging, create_app
 from graphsvc.api.auth import ApiKeys
 from graphsvc.bootstrap import store_label
-from graphsvc.errors import BadInputError, validation_message
-from graphsvc.settings import Settings
+from graphsvc.cli.common import BAD_INPUT_EXIT, UNAVAILABLE_EXIT, data_dir_option, make_settings
+from graphsvc.errors import BadInputError
 
 logger = logging.getLogger("graphsvc.api")
-
-BAD_INPUT_EXIT = 2
-UNAVAILABLE_EXIT = 3
 
 
 def is_loopback(host: str) -> bool:
@@ -43,6 +41,23 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, but a clean stop exits 0.
+
+    After a graceful shutdown on SIGTERM or SIGINT, uvicorn re-raises the signal, so the process
+    dies of it (exit status 143 for SIGTERM) although it stopped cleanly. graphsvc promises exit 0
+    after a clean stop: the captured signals are dropped once the shutdown has finished.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        with super().capture_signals():
+            try:
+                yield
+            finally:
+                self._captured_signals.clear()
 
 
 def _fail(message: str, status: int = BAD_INPUT_EXIT) -> NoReturn:
@@ -57,12 +72,7 @@ def _fail(message: str, status: int = BAD_INPUT_EXIT) -> NoReturn:
 @click.option(
     "--port", type=int, default=None, help="TCP port (default GRAPHSVC_PORT or 8000; 0: any)."
 )
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Embedded store folder (default: GRAPHSVC_DATA_DIR or ~/.local/share/graphsvc).",
-)
+@data_dir_option
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
@@ -76,19 +86,10 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, log_level: 
     'Authorization: Bearer <key>' with a key from GRAPHSVC_API_KEYS ('key=namespace:write,...')
     or GRAPHSVC_API_KEYS_FILE; with no keys the server binds loopback only.
     """
-    overrides: dict[str, Any] = {}
-    for name, value in (
-        ("data_dir", data_dir),
-        ("host", host),
-        ("port", port),
-        ("log_level", log_level),
-    ):
-        if value is not None:
-            overrides[name] = value
     try:
-        settings = Settings(**overrides)
-    except ValidationError as exc:
-        _fail(f"invalid settings: {validation_message(exc)}")
+        settings = make_settings(data_dir, host=host, port=port, log_level=log_level)
+    except BadInputError as exc:
+        _fail(str(exc))
     try:
         secret = settings.api_keys.get_secret_value() if settings.api_keys else None
         keys = ApiKeys.configured(secret, settings.api_keys_file)
@@ -125,7 +126,7 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, log_level: 
         server_header=False,
         timeout_graceful_shutdown=round(settings.shutdown_timeout),
     )
-    server = uvicorn.Server(config)
+    server = Server(config)
     server.run()
     if not server.started:
         sys.exit(UNAVAILABLE_EXIT)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import Self
+from typing import ClassVar, Self
 from uuid import UUID
 
 from graphsvc.errors import BadInputError, ConflictError, NotFoundError
@@ -44,8 +44,8 @@ class TermStats:
         return self.total_length / self.n_docs if self.n_docs else 0.0
 
     def _smooth_idf(self, df: int) -> float:
-        # BM25's (Lucene's) IDF, ln(1 + (N - df + 0.5) / (df + 0.5)). DESIGN.md starts from
-        # ln((N + 1) / (df + 1)), which is exactly 0 for a term every memory contains: a namespace
+        # BM25's (Lucene's) IDF, ln(1 + (N - df + 0.5) / (df + 0.5)). The simpler form
+        # ln((N + 1) / (df + 1)) is exactly 0 for a term every memory contains: a namespace
         # with one memory could then never recall it, nor two memories that both say "pizza" be
         # found by "pizza". This one ranks the same way, stays positive, and is tiny for such terms.
         return math.log(1.0 + (self.n_docs - df + 0.5) / (df + 0.5))
@@ -123,6 +123,9 @@ class Walk:
 
 class Store(ABC):
     """Where memories, links, beliefs and context events live."""
+
+    #: Which store this is (``embedded``, ``neo4j``): what benchmarks and ``stats`` report.
+    kind: ClassVar[str]
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -272,6 +275,12 @@ class Store(ABC):
         not the namespace (Neo4j: the ``memory_namespace_recorded`` index; mirror: a sorted
         index of ``(recordedAt, id)`` per namespace).
         """
+
+    def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
+        """The store's own lexical top ``k`` for analysed ``terms`` (a plain BM25 over its index,
+        or the database's full-text index), without graphsvc's scoring: the baseline of the
+        benchmarks. Not used by recall."""
+        raise NotImplementedError(f"{type(self).__name__} has no native top-k")
 
     @abstractmethod
     def export(self, namespace: str) -> Iterator[Memory | Link]:

@@ -194,6 +194,8 @@ class Neo4jStore(Store):
             graphsvc reports the store unavailable.
     """
 
+    kind = "neo4j"
+
     def __init__(
         self,
         uri: str,
@@ -534,7 +536,7 @@ class Neo4jStore(Store):
         )  # fmt: skip
         return [_candidate(row) for row in rows]
 
-    def fulltext_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
+    def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
         """The full-text index's own top ``k`` (Lucene's BM25) for analysed terms: the raw
         baseline of ``graphsvc bench`` on Neo4j. Not used by recall."""
         if not terms:

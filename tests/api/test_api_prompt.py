@@ -23,17 +23,12 @@ from graphql import (
 from graphsvc.api.app import create_app
 from graphsvc.api.auth import ApiKeys, ForbiddenError
 from graphsvc.api.schema import schema
-from graphsvc.cli import GraphsvcGroup
+from graphsvc.cli import cli
 from graphsvc.client import AsyncGraphsvcClient, GraphsvcClient
-from graphsvc.drift import drift
 from graphsvc.errors import BadInputError, NotFoundError
 from graphsvc.model import ContextEventKind, MemoryInput
-from graphsvc.prompt import (
-    AGENT_EVENT_KINDS,
-    UNCHANGED_MARKER,
-    PromptInput,
-    sha256_hex,
-)
+from graphsvc.prompt import AGENT_EVENT_KINDS, UNCHANGED_MARKER, PromptInput
+from graphsvc.prompt.assembly import sha256_hex
 from graphsvc.service import MemoryService
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
@@ -391,7 +386,7 @@ def test_the_drift_command(
         service.prompt_bundle(ns, PromptInput.model_validate(turn_input(runId="cli", step=step)))
     estimate = service.drift(ns, "cli").steps[0].est_tokens or 0
     service.report_tokens(ns, "cli", 1, estimate + estimate // 2)
-    group = GraphsvcGroup(commands={"drift": drift})
+    group = cli
     args = ["--data-dir", str(tmp_path / "data"), "--namespace", ns]
     runner = CliRunner()
 

@@ -13,16 +13,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-import graphsvc.client as client_module
 from graphsvc.api.app import create_app
-from graphsvc.api.auth import ApiKeys, ForbiddenError, UnauthenticatedError
+from graphsvc.api.auth import ApiKeys
 from graphsvc.client import AsyncGraphsvcClient, GraphsvcClient
 from graphsvc.errors import (
     BadInputError,
+    ForbiddenError,
     GraphsvcError,
     LimitExceededError,
     NotFoundError,
     StoreUnavailableError,
+    UnauthenticatedError,
 )
 from graphsvc.model import ContextEventKind, LinkInput, LinkKind, MemoryInput
 from graphsvc.service import MemoryService
@@ -61,17 +62,6 @@ def app(service: MemoryService, ns: str) -> object:
 def http(app: object) -> Iterator[httpx.Client]:
     with in_process(app) as client:  # type: ignore[arg-type]
         yield client
-
-
-def test_public_names() -> None:
-    assert set(client_module.__all__) == {
-        "DEFAULT_URL",
-        "ERRORS",
-        "AsyncGraphsvcClient",
-        "ForbiddenError",
-        "GraphsvcClient",
-        "UnauthenticatedError",
-    }
 
 
 def test_sync_client_returns_the_models_the_service_returns(
@@ -182,6 +172,38 @@ def test_transport_failures_are_unavailable() -> None:
         pytest.raises(GraphsvcError, match="HTTP 418"),
     ):
         GraphsvcClient(URL, http=http).bundle("x")
+
+
+def test_async_transport_failures_are_unavailable() -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/graphql"
+
+    async def scenario() -> None:
+        async with AsyncGraphsvcClient(url, timeout=2) as client:
+            with pytest.raises(StoreUnavailableError, match="cannot reach graphsvc"):
+                await client.memory(uuid.uuid4())
+
+    asyncio.run(scenario())
+
+
+def test_clients_close_what_they_opened_and_nothing_they_were_given() -> None:
+    with httpx.Client() as given:
+        with GraphsvcClient(URL, http=given):
+            pass
+        assert not given.is_closed
+    with GraphsvcClient(URL) as owned:
+        pass
+    assert owned._http.is_closed
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient() as given:
+            async with AsyncGraphsvcClient(URL, http=given):
+                pass
+            assert not given.is_closed
+        async with AsyncGraphsvcClient(URL) as owned:
+            pass
+        assert owned._http.is_closed
+
+    asyncio.run(scenario())
 
 
 def test_async_client(app: object, service: MemoryService, ns: str) -> None:

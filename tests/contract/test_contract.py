@@ -410,7 +410,7 @@ def test_bundle_orders_chronologically_when_the_question_asks_about_order(
     ]
     assert all(c.tokens == estimate_tokens(c.text) for c in bundle.capsules)
     assert bundle.used_tokens == sum(c.tokens for c in bundle.capsules)
-    # Dated on several days: oldest first even without a marker word (issue 6).
+    # Dated on several days: oldest first even without a marker word.
     plain = service.bundle(ns, "Did the database migration happen?")
     assert plain.chronological
     assert [c.memory_id for c in plain.capsules] == [c.memory_id for c in bundle.capsules]

@@ -1,4 +1,4 @@
-"""Same data, same request, same bytes (DESIGN.md, read semantics 11).
+"""Same data, same request, same bytes (docs/design.md, read semantics 11).
 
 Two separate Python processes (different hash seeds, the real clock, their own data directories)
 ingest the same input and print bundles and beliefs as JSON; the outputs must be byte-identical.

@@ -11,23 +11,28 @@ from typing import Any
 
 import pytest
 
-from graphsvc.datasets import esc_rows, load_esc, load_locomo, locomo_rows
 from graphsvc.ingest import ingest, parse_jsonl
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
-from tests.helpers import fixed_clock
+from graphsvc.tools.datasets import esc_rows, load_esc, load_locomo, locomo_rows
+from tests.helpers import eval_data, fixed_clock
 from tests.neo4j_server import neo4j_store_factory
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-LOCOMO = DATA / "locomo" / "locomo_dev.json"
-ESC = DATA / "esc" / "eventstoryline_v1.5_normalized.jsonl"
 QUESTION_STRIDE = 4  # every 4th LoCoMo question: a few hundred queries
 BUDGETS = (150, 1_000)
 MIN_SCORES = (0.0, 0.45)
+
+
+def locomo_path() -> Path:
+    return eval_data("locomo", "locomo_dev.json")
+
+
+def esc_path() -> Path:
+    return eval_data("esc", "eventstoryline_v1.5_normalized.jsonl")
 
 
 def canonical(data: dict[str, Any]) -> str:
@@ -42,8 +47,7 @@ def lines(rows: Iterator[dict[str, Any]]) -> list[str]:
 def loaded(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[MemoryService, MemoryService, list[str], str]]:
-    if not LOCOMO.exists() or not ESC.exists():
-        pytest.skip(f"PARITY NOT RUN: the shared data is missing under {DATA}")
+    locomo, esc = locomo_path(), esc_path()
     settings = Settings(data_dir=tmp_path_factory.mktemp("mirror"), fsync=False)
     neo: Store = neo4j_store_factory()()
     neo.open()
@@ -55,7 +59,7 @@ def loaded(
     )
     run = uuid.uuid4().hex[:8]
     namespaces = []
-    for index, conversation in enumerate(load_locomo(LOCOMO)):
+    for index, conversation in enumerate(load_locomo(locomo)):
         ns = f"parity{run}locomo{index}"
         plan = parse_jsonl(lines(locomo_rows(conversation, str(index), run)))
         for service in services:
@@ -63,7 +67,7 @@ def loaded(
         namespaces.append(ns)
     esc_ns = f"parity{run}esc"
     esc_plan = parse_jsonl(
-        [line for doc in load_esc(ESC) for line in lines(esc_rows(doc, run))], "esc.jsonl"
+        [line for doc in load_esc(esc) for line in lines(esc_rows(doc, run))], "esc.jsonl"
     )
     for service in services:
         ingest(service, esc_ns, esc_plan, progress=False)
@@ -85,7 +89,7 @@ def test_locomo_bundles_are_byte_identical(
 ) -> None:
     mirror, neo, namespaces, _ = loaded
     compared = 0
-    for index, conversation in enumerate(load_locomo(LOCOMO)):
+    for index, conversation in enumerate(load_locomo(locomo_path())):
         ns = namespaces[index]
         for qa in conversation["qa"][::QUESTION_STRIDE]:
             for budget in BUDGETS:
@@ -101,12 +105,12 @@ def test_locomo_and_esc_beliefs_are_byte_identical(
     loaded: tuple[MemoryService, MemoryService, list[str], str],
 ) -> None:
     mirror, neo, namespaces, esc_ns = loaded
-    cues = [qa["question"] for qa in load_locomo(LOCOMO)[0]["qa"][::10]]
+    cues = [qa["question"] for qa in load_locomo(locomo_path())[0]["qa"][::10]]
     for cue in cues:
         a = mirror.reconstruct(namespaces[0], cue)
         b = neo.reconstruct(namespaces[0], cue)
         assert canonical(a.to_json_dict()) == canonical(b.to_json_dict()), cue
-    documents = load_esc(ESC)[::5]
+    documents = load_esc(esc_path())[::5]
     walked = 0
     for doc in documents:
         for link in doc["causal_links"][:2]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from importlib import resources
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from graphsvc.model import LinkInput, LinkKind, MemoryInput
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
+from graphsvc.store import cypher
 from graphsvc.store.neo4j import Neo4jStore
 from tests.helpers import fixed_clock
 from tests.neo4j_server import neo4j_store_factory
@@ -27,7 +27,7 @@ CHAIN = [
 
 
 def exploration(name: str) -> str:
-    return resources.files("graphsvc").joinpath(f"cypher/browser/{name}.cypher").read_text()
+    return cypher.browser_query(name)
 
 
 def test_browser_explorations_answer_over_graphsvc_data() -> None:

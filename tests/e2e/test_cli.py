@@ -9,16 +9,17 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
-from graphsvc.cli import cli
+from graphsvc.cli import COMMANDS, cli
+from tests.helpers import eval_data
 
 Invoke = Callable[..., Result]
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
-# Field names of DESIGN.md's GraphQL contract (clients depend on them).
+# Field names of the GraphQL contract (docs/design.md) (clients depend on them).
 CAPSULE_FIELDS = {"memoryId", "text", "kind", "score", "tokens", "occurredAt", "matchedTerms"}
 BUNDLE_FIELDS = {
     "stage", "budgetTokens", "usedTokens", "capsules", "excluded", "skipped", "topScore",
@@ -193,11 +194,9 @@ def test_demo_runs_as_a_process(tmp_path: Path) -> None:
     assert "Deploy 4812" in proc.stdout
 
 
-@pytest.mark.skipif(not (SHARED / "locomo").exists(), reason="../shared/data is not present")
 def test_locomo_conversation_ingests_and_bundles(invoke: Invoke, tmp_path: Path) -> None:
-    converted = CliRunner().invoke(
-        cli, ["convert", "locomo", str(SHARED / "locomo" / "locomo_dev.json"), "--only", "0"]
-    )
+    locomo = eval_data("locomo", "locomo_dev.json")
+    converted = CliRunner().invoke(cli, ["convert", "locomo", str(locomo), "--only", "0"])
     assert converted.exit_code == 0
     path = tmp_path / "c0.jsonl"
     path.write_text(converted.stdout, encoding="utf-8")
@@ -208,3 +207,35 @@ def test_locomo_conversation_ingests_and_bundles(invoke: Invoke, tmp_path: Path)
     top = bundle["capsules"][0]
     assert "LGBTQ support group" in top["text"]
     assert top["text"].startswith("[2023-05-08] Caroline:")
+
+
+# -- lazy commands -------------------------------------------------------------------------------
+
+HEAVY = {"strawberry", "uvicorn", "starlette", "networkx", "neo4j", "numpy", "bm25s", "matplotlib"}
+
+
+def test_help_imports_neither_the_server_nor_the_stores() -> None:
+    code = (
+        "import sys\n"
+        "from graphsvc.cli import cli\n"
+        "try:\n"
+        "    cli(['--help'], prog_name='graphsvc')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('MODULES', ' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "Commands:" in result.stdout
+    loaded = set(result.stdout.split("MODULES ", 1)[1].split())
+    assert sorted(loaded & HEAVY) == []
+
+
+def test_every_lazy_command_loads_and_its_listed_help_is_its_own() -> None:
+    ctx = click.Context(cli)
+    for name, (target, listed) in COMMANDS.items():
+        command = cli.get_command(ctx, name)
+        assert command is not None, target
+        own = command.get_short_help_str(200)
+        assert click.Command(name, help=listed).get_short_help_str(200) == own, name

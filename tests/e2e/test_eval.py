@@ -13,12 +13,12 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graphsvc.eval import eval_group
-from graphsvc.eval.beam import beam_questions, beam_rows, parse_beam_anchor
-from graphsvc.eval.common import run_context
-from graphsvc.eval.esc import within
-from graphsvc.eval.locomo import locomo_conversations, normalise_evidence
-from graphsvc.eval.metrics import (
+from graphsvc.tools.eval.beam import beam_questions, beam_rows, parse_beam_anchor
+from graphsvc.tools.eval.cli import eval_group
+from graphsvc.tools.eval.common import run_context
+from graphsvc.tools.eval.esc import within
+from graphsvc.tools.eval.locomo import locomo_conversations, normalise_evidence
+from graphsvc.tools.eval.metrics import (
     all_hit_at_k,
     auroc,
     first_rank,
@@ -31,13 +31,13 @@ from graphsvc.eval.metrics import (
     recall_of,
     roc_curve,
 )
-from graphsvc.eval.qa import run_questions
-from graphsvc.eval.report import Table, fmt
+from graphsvc.tools.eval.qa import run_questions
+from graphsvc.tools.eval.report import Table, fmt
+from tests.helpers import eval_data
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-LOCOMO = DATA / "locomo" / "locomo_dev.json"
-BEAM = DATA / "beam" / "100K"
-ESC = DATA / "esc" / "eventstoryline_v1.5_normalized.jsonl"
+LOCOMO = ("locomo", "locomo_dev.json")
+BEAM = ("beam", "100K")
+ESC = ("esc", "eventstoryline_v1.5_normalized.jsonl")
 
 # LoCoMo conv-26 (the first dev conversation), answerable questions, measured with this harness
 # when it was written: graphsvc evidence recall@5 = 0.532 (bm25s 0.445). The floor leaves a margin
@@ -45,9 +45,8 @@ ESC = DATA / "esc" / "eventstoryline_v1.5_normalized.jsonl"
 CONV26_RECALL5_FLOOR = 0.50
 
 
-def needs(path: Path) -> None:
-    if not path.exists():
-        pytest.skip(f"EVAL SLICE NOT RUN: the shared data is missing at {path}")
+def needs(parts: tuple[str, ...]) -> Path:
+    return eval_data(*parts)
 
 
 # -- metrics, hand-computed --------------------------------------------------------------------
@@ -215,9 +214,9 @@ def test_causal_neighbourhood_terminates_on_cycles() -> None:
 
 def test_locomo_slice_recall_floor() -> None:
     """One LoCoMo conversation through the real ingest and bundle path on the embedded store."""
-    needs(LOCOMO)
+    locomo = needs(LOCOMO)
     with run_context(None, neo4j_uri=None) as ctx:  # the embedded store, even beside Neo4j
-        conversations = locomo_conversations(LOCOMO, ["conv-26"], ctx.run_id)
+        conversations = locomo_conversations(locomo, ["conv-26"], ctx.run_id)
         results = run_questions(ctx, "locomo", conversations, 0.3, None)
     answerable = [r for r in results if r.question.answerable and r.question.evidence]
     assert len(answerable) == 150
@@ -256,4 +255,4 @@ def test_eval_commands_write_reports(tmp_path: Path) -> None:
 
 
 def _data_for(dataset: str) -> Path:
-    return {"locomo": LOCOMO, "beam": BEAM, "esc": ESC}[dataset]
+    return needs({"locomo": LOCOMO, "beam": BEAM, "esc": ESC}[dataset])

@@ -1,5 +1,6 @@
-"""Conversation-aware ranking (issue 6): answers inherit from the questions they follow, and a
-query that names a speaker prefers what that speaker said (recall.expand_answers / attribute)."""
+"""Conversation-aware ranking (docs/design.md): answers inherit from the questions they follow,
+and a query that names a speaker prefers what that speaker said (recall.expand_answers /
+attribute)."""
 
 from __future__ import annotations
 

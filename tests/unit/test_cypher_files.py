@@ -1,4 +1,5 @@
-"""Every file in graphsvc/cypher/ is used by the Neo4j store, and every name it uses exists."""
+"""Every file in cypher/ is used by the Neo4j store, every name it uses exists, and cypher/ is the
+only copy of the queries in the repository."""
 
 from __future__ import annotations
 
@@ -43,3 +44,15 @@ def test_schema_statements_are_idempotent() -> None:
     assert len(statements) >= 5
     assert all("IF NOT EXISTS" in s for s in statements)
     assert any("m.id IS UNIQUE" in s for s in statements)
+
+
+def test_the_top_level_cypher_folder_is_the_only_copy() -> None:
+    root = STORE.parents[2]
+    assert (root / "cypher" / "schema.cypher").is_file()
+    copies = [
+        path
+        for folder in ("graphsvc", "tests", "scripts", "tools", "docs")
+        for path in (root / folder).rglob("*.cypher")
+        if "target" not in path.parts
+    ]
+    assert copies == [], "Cypher files outside cypher/: keep one source of truth"

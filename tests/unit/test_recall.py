@@ -1,4 +1,4 @@
-"""The recall engine's pure functions (DESIGN.md, read semantics 2-8, 10, 11).
+"""The recall engine's pure functions (docs/design.md, read semantics 2-8, 10, 11).
 
 No store here: memories are built directly, term statistics computed from them by hand.
 """

@@ -1,4 +1,4 @@
-"""Text analysis and the token estimator (DESIGN.md, read semantics 1, 8 and 9)."""
+"""Text analysis and the token estimator (docs/design.md, read semantics 1, 8 and 9)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 from uuid import UUID
@@ -28,26 +27,11 @@ from graphsvc.bootstrap import bootstrap, store_label
 from graphsvc.ingest import ingest, parse_jsonl
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
+from graphsvc.store.base import micros
 from graphsvc.text import estimate_tokens
 
 R = TypeVar("R")
 P = ParamSpec("P")
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def micros(moment: datetime) -> int:
-    """Exact microseconds since the Unix epoch (what ranking ties break on, newest first)."""
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def default_data_root() -> Path:
-    """``../shared/data`` beside the working directory, else beside this checkout."""
-    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
-        candidate = base.parent / "shared" / "data"
-        if candidate.is_dir():
-            return candidate
-    return Path.cwd().parent / "shared" / "data"
 
 
 @dataclass(frozen=True)
@@ -185,7 +169,7 @@ def run_context(data_dir: Path | None, **overrides: Any) -> Iterator[RunContext]
         try:
             yield RunContext(service, store_label(settings), secrets.token_hex(4))
         finally:
-            service.store.close()
+            service.close()
     finally:
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
@@ -195,7 +179,6 @@ __all__ = [
     "Bm25Baseline",
     "Corpus",
     "RunContext",
-    "default_data_root",
     "load_rows",
     "pack_greedy",
     "progress",

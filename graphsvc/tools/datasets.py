@@ -1,8 +1,9 @@
 """Public benchmark data as graphsvc ingest rows (the JSON Lines format of :mod:`graphsvc.ingest`).
 
-The data is read from where the caller says (``../shared/data`` in this project); it is never
-bundled. These converters are the same path users take: they produce ingest rows, and
-``graphsvc ingest`` or :func:`graphsvc.ingest.ingest` writes them.
+The data is never bundled: it is read from the folder the ``GRAPHSVC_EVAL_DATA`` setting names
+(:func:`eval_data_root`), or from a path the caller gives. These converters are the same path users
+take: they produce ingest rows, and ``graphsvc ingest`` or :func:`graphsvc.ingest.ingest` writes
+them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,32 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from graphsvc.settings import Settings
+
+# Where the datasets are found when GRAPHSVC_EVAL_DATA is unset: a ``shared/data`` folder beside
+# the working directory or beside the checkout (the layout the project's CI machines have).
+FALLBACK_EVAL_DATA = Path("..") / "shared" / "data"
+
+
+def eval_data_root(settings: Settings | None = None) -> Path:
+    """The folder of the evaluation datasets (``locomo/``, ``beam/``, ``esc/``).
+
+    ``GRAPHSVC_EVAL_DATA`` when set; otherwise the documented fallback, ``../shared/data`` beside
+    the working directory or beside this checkout, when one exists. When nothing is found, the
+    setting's path (or the fallback beside the working directory) is returned, so the caller's
+    "missing" message names a real place.
+    """
+    chosen = (settings or Settings()).eval_data
+    if chosen is not None:
+        return chosen
+    checkout = Path(__file__).resolve().parents[2]
+    for base in (Path.cwd(), checkout):
+        candidate = (base / FALLBACK_EVAL_DATA).resolve()
+        if candidate.is_dir():
+            return candidate
+    return (Path.cwd() / FALLBACK_EVAL_DATA).resolve()
+
 
 DATASET_ID_NAMESPACE = uuid.UUID("2b0f8a4c-91d3-4c55-8f7e-1f0d6c3b9a21")
 _SESSION_KEY = re.compile(r"^session_(\d+)$")

@@ -17,13 +17,15 @@ from typing import Any, TypeVar
 import click
 from pydantic import ValidationError
 
+from graphsvc.cli.common import TEMPORARY_DATA_DIR_HELP, data_dir_flag
 from graphsvc.errors import GraphsvcError
-from graphsvc.eval.beam import beam_conversations
-from graphsvc.eval.common import RunContext, default_data_root, run_context
-from graphsvc.eval.esc import build_esc_report, run_esc
-from graphsvc.eval.locomo import CATEGORIES, locomo_conversations
-from graphsvc.eval.qa import Conversation, build_report, run_questions, write_questions
-from graphsvc.eval.report import Report, write_report
+from graphsvc.tools.datasets import eval_data_root
+from graphsvc.tools.eval.beam import beam_conversations
+from graphsvc.tools.eval.common import RunContext, run_context
+from graphsvc.tools.eval.esc import build_esc_report, run_esc
+from graphsvc.tools.eval.locomo import CATEGORIES, locomo_conversations
+from graphsvc.tools.eval.qa import Conversation, build_report, run_questions, write_questions
+from graphsvc.tools.eval.report import Report, write_report
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,13 +60,7 @@ def _common(dataset: str, data_help: str) -> Callable[[F], F]:
                 multiple=True,
                 help="Only this conversation / chat / document (repeatable).",
             ),
-            click.option(
-                "--data-dir",
-                type=click.Path(file_okay=False, path_type=Path),
-                default=None,
-                help="Embedded store folder (default: a temporary one, "
-                "deleted afterwards). Ignored with GRAPHSVC_NEO4J_URI.",
-            ),
+            data_dir_flag(TEMPORARY_DATA_DIR_HELP),
         ]
         for option in reversed(options):
             func = option(func)
@@ -86,7 +82,7 @@ def _min_score_option(func: F) -> F:
 @click.group("eval")
 def eval_group() -> None:
     """Measure recall, abstention, chronology and causal reconstruction on public data, beside a
-    bm25s baseline on the same memories (datasets from ../shared/data by default)."""
+    bm25s baseline on the same memories (datasets from GRAPHSVC_EVAL_DATA by default)."""
 
 
 def _environment(ctx: RunContext, namespaces: str) -> list[str]:
@@ -181,7 +177,7 @@ def run_qa_eval(
 
 
 @eval_group.command("locomo")
-@_common("locomo", "LoCoMo JSON file (default: ../shared/data/locomo/locomo_dev.json).")
+@_common("locomo", "LoCoMo JSON file (default: $GRAPHSVC_EVAL_DATA/locomo/locomo_dev.json).")
 @_min_score_option
 def locomo(
     data: Path | None,
@@ -193,7 +189,7 @@ def locomo(
 ) -> None:
     """LoCoMo: evidence recall, abstention (category 5), chronology. --only takes a sample_id
     (conv-26) or a 0-based index."""
-    path = data or default_data_root() / "locomo" / "locomo_dev.json"
+    path = data or eval_data_root() / "locomo" / "locomo_dev.json"
     target = out or Path("eval-out") / "locomo"
 
     def action() -> None:
@@ -214,7 +210,7 @@ def locomo(
 
 
 @eval_group.command("beam")
-@_common("beam", "BEAM folder of chats (default: ../shared/data/beam/100K).")
+@_common("beam", "BEAM folder of chats (default: $GRAPHSVC_EVAL_DATA/beam/100K).")
 @_min_score_option
 def beam(
     data: Path | None,
@@ -226,7 +222,7 @@ def beam(
 ) -> None:
     """BEAM: evidence recall by ability, abstention, event ordering, knowledge updates. --only
     takes a chat folder name (1..20)."""
-    path = data or default_data_root() / "beam" / "100K"
+    path = data or eval_data_root() / "beam" / "100K"
     target = out or Path("eval-out") / "beam"
 
     def action() -> None:
@@ -252,7 +248,7 @@ def beam(
 @eval_group.command("esc")
 @_common(
     "esc",
-    "EventStoryLine JSONL (default: ../shared/data/esc/eventstoryline_v1.5_normalized.jsonl).",
+    "EventStoryLine JSONL (default: $GRAPHSVC_EVAL_DATA/esc/eventstoryline_v1.5_normalized.jsonl).",
 )
 @click.option(
     "--k", type=click.IntRange(min=1), default=5, show_default=True, help="Reconstruct hits."
@@ -275,7 +271,7 @@ def esc(
 ) -> None:
     """EventStoryLine: recall and precision of reconstruct's causal ancestors and descendants.
     --only takes a document name or a topic number."""
-    path = data or default_data_root() / "esc" / "eventstoryline_v1.5_normalized.jsonl"
+    path = data or eval_data_root() / "esc" / "eventstoryline_v1.5_normalized.jsonl"
     target = out or Path("eval-out") / "esc"
 
     def action() -> None:

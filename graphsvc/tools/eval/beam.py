@@ -1,7 +1,8 @@
 """BEAM (100K chats): one memory per message, dated at its batch's time anchor, and the probing
 questions by ability.
 
-``beam_rows`` is the converter (the BEAM counterpart of :func:`graphsvc.datasets.locomo_rows`).
+``beam_rows`` is the converter (the BEAM counterpart of
+:func:`graphsvc.tools.datasets.locomo_rows`).
 Abstention questions are unanswerable (the positives of the abstention figures); knowledge-update
 questions also say which messages hold the original and the updated fact.
 """
@@ -15,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from graphsvc.datasets import dataset_id
-from graphsvc.eval.qa import Conversation, Question
+from graphsvc.tools.datasets import dataset_id
+from graphsvc.tools.eval.qa import Conversation, Question
 
 UNANSWERABLE = "abstention"
 # The generator's trailing "->-> batch,turn" marker on user messages: an annotation, not content.
@@ -36,7 +37,8 @@ def beam_rows(
     ``beam:<chat>:<message id>``, dated at its batch's time anchor (carried by the batch's first
     message) plus one second per message so that order within a batch survives. A message longer
     than ``max_chars`` (two of the 100K chats hold runaway generations of 50K-350K characters) is
-    cut to fit, marked ``[truncated]``. ``scope`` as for :func:`graphsvc.datasets.locomo_rows`."""
+    cut to fit, marked ``[truncated]``. ``scope`` as for
+    :func:`graphsvc.tools.datasets.locomo_rows`."""
     anchor: datetime | None = None
     for batch in chat:
         messages = [m for turn in batch["turns"] for m in turn]

@@ -1,11 +1,5 @@
-"""Prompt assembly (DESIGN.md, "Prompt assembly and the trace"): models and pure functions.
-
-An agent does not want memories, it wants a prompt. ``promptBundle`` takes what the caller sends
-(prompt fragments, environment, project context files, tool catalog, skill metadata, transcript,
-user turn, window settings) and returns a :class:`PromptBundle`: the parts as carried, a memory
-:class:`~graphsvc.model.ContextBundle` for the user turn, a :class:`ContextLedger` that accounts
-for every token, the system prompt text (``rendered``) and the same prompt lowered to the
-Anthropic Messages API shape (``messages``).
+"""Prompt assembly's pure functions: carry the caller's parts, budget and render the memory
+section, lower the prompt to messages, close the ledger, and summarise the trace.
 
 Assembly is two pure steps around one recall, so that everything but the recall is unit-tested
 without a store:
@@ -30,7 +24,8 @@ What the provider really counted is recorded later with ``reportTokens``, and ``
 compares the two.
 
 Nothing here does I/O: :meth:`graphsvc.service.MemoryService.prompt_bundle` validates against the
-settings, recalls, and records the trace.
+settings, recalls, and records the trace (:mod:`graphsvc.prompt.trace` summarises it). The data
+these functions take and give is in :mod:`graphsvc.prompt.models`.
 """
 
 from __future__ import annotations
@@ -39,370 +34,39 @@ import datetime as dt
 import hashlib
 import html
 import json
-import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Annotated, Any
-
-from pydantic import Field, field_validator, model_validator
+from typing import Any
 
 from graphsvc.errors import BadInputError, LimitExceededError
-from graphsvc.model import ContextBundle, ContextEvent, ContextEventKind, Model
-from graphsvc.recall import PLACES, get_stage
+from graphsvc.model import ContextBundle
+from graphsvc.prompt.models import (
+    UNCHANGED_MARKER,
+    ContextFile,
+    ContextFileInput,
+    ContextLedger,
+    EnvironmentInput,
+    FragmentInput,
+    HistoryReuse,
+    LedgerItem,
+    PromptBundle,
+    PromptDefaults,
+    PromptEnvironment,
+    PromptFragment,
+    PromptInput,
+    Skill,
+    SkillInput,
+    Tool,
+    ToolInput,
+    TranscriptEntry,
+    TranscriptEntryInput,
+    TranscriptRole,
+    Visibility,
+)
+from graphsvc.recall import get_stage
 from graphsvc.text import asks_about_order, estimate_tokens, query_terms
 
-# -- defaults and limits --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PromptDefaults:
-    """Window settings used when a request does not give them.
-
-    Attributes:
-        context_window: tokens the model reads and writes in all; 200,000 is the window of the
-            current Claude models.
-        reserved_completion_tokens: kept free for the answer (the request's ``max_tokens``).
-        memory_budget_share: the most of the available input that memory may take. A tenth: the
-            instructions, files and conversation need the bulk, and a bundle rarely fills even
-            that (it also stops at ``maxCapsules``).
-        max_transcript_entries: how many of the latest transcript entries are carried.
-        max_context_file_tokens: the size cap of one project context file, in estimated tokens
-            (4 characters each); longer files are cut and flagged ``truncated``.
-    """
-
-    context_window: int = 200_000
-    reserved_completion_tokens: int = 8_192
-    memory_budget_share: float = 0.10
-    max_transcript_entries: int = 20
-    max_context_file_tokens: int = 8_000
-
-
-MAX_CONTEXT_WINDOW = 10_000_000
-MAX_TRANSCRIPT_ENTRIES = 1_000
 CHARS_PER_TOKEN = 4  # the estimator's ratio (graphsvc.text.estimate_tokens)
-QUOTE_CHARS = 80  # how much of a query the assembled event's detail quotes
-AGENT_EVENT_KINDS: tuple[ContextEventKind, ...] = (
-    ContextEventKind.REREAD,
-    ContextEventKind.REREAD_REFUSED,
-    ContextEventKind.SERVED,
-    ContextEventKind.REPLAN,
-    ContextEventKind.STALLED,
-)
-SECTION_ORDER = (
-    "fragments",
-    "environment",
-    "project_context",
-    "skills",
-    "memory",
-    "tools",
-    "transcript",
-    "user_turn",
-)
-UNCHANGED_MARKER = "[unchanged since the previous turn: text omitted]"
-_HASH_RE = re.compile(r"^[0-9a-f]{64}$")
-_TOOL_NAME = r"^[A-Za-z0-9_-]{1,64}$"
-
-Name = Annotated[str, Field(min_length=1, max_length=128)]
-Label = Annotated[str, Field(max_length=1024)]
-
-
-# -- enums ----------------------------------------------------------------------------------------
-
-
-class HistoryReuse(StrEnum):
-    """Whether the caller's provider keeps (caches) the conversation history between turns."""
-
-    AVAILABLE = "AVAILABLE"
-    UNAVAILABLE = "UNAVAILABLE"
-
-
-class TranscriptRole(StrEnum):
-    """Who produced a transcript entry."""
-
-    USER = "USER"
-    ASSISTANT = "ASSISTANT"
-    TOOL = "TOOL"
-
-
-class Visibility(StrEnum):
-    """How much of an item the model sees."""
-
-    FULL = "FULL"  # the whole text is in the prompt
-    TRUNCATED = "TRUNCATED"  # the text is cut at the size cap
-    UNCHANGED = "UNCHANGED"  # a marker: the provider has the text from the cached history
-    DROPPED = "DROPPED"  # left out to fit the window
-
-
-# -- inputs ---------------------------------------------------------------------------------------
-
-
-class FragmentInput(Model):
-    """A piece of system prompt sent by the caller (persona, rules, output format...)."""
-
-    name: Name
-    text: str
-
-
-class EnvironmentInput(Model):
-    """Where the agent runs. ``date`` defaults to the server's UTC day."""
-
-    cwd: Label | None = None
-    model: Label | None = None
-    search_mode: Label | None = None
-    date: dt.date | None = None
-
-
-class ContextFileInput(Model):
-    """A project context file (AGENTS.md, CLAUDE.md, a README...)."""
-
-    path: Annotated[str, Field(min_length=1, max_length=1024)]
-    scope: Name = "project"
-    content: str
-
-
-class ToolInput(Model):
-    """A tool the model may call, as the provider wants it declared."""
-
-    name: Annotated[str, Field(pattern=_TOOL_NAME)]
-    description: str = ""
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-
-
-class SkillInput(Model):
-    """A skill the agent can load on demand: its metadata only, never its body."""
-
-    name: Name
-    description: str = ""
-    path: Label | None = None
-
-
-class TranscriptEntryInput(Model):
-    """One entry of the conversation so far, oldest first."""
-
-    role: TranscriptRole
-    text: str
-    tool_name: Name | None = None
-
-    @model_validator(mode="after")
-    def _spoken_text_not_blank(self) -> TranscriptEntryInput:
-        if self.role is not TranscriptRole.TOOL and not self.text.strip():
-            raise ValueError(f"a {self.role.value.lower()} entry needs some text")
-        return self
-
-
-def normalise_hash(value: str) -> str:
-    """A sha256 hex digest as :attr:`ContextFile.content_hash` gives it: 64 lowercase hex digits
-    (an optional ``sha256:`` prefix and upper case are accepted)."""
-    digest = value.strip().lower().removeprefix("sha256:")
-    if not _HASH_RE.match(digest):
-        raise ValueError(
-            f"{value[:80]!r} is not a sha256 digest: send 64 hex digits (optionally prefixed "
-            "'sha256:'), as projectContext[].contentHash gives them"
-        )
-    return digest
-
-
-class PromptInput(Model):
-    """What ``promptBundle`` assembles a prompt from. Only ``user_turn`` is required; window
-    settings left out take :class:`PromptDefaults` (and the service's bundle defaults)."""
-
-    user_turn: str
-    fragments: tuple[FragmentInput, ...] = ()
-    environment: EnvironmentInput | None = None
-    project_context: tuple[ContextFileInput, ...] = ()
-    tool_catalog: tuple[ToolInput, ...] = ()
-    available_skills: tuple[SkillInput, ...] = ()
-    transcript: tuple[TranscriptEntryInput, ...] = ()
-    history_reuse: HistoryReuse = HistoryReuse.UNAVAILABLE
-    prev_context_hash: str | None = None
-    prev_context_hashes: tuple[str, ...] = ()
-    run_id: str | None = None
-    step: int = Field(default=0, ge=0)
-    context_window: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_WINDOW)
-    reserved_completion_tokens: int | None = Field(default=None, ge=0, le=MAX_CONTEXT_WINDOW)
-    memory_budget_share: float | None = Field(default=None, ge=0.0, le=1.0)
-    max_memory_tokens: int | None = Field(default=None, ge=1)
-    max_transcript_entries: int | None = Field(default=None, ge=0, le=MAX_TRANSCRIPT_ENTRIES)
-    max_context_file_tokens: int | None = Field(default=None, ge=1, le=MAX_CONTEXT_WINDOW)
-    memory_query: str | None = None
-    memory_stage: str | None = None
-    memory_min_score: float | None = Field(default=None, ge=0.0, le=1.0)
-    memory_max_capsules: int | None = Field(default=None, ge=1)
-
-    @field_validator("user_turn")
-    @classmethod
-    def _turn_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("the user turn is empty: send what the user said")
-        return value
-
-    @field_validator("memory_query")
-    @classmethod
-    def _query_not_blank(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("memoryQuery is empty: leave it out to recall for the user turn")
-        return value
-
-    @field_validator("prev_context_hash")
-    @classmethod
-    def _one_hash(cls, value: str | None) -> str | None:
-        return None if value is None else normalise_hash(value)
-
-    @field_validator("prev_context_hashes")
-    @classmethod
-    def _hashes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(normalise_hash(v) for v in value))
-
-    @field_validator("tool_catalog")
-    @classmethod
-    def _unique_tools(cls, value: tuple[ToolInput, ...]) -> tuple[ToolInput, ...]:
-        twice = sorted(name for name, n in Counter(t.name for t in value).items() if n > 1)
-        if twice:
-            raise ValueError(f"tool names must be unique; sent more than once: {', '.join(twice)}")
-        return value
-
-    def previous_hashes(self) -> frozenset[str]:
-        """Every hash the caller says the provider already has (both fields)."""
-        single = () if self.prev_context_hash is None else (self.prev_context_hash,)
-        return frozenset((*single, *self.prev_context_hashes))
-
-
-# -- outputs --------------------------------------------------------------------------------------
-
-
-class PromptFragment(Model):
-    """A caller's fragment as carried."""
-
-    name: str
-    text: str
-    tokens: int
-
-
-class PromptEnvironment(Model):
-    """The environment as rendered; ``date`` is a day, never a time."""
-
-    cwd: str | None
-    model: str | None
-    search_mode: str | None
-    date: dt.date
-
-
-class ContextFile(Model):
-    """A project context file as carried."""
-
-    path: str
-    scope: str
-    content: str = Field(description="The text carried: the caller's, cut at the cap if needed.")
-    content_hash: str = Field(description="sha256 (hex) of the caller's full content, UTF-8.")
-    truncated: bool
-    visibility: Visibility
-    tokens: int = Field(description="Estimated tokens of the file's block in the prompt.")
-    original_tokens: int = Field(description="Estimated tokens of the caller's full content.")
-
-
-class Tool(Model):
-    """A tool as declared to the provider."""
-
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    tokens: int
-
-
-class Skill(Model):
-    """A skill's metadata."""
-
-    name: str
-    description: str
-    path: str | None
-    tokens: int
-
-
-class TranscriptEntry(Model):
-    """One of the last transcript entries."""
-
-    index: int = Field(description="Position in the caller's transcript, from 0.")
-    role: TranscriptRole
-    text: str
-    tool_name: str | None
-    tokens: int
-    visibility: Visibility
-
-
-class LedgerItem(Model):
-    """One item of the prompt and what it costs."""
-
-    section: str
-    name: str
-    tokens: int
-    visibility: Visibility
-
-
-class ContextLedger(Model):
-    """Where the context window goes. Every count is an estimate, and never negative."""
-
-    context_window: int
-    reserved_completion_tokens: int
-    available_input_tokens: int
-    estimated_input_tokens: int
-    remaining_tokens: int
-    overflow_tokens: int
-    fits: bool
-    system_tokens: int
-    message_tokens: int
-    tool_tokens: int
-    memory_budget_tokens: int
-    memory_tokens: int
-    items: tuple[LedgerItem, ...]
-
-
-class PromptBundle(Model):
-    """A prompt, assembled: the parts, the memory, the ledger, the text and the messages."""
-
-    fragments: tuple[PromptFragment, ...]
-    environment: PromptEnvironment
-    project_context: tuple[ContextFile, ...]
-    tool_catalog: tuple[Tool, ...]
-    available_skills: tuple[Skill, ...]
-    transcript_tail: tuple[TranscriptEntry, ...]
-    omitted_transcript_entries: int
-    user_turn: str
-    memory: ContextBundle | None
-    memory_note: str
-    history_reuse: HistoryReuse
-    prev_context_hash: str | None
-    prev_context_hashes: tuple[str, ...]
-    context_ledger: ContextLedger
-    rendered: str
-    rendered_hash: str
-    messages: dict[str, Any]
-    run_id: str | None
-    step: int
-    assembled_event: ContextEvent | None = None
-
-
-class DriftStep(Model):
-    """Estimated against reported tokens for one step of a run."""
-
-    step: int
-    seq: int
-    est_tokens: int | None
-    reported_tokens: int | None
-    ratio: float | None
-
-
-class DriftReport(Model):
-    """How far graphsvc's estimates are from what the provider counted, over a run."""
-
-    run_id: str
-    steps: tuple[DriftStep, ...]
-    reported_steps: tuple[int, ...]
-    unreported_steps: tuple[int, ...]
-    estimated_tokens: int
-    reported_tokens: int
-    ratio: float | None
 
 
 # -- small helpers --------------------------------------------------------------------------------
@@ -418,7 +82,7 @@ def _attr(value: str) -> str:
     return html.escape(value, quote=True)
 
 
-def _plural(n: int, one: str, many: str) -> str:
+def plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
@@ -580,7 +244,7 @@ def carry_file(
     return carried, block
 
 
-def tool_definition(tool: ToolInput | Tool) -> dict[str, Any]:
+def tool_definition(tool: Tool) -> dict[str, Any]:
     """A tool as the Anthropic Messages API declares it (``description`` only when given)."""
     definition: dict[str, Any] = {"name": tool.name}
     if tool.description:
@@ -591,13 +255,14 @@ def tool_definition(tool: ToolInput | Tool) -> dict[str, Any]:
 
 def carry_tool(tool: ToolInput) -> Tool:
     """A tool, costed as its definition in compact JSON."""
-    as_json = json.dumps(
-        tool_definition(tool), ensure_ascii=False, separators=(",", ":"), sort_keys=True
-    )
-    return Tool(
-        name=tool.name, description=tool.description, input_schema=tool.input_schema,
-        tokens=_tokens(as_json),
+    declared = Tool(
+        name=tool.name, description=tool.description, input_schema=tool.declared_schema(),
+        tokens=0,
     )  # fmt: skip
+    as_json = json.dumps(
+        tool_definition(declared), ensure_ascii=False, separators=(",", ":"), sort_keys=True
+    )
+    return declared.model_copy(update={"tokens": _tokens(as_json)})
 
 
 def carry_skill(skill: SkillInput) -> tuple[Skill, str]:
@@ -621,7 +286,7 @@ def entry_text(entry: TranscriptEntryInput | TranscriptEntry) -> str:
 
 def omitted_note(count: int) -> str:
     """The marker that opens the messages when earlier entries are not carried."""
-    return f"[{_plural(count, 'earlier transcript entry', 'earlier transcript entries')} omitted]"
+    return f"[{plural(count, 'earlier transcript entry', 'earlier transcript entries')} omitted]"
 
 
 ASSISTANT_FIRST_NOTE = "[the transcript starts with an assistant turn]"
@@ -700,7 +365,7 @@ def _skipped_header(top_score: float, min_score: float) -> str:
 def _offer_header(count: int, chronological: bool, used: int, budget: int) -> str:
     order = "oldest first" if chronological else "best match first"
     return (
-        f"Memory offers {_plural(count, 'item', 'items')} for this turn ({order}; {used} of "
+        f"Memory offers {plural(count, 'item', 'items')} for this turn ({order}; {used} of "
         f"{budget} tokens)."
     )
 
@@ -948,144 +613,14 @@ def finish_prompt(plan: PromptPlan, memory: ContextBundle | None) -> PromptBundl
     )  # fmt: skip
 
 
-# -- the trace ------------------------------------------------------------------------------------
-
-
-def _quote(text: str) -> str:
-    text = " ".join(text.split())
-    return repr(text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…")
-
-
-def assembled_detail(bundle: PromptBundle) -> str:
-    """The ``detail`` of an ``assembled`` event: what was carried, recalled, reused and dropped,
-    one line, deterministic."""
-    ledger = bundle.context_ledger
-    files = bundle.project_context
-    tail = bundle.transcript_tail
-    kept = [e for e in tail if e.visibility is not Visibility.DROPPED]
-    carried = [
-        _plural(len(bundle.fragments), "fragment", "fragments"),
-        f"environment ({bundle.environment.date.isoformat()})",
-        _plural(len(files), "context file", "context files"),
-        _plural(len(bundle.tool_catalog), "tool", "tools"),
-        _plural(len(bundle.available_skills), "skill", "skills"),
-        _plural(len(kept), "transcript entry", "transcript entries"),
-        "user turn",
-    ]
-    memory = bundle.memory
-    if memory is None:
-        recalled = bundle.memory_note.removeprefix("Memory was ").rstrip(".")
-    else:
-        reasons = Counter(c.reason for c in memory.excluded)
-        excluded = ", ".join(
-            f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda x: str(x[0]))
-        )
-        recalled = (
-            f"{_plural(len(memory.capsules), 'capsule', 'capsules')} for {_quote(memory.query)} "
-            f"({memory.used_tokens}/{memory.budget_tokens} tokens, coverage "
-            f"{memory.evidence_coverage:.3f}"
-            + (", skipped" if memory.skipped else "")
-            + (f"; excluded: {excluded}" if excluded else "")
-            + ")"
-        )
-    reused_files = [f.path for f in files if f.visibility is Visibility.UNCHANGED]
-    if reused_files:
-        reused = "unchanged, text omitted: " + ", ".join(reused_files)
-    elif bundle.history_reuse is HistoryReuse.AVAILABLE and (
-        bundle.prev_context_hash or bundle.prev_context_hashes
-    ):
-        reused = "none (no context file matches prevContextHash)"
-    else:
-        reused = "none"
-    dropped: list[str] = []
-    to_fit = len(tail) - len(kept)
-    before = bundle.omitted_transcript_entries - to_fit
-    if before:
-        dropped.append(
-            f"{_plural(before, 'transcript entry', 'transcript entries')} before the tail"
-        )
-    if to_fit:
-        dropped.append(f"{_plural(to_fit, 'transcript entry', 'transcript entries')} to fit")
-    truncated = [f.path for f in files if f.truncated]
-    if truncated:
-        dropped.append("truncated: " + ", ".join(truncated))
-    fit = "fits" if ledger.fits else f"over by {ledger.overflow_tokens}"
-    return (
-        f"carried: {', '.join(carried)}; recalled: {recalled}; reused: {reused}; "
-        f"dropped: {', '.join(dropped) or 'none'}; estimate {ledger.estimated_input_tokens} of "
-        f"{ledger.available_input_tokens} input tokens ({fit})"
-    )
-
-
-def drift_report(run_id: str, events: Sequence[ContextEvent]) -> DriftReport:
-    """Estimated against reported tokens over a run's ``assembled`` events.
-
-    Per step, the latest ``assembled`` event counts (the one ``reportTokens`` fills; an earlier
-    assembly of the same step was superseded). ``ratio`` is reported / estimated; the overall
-    ratio sums over the reported steps only, and steps without a report are listed in
-    ``unreportedSteps``.
-    """
-    latest: dict[int, ContextEvent] = {}
-    for event in events:
-        if event.kind is ContextEventKind.ASSEMBLED:
-            latest[event.step] = event
-    steps = []
-    for step in sorted(latest):
-        event = latest[step]
-        ratio = None
-        if event.reported_tokens is not None and event.est_tokens:
-            ratio = round(event.reported_tokens / event.est_tokens, PLACES)
-        steps.append(
-            DriftStep(
-                step=step, seq=event.seq, est_tokens=event.est_tokens,
-                reported_tokens=event.reported_tokens, ratio=ratio,
-            )
-        )  # fmt: skip
-    reported = [s for s in steps if s.reported_tokens is not None and s.est_tokens]
-    estimated_total = sum(s.est_tokens or 0 for s in reported)
-    reported_total = sum(s.reported_tokens or 0 for s in reported)
-    return DriftReport(
-        run_id=run_id,
-        steps=tuple(steps),
-        reported_steps=tuple(s.step for s in reported),
-        unreported_steps=tuple(s.step for s in steps if s not in reported),
-        estimated_tokens=estimated_total,
-        reported_tokens=reported_total,
-        ratio=round(reported_total / estimated_total, PLACES) if estimated_total else None,
-    )
-
-
 __all__ = [
-    "AGENT_EVENT_KINDS",
-    "ContextFile",
-    "ContextFileInput",
-    "ContextLedger",
-    "DriftReport",
-    "DriftStep",
-    "EnvironmentInput",
-    "FragmentInput",
-    "HistoryReuse",
-    "LedgerItem",
-    "PromptBundle",
-    "PromptDefaults",
-    "PromptEnvironment",
-    "PromptFragment",
-    "PromptInput",
     "PromptPlan",
-    "Skill",
-    "SkillInput",
-    "Tool",
-    "ToolInput",
-    "TranscriptEntry",
-    "TranscriptEntryInput",
-    "TranscriptRole",
-    "Visibility",
     "Window",
-    "assembled_detail",
-    "drift_report",
     "finish_prompt",
     "lower_messages",
+    "memory_reserve",
     "plan_prompt",
+    "plural",
     "render_memory",
     "resolve_window",
     "sha256_hex",

@@ -29,8 +29,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphsvc.eval.common import Bm25Baseline, RunContext, load_rows, pack_greedy, progress, timed
-from graphsvc.eval.metrics import (
+from graphsvc.model import ContextBundle
+from graphsvc.tools.eval.common import (
+    Bm25Baseline,
+    RunContext,
+    load_rows,
+    pack_greedy,
+    progress,
+    timed,
+)
+from graphsvc.tools.eval.metrics import (
     NAN,
     all_hit_at_k,
     auroc,
@@ -44,8 +52,7 @@ from graphsvc.eval.metrics import (
     recall_of,
     roc_curve,
 )
-from graphsvc.eval.report import Curve, Plot, Report, Table
-from graphsvc.model import ContextBundle
+from graphsvc.tools.eval.report import Curve, Plot, Report, Table
 
 KS = (1, 5, 10)
 CURVE_KS = tuple(range(1, 21))

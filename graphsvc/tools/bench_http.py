@@ -32,11 +32,13 @@ from typing import Any
 import click
 import httpx
 
-from graphsvc.bench import Corpus, make_corpus, percentile
+from graphsvc.settings import Settings
+from graphsvc.tools.bench import Corpus, make_corpus
+from graphsvc.tools.eval.metrics import percentile
 
 START_SECONDS = 120.0
 LOAD_BATCH = 500
-BUNDLE_TARGET_RPS = 300.0  # issue 4: bundle on the embedded store, one worker, this machine
+BUNDLE_TARGET_RPS = 300.0  # bundle on the embedded store, one worker, a 2-core machine
 
 BUNDLE = """query Bundle($q: String!) {
   bundle(query: $q) { usedTokens skipped topScore evidenceCoverage uncoveredTerms chronological
@@ -291,7 +293,7 @@ def bench_http(
     root = Path(tempfile.mkdtemp(prefix="graphsvc-bench-http-"))
     key = secrets.token_urlsafe(24)
     namespace = f"benchhttp{seed}_{secrets.token_hex(4)}"
-    neo4j = bool(os.environ.get("GRAPHSVC_NEO4J_URI"))
+    neo4j = Settings().neo4j_uri is not None
     env = {**os.environ, "GRAPHSVC_API_KEYS": f"{key}={namespace}:write"}
     env.pop("GRAPHSVC_API_KEYS_FILE", None)
     corpus = make_corpus(seed, memories, 500, 30_000, links_per_memory=1.0)

@@ -1,174 +1,29 @@
-"""The ``graphsvc`` command line.
-
-Every command takes ``--data-dir`` and ``--namespace`` and uses Neo4j when ``GRAPHSVC_NEO4J_URI``
-is set, the embedded store otherwise. Exit status: 0 success, 2 bad input (the message says what
-to fix), 3 the store is unavailable or another error.
-"""
+"""The store commands: demo, ingest, import, export, bundle, reconstruct, remember, link, forget,
+stats. Each opens the configured store (``GRAPHSVC_NEO4J_URI``: Neo4j; else the embedded store in
+``--data-dir``) for the call and closes it."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import tempfile
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
 import click
-from pydantic import ValidationError
 from tqdm import tqdm
 
-from graphsvc.bootstrap import bootstrap, store_label
-from graphsvc.datasets import esc_rows, load_esc, load_locomo, locomo_rows
-from graphsvc.errors import (
-    BadInputError,
-    GraphsvcError,
-    LimitExceededError,
-    NotFoundError,
-    validation_message,
-)
+from graphsvc.bootstrap import store_label
+from graphsvc.cli.common import common_options, emit_json, make_settings, opened
+from graphsvc.cli.output import print_belief, print_bundle
+from graphsvc.errors import BadInputError
 from graphsvc.ingest import export_lines, ingest, parse_jsonl
-from graphsvc.model import ContextBundle, LinkInput, LinkKind, MemoryInput, ReconstructedBelief
-from graphsvc.service import MemoryService
-from graphsvc.settings import Settings
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-BAD_INPUT_EXIT = 2
-UNAVAILABLE_EXIT = 3
+from graphsvc.model import LinkInput, LinkKind, MemoryInput
 
 DEMO_ORDER_QUESTION = "What happened before and after the checkout payment timeouts?"
 DEMO_CUE = "Why did customers see payment timeouts at checkout?"
-
-
-def common_options(func: F) -> F:
-    """``--data-dir`` and ``--namespace``, on every command."""
-    func = click.option(
-        "--namespace",
-        default=None,
-        help="Namespace to use (default: GRAPHSVC_NAMESPACE or 'default').",
-    )(func)
-    return click.option(
-        "--data-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="Embedded store folder (default: GRAPHSVC_DATA_DIR or ~/.local/share/graphsvc).",
-    )(func)
-
-
-def make_settings(data_dir: Path | None, namespace: str | None) -> Settings:
-    """Settings from the environment, with the command line's overrides."""
-    overrides: dict[str, Any] = {}
-    if data_dir is not None:
-        overrides["data_dir"] = data_dir
-    if namespace is not None:
-        overrides["namespace"] = namespace
-    try:
-        return Settings(**overrides)
-    except ValidationError as exc:
-        raise BadInputError(f"invalid settings: {validation_message(exc)}") from exc
-
-
-@contextmanager
-def opened(
-    data_dir: Path | None, namespace: str | None, *, read_only: bool = False
-) -> Iterator[tuple[MemoryService, str]]:
-    """A service on the configured store and the namespace to use; closed afterwards."""
-    settings = make_settings(data_dir, namespace)
-    service = bootstrap(settings, read_only=read_only)
-    try:
-        yield service, settings.namespace
-    finally:
-        service.store.close()
-
-
-def fail(exc: GraphsvcError) -> None:
-    """Print a graphsvc error and exit with its status."""
-    click.echo(f"error: {exc}", err=True)
-    bad = isinstance(exc, BadInputError | NotFoundError | LimitExceededError)
-    sys.exit(BAD_INPUT_EXIT if bad else UNAVAILABLE_EXIT)
-
-
-class GraphsvcGroup(click.Group):
-    """Turns graphsvc errors into a message and an exit status instead of a traceback."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except GraphsvcError as exc:
-            fail(exc)
-        except ValidationError as exc:
-            fail(BadInputError(validation_message(exc)))
-        return None
-
-
-def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
-
-
-@click.group(cls=GraphsvcGroup)
-@click.version_option(package_name="graphsvc")
-def cli() -> None:
-    """graphsvc: memory for LLM agents, on a graph.
-
-    Uses Neo4j when GRAPHSVC_NEO4J_URI is set, the embedded store otherwise.
-    """
-
-
-# -- output for people -------------------------------------------------------------------------
-
-
-def _short(text: str, width: int = 88) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def print_bundle(bundle: ContextBundle) -> None:
-    """A bundle, readably."""
-    click.secho(f'Bundle for "{bundle.query}"', bold=True)
-    flags = ["chronological (oldest first)" if bundle.chronological else "best match first"]
-    if bundle.skipped:
-        flags = ["SKIPPED: top score below minScore"]
-    click.echo(
-        f"  stage {bundle.stage} · top score {bundle.top_score:.3f} (min {bundle.min_score:.2f})"
-        f" · coverage {bundle.evidence_coverage:.3f} · {bundle.used_tokens}/"
-        f"{bundle.budget_tokens} tokens · {', '.join(flags)}"
-    )
-    if bundle.capsules:
-        click.echo(f"  {'#':>2}  {'score':>5}  {'tok':>3}  text")
-        for i, capsule in enumerate(bundle.capsules, start=1):
-            click.echo(
-                f"  {i:>2}  {capsule.score:.3f}  {capsule.tokens:>3}  {_short(capsule.text)}"
-            )
-    if bundle.excluded:
-        reasons = Counter(c.reason for c in bundle.excluded)
-        summary = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda x: str(x[0])))
-        click.echo(f"  excluded: {len(bundle.excluded)} ({summary})")
-    if bundle.uncovered_terms:
-        click.echo(f"  not covered by memory: {', '.join(bundle.uncovered_terms)}")
-    click.secho("\n  rendered for the prompt:", dim=True)
-    for line in bundle.rendered.splitlines():
-        click.echo(f"  | {line}")
-
-
-def print_belief(belief: ReconstructedBelief) -> None:
-    """A belief, readably."""
-    click.secho(f'Reconstructed belief for "{belief.cue}"', bold=True)
-    click.echo(
-        f"  confidence {belief.confidence:.3f} · {len(belief.source_ids)} source(s) · "
-        f"{len(belief.linked_context_ids)} linked"
-        + (f" · stored as belief {belief.belief_id}" if belief.belief_id else "")
-    )
-    for line in belief.summary.splitlines():
-        click.echo(f"  | {line}")
-
-
-# -- commands ----------------------------------------------------------------------------------
 
 
 def demo_lines() -> list[str]:
@@ -177,7 +32,7 @@ def demo_lines() -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
-@cli.command()
+@click.command()
 @common_options
 def demo(data_dir: Path | None, namespace: str | None) -> None:
     """Load the demo dataset into a fresh data dir; show a bundle and a belief."""
@@ -206,7 +61,7 @@ def demo(data_dir: Path | None, namespace: str | None) -> None:
             shutil.rmtree(temporary, ignore_errors=True)
 
 
-@cli.command("ingest")
+@click.command("ingest")
 @common_options
 @click.argument("file", type=click.File("r", encoding="utf-8"))
 def ingest_command(file: Any, data_dir: Path | None, namespace: str | None) -> None:
@@ -226,7 +81,7 @@ def ingest_command(file: Any, data_dir: Path | None, namespace: str | None) -> N
         )
 
 
-@cli.command("import")
+@click.command("import")
 @common_options
 @click.argument("file", type=click.File("r", encoding="utf-8"))
 @click.pass_context
@@ -237,7 +92,7 @@ def import_command(
     ctx.invoke(ingest_command, file=file, data_dir=data_dir, namespace=namespace)
 
 
-@cli.command("export")
+@click.command("export")
 @common_options
 @click.argument("file", type=click.File("w", encoding="utf-8"), default="-")
 def export_command(file: Any, data_dir: Path | None, namespace: str | None) -> None:
@@ -255,7 +110,7 @@ def export_command(file: Any, data_dir: Path | None, namespace: str | None) -> N
         click.echo(f"exported {count} rows from {ns!r}", err=True)
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.argument("query")
 @click.option("--budget", type=int, default=None, help="Token budget (default 1000).")
@@ -285,7 +140,7 @@ def bundle(
         print_bundle(result)
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.argument("cue")
 @click.option("--k", type=int, default=None, help="How many direct hits (default 5).")
@@ -315,7 +170,7 @@ def reconstruct(
         print_belief(result)
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.argument("text")
 @click.option("--kind", default="observation", show_default=True)
@@ -348,7 +203,7 @@ def remember(
         click.echo(f"remembered {memory.id} ({memory.tokens} tokens)")
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.argument("source")
 @click.argument("target")
@@ -373,7 +228,7 @@ def link(
     click.echo(f"linked {made.source} -[{made.kind.value}]-> {made.target}")
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.argument("memory_id")
 @click.option("--json", "as_json", is_flag=True)
@@ -394,7 +249,7 @@ def forget(memory_id: str, as_json: bool, data_dir: Path | None, namespace: str 
         )
 
 
-@cli.command()
+@click.command()
 @common_options
 @click.option("--json", "as_json", is_flag=True)
 def stats(as_json: bool, data_dir: Path | None, namespace: str | None) -> None:
@@ -409,57 +264,3 @@ def stats(as_json: bool, data_dir: Path | None, namespace: str | None) -> None:
         for key, value in result.to_json_dict().items():
             if key != "namespace":
                 click.echo(f"  {key:<9} {value}")
-
-
-@cli.command()
-@click.argument("dataset", type=click.Choice(["locomo", "esc"]))
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--only", default=None, help="Only this LoCoMo sample index (0-based) or ESC doc.")
-@click.option(
-    "--scope",
-    default="",
-    help="Salt for the memory ids, to load the same data twice (ids are unique across namespaces).",
-)
-def convert(dataset: str, path: Path, only: str | None, scope: str) -> None:
-    """Print a public dataset file (LoCoMo JSON, EventStoryLine JSONL) as ingest JSON Lines."""
-    if dataset == "locomo":
-        conversations = load_locomo(path)
-        for index, conversation in enumerate(conversations):
-            if only is None or only == str(index):
-                for row in locomo_rows(
-                    conversation, str(conversation.get("sample_id", index)), scope
-                ):
-                    click.echo(json.dumps(row, ensure_ascii=False))
-    else:
-        for document in load_esc(path):
-            if only is None or only == document["doc"]:
-                for row in esc_rows(document, scope):
-                    click.echo(json.dumps(row, ensure_ascii=False))
-
-
-def _register_optional() -> None:
-    from graphsvc.api.bench_http import bench_http
-    from graphsvc.api.export import export_schema
-    from graphsvc.api.serve import serve
-    from graphsvc.bench import bench
-    from graphsvc.drift import drift
-    from graphsvc.eval import eval_group
-
-    cli.add_command(bench)
-    cli.add_command(eval_group)
-    cli.add_command(drift)
-    cli.add_command(bench_http)
-    cli.add_command(export_schema)
-    cli.add_command(serve)
-
-
-_register_optional()
-
-
-def main() -> None:
-    """Entry point of the ``graphsvc`` console script."""
-    cli(prog_name="graphsvc")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,149 @@
+"""The ``graphsvc`` command line.
+
+Commands load lazily: the group maps each command name to ``module:attribute`` and imports it the
+first time the command runs, so ``graphsvc --help`` imports neither the server (strawberry, uvicorn)
+nor the stores (networkx, the Neo4j driver). Every store command takes ``--data-dir`` and
+``--namespace`` and uses Neo4j when ``GRAPHSVC_NEO4J_URI`` is set, the embedded store otherwise.
+Exit status: 0 success, 2 bad input (the message says what to fix), 3 the store is unavailable or
+another error.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+import click
+from pydantic import ValidationError
+
+from graphsvc.cli.common import fail
+from graphsvc.errors import BadInputError, GraphsvcError, validation_message
+
+# name -> (module:attribute, one-line help shown by --help without importing the module).
+# tests/e2e/test_cli.py checks each line against the command's own help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": (
+        "graphsvc.cli.commands:demo",
+        "Load the demo dataset into a fresh data dir; show a bundle and a belief.",
+    ),
+    "ingest": (
+        "graphsvc.cli.commands:ingest_command",
+        "Write memories and links from a JSON Lines FILE ('-' for stdin).",
+    ),
+    "import": (
+        "graphsvc.cli.commands:import_command",
+        "Import a JSON Lines FILE written by ``graphsvc export`` (same as ingest).",
+    ),
+    "export": (
+        "graphsvc.cli.commands:export_command",
+        "Write the namespace as JSON Lines to FILE (default stdout), ready for ``import``.",
+    ),
+    "bundle": (
+        "graphsvc.cli.commands:bundle",
+        "What memory offers a prompt for QUERY, under a token budget.",
+    ),
+    "reconstruct": (
+        "graphsvc.cli.commands:reconstruct",
+        "The belief memory supports about CUE: top hits plus the causal context around them.",
+    ),
+    "remember": ("graphsvc.cli.commands:remember", "Write one memory."),
+    "link": ("graphsvc.cli.commands:link", "Link memory SOURCE to TARGET with KIND."),
+    "forget": (
+        "graphsvc.cli.commands:forget",
+        "Remove a memory, its links and the beliefs built on it.",
+    ),
+    "stats": ("graphsvc.cli.commands:stats", "Counts for the namespace."),
+    "drift": (
+        "graphsvc.drift:drift",
+        "Estimated against reported prompt tokens for RUN_ID: per step and overall.",
+    ),
+    "serve": (
+        "graphsvc.api.serve:serve",
+        "Serve the GraphQL API (GraphiQL at /graphql, /healthz, /readyz).",
+    ),
+    "export-schema": (
+        "graphsvc.api.export:export_schema",
+        "Write the GraphQL schema to PATH (default ./schema.graphql; '-' for stdout).",
+    ),
+    "convert": (
+        "graphsvc.tools.convert:convert",
+        "Print a public dataset file (LoCoMo JSON, EventStoryLine JSONL) as ingest JSON Lines.",
+    ),
+    "eval": (
+        "graphsvc.tools.eval.cli:eval_group",
+        "Measure recall, abstention, chronology and causal reconstruction on public data, beside "
+        "a bm25s baseline on the same memories (datasets from GRAPHSVC_EVAL_DATA by default).",
+    ),
+    "bench": (
+        "graphsvc.tools.bench:bench",
+        "Measure ingest, bundle and reconstruct on a synthetic corpus, beside a bm25s baseline.",
+    ),
+    "bench-http": (
+        "graphsvc.tools.bench_http:bench_http",
+        "Measure bundle and reconstruct over HTTP with concurrent clients, against a fresh server.",
+    ),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose commands are imported on first use, and which turns graphsvc errors
+    into a message and an exit status instead of a traceback."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands or cmd_name not in self.lazy:
+            return super().get_command(ctx, cmd_name)
+        module, _, attribute = self.lazy[cmd_name][0].partition(":")
+        command = getattr(import_module(module), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{self.lazy[cmd_name][0]} is not a click command")
+        self.add_command(command, cmd_name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from the one-line helps above: nothing is imported for --help."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in self.lazy:
+                text = click.Command(name, help=self.lazy[name][1]).get_short_help_str(limit)
+            else:
+                text = self.commands[name].get_short_help_str(limit)
+            rows.append((name, text))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except GraphsvcError as exc:
+            fail(exc)
+        except ValidationError as exc:
+            fail(BadInputError(validation_message(exc)))
+
+
+cli = click.version_option(package_name="graphsvc")(
+    LazyGroup(
+        name="graphsvc",
+        lazy=COMMANDS,
+        help="graphsvc: memory for LLM agents, on a graph.\n\n"
+        "Uses Neo4j when GRAPHSVC_NEO4J_URI is set, the embedded store otherwise.",
+    )
+)
+
+
+def main() -> None:
+    """Entry point of the ``graphsvc`` console script."""
+    cli(prog_name="graphsvc")
+
+
+__all__ = ["COMMANDS", "LazyGroup", "cli", "main"]

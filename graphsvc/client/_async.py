@@ -1,0 +1,251 @@
+"""The asynchronous client, and the source of the synchronous one.
+
+``_sync.py`` is generated from this file by ``scripts/gen_client.py`` (unasync: ``async`` and
+``await`` dropped, ``AsyncGraphsvcClient`` -> ``GraphsvcClient``, ``httpx.AsyncClient`` ->
+``httpx.Client``, ``aclose`` -> ``close``, ``__aenter__``/``__aexit__`` -> ``__enter__``/
+``__exit__``). Edit this file, then run ``python scripts/gen_client.py``; a test fails while the
+generated file is stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Self, TypeVar
+from uuid import UUID
+
+import httpx
+
+from graphsvc.client._operations import (
+    DEFAULT_TIMEOUT,
+    DEFAULT_URL,
+    Operation,
+    bundle_op,
+    drift_op,
+    events_op,
+    forget_op,
+    link_many_op,
+    link_op,
+    memory_op,
+    prompt_bundle_op,
+    reconstruct_op,
+    record_event_op,
+    remember_many_op,
+    remember_op,
+    report_tokens_op,
+    request_headers,
+    result_data,
+    unreachable,
+)
+from graphsvc.model import (
+    ContextBundle,
+    ContextEvent,
+    ForgetReceipt,
+    Link,
+    LinkInput,
+    LinkKind,
+    Memory,
+    MemoryInput,
+    ReconstructedBelief,
+)
+from graphsvc.prompt import DriftReport, PromptBundle, PromptInput
+
+R = TypeVar("R")
+
+
+class AsyncGraphsvcClient:
+    """An asynchronous client for graphsvc's GraphQL API; every method is a coroutine.
+
+    Constructing it does no I/O. Use it as an async context manager, or call :meth:`aclose`.
+
+    Args:
+        url: the GraphQL endpoint (``http://host:port/graphql``).
+        api_key: sent as ``Authorization: Bearer <key>``; None for a server without keys.
+        timeout: seconds per request.
+        http: an ``httpx.AsyncClient`` to use instead of a new one (tests, custom transports);
+            the client does not close one it was given.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.url = url
+        self._headers = request_headers(api_key)
+        self._owned = http is None
+        self._http = http or httpx.AsyncClient(timeout=timeout)
+
+    async def execute(
+        self, document: str, variables: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Run any GraphQL document.
+
+        Returns:
+            The response's ``data``.
+
+        Raises:
+            StoreUnavailableError: the server cannot be reached or answers 502-504.
+            GraphsvcError: the error the response reports, mapped back from its
+                ``extensions.code`` (:data:`graphsvc.client.ERRORS`).
+        """
+        try:
+            response = await self._http.post(
+                self.url,
+                json={"query": document, "variables": variables or {}},
+                headers=self._headers,
+            )
+        except httpx.TransportError as exc:
+            raise unreachable(self.url, exc) from exc
+        return result_data(response)
+
+    async def _run(self, op: Operation[R]) -> R:
+        data = await self.execute(op.document, op.variables)
+        return op.parse(data["result"])
+
+    async def remember(
+        self,
+        text: str,
+        *,
+        kind: str = "observation",
+        occurred_at: datetime | None = None,
+        tags: Sequence[str] = (),
+        source: str | None = None,
+        id: UUID | None = None,
+        confidence: float = 1.0,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> Memory:
+        """Write one memory (a rewrite of the same id and content is a no-op).
+
+        Raises:
+            BadInputError: the arguments do not make a valid memory (checked before sending).
+        """
+        op = remember_op(
+            text, kind=kind, occurred_at=occurred_at, tags=tags, source=source, id=id,
+            confidence=confidence, run_id=run_id, step=step,
+        )  # fmt: skip
+        return await self._run(op)
+
+    async def remember_many(
+        self, items: Sequence[MemoryInput], *, run_id: str | None = None, step: int = 0
+    ) -> list[Memory]:
+        """Write memories, all or nothing; returned in input order."""
+        return await self._run(remember_many_op(items, run_id=run_id, step=step))
+
+    async def link(
+        self,
+        source: UUID,
+        target: UUID,
+        kind: LinkKind | str,
+        *,
+        weight: float = 1.0,
+        note: str | None = None,
+    ) -> Link:
+        """Link two memories of the namespace.
+
+        Raises:
+            BadInputError: the arguments do not make a valid link (checked before sending).
+            NotFoundError: a memory it names does not exist.
+        """
+        return await self._run(link_op(source, target, kind, weight=weight, note=note))
+
+    async def link_many(self, items: Sequence[LinkInput]) -> list[Link]:
+        """Write links, all or nothing."""
+        return await self._run(link_many_op(items))
+
+    async def bundle(
+        self,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        stage: str | None = None,
+        min_score: float | None = None,
+        max_capsules: int | None = None,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> ContextBundle:
+        """What memory offers a prompt for ``query`` under a token budget (with ``run_id``, a
+        memory_recall event is recorded)."""
+        op = bundle_op(
+            query, budget_tokens=budget_tokens, stage=stage, min_score=min_score,
+            max_capsules=max_capsules, run_id=run_id, step=step,
+        )  # fmt: skip
+        return await self._run(op)
+
+    async def prompt_bundle(self, request: PromptInput) -> PromptBundle:
+        """Assemble a prompt (:mod:`graphsvc.prompt`); with ``request.run_id``, an 'assembled'
+        event is recorded at ``request.step``."""
+        return await self._run(prompt_bundle_op(request))
+
+    async def report_tokens(self, run_id: str, step: int, reported_tokens: int) -> ContextEvent:
+        """Put the provider's input token count on the step's 'assembled' event.
+
+        Raises:
+            NotFoundError: the step has no 'assembled' event.
+        """
+        return await self._run(report_tokens_op(run_id, step, reported_tokens))
+
+    async def record_event(
+        self,
+        run_id: str,
+        step: int,
+        kind: str,
+        *,
+        detail: str | None = None,
+        est_tokens: int | None = None,
+    ) -> ContextEvent:
+        """Record a harness decision: reread, reread_refused, served, replan or stalled."""
+        return await self._run(record_event_op(run_id, step, kind, detail, est_tokens))
+
+    async def drift(self, run_id: str) -> DriftReport:
+        """Estimated against reported tokens over a run."""
+        return await self._run(drift_op(run_id))
+
+    async def reconstruct(
+        self,
+        cue: str,
+        *,
+        k: int | None = None,
+        depth: int | None = None,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> ReconstructedBelief:
+        """Reconstruct (the mutation: the belief is stored, and a run gets an event)."""
+        return await self._run(reconstruct_op(cue, k=k, depth=depth, run_id=run_id, step=step))
+
+    async def forget(self, memory_id: UUID) -> ForgetReceipt:
+        """Remove a memory, its links and the beliefs built on it.
+
+        Raises:
+            NotFoundError: the memory does not exist.
+        """
+        return await self._run(forget_op(memory_id))
+
+    async def memory(self, memory_id: UUID) -> Memory | None:
+        """A memory by id, or None."""
+        return await self._run(memory_op(memory_id))
+
+    async def events(self, run_id: str) -> list[ContextEvent]:
+        """The context events of a run."""
+        return await self._run(events_op(run_id))
+
+    async def aclose(self) -> None:
+        """Release the client's connections (an ``http`` client it was given stays open)."""
+        if self._owned:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,357 @@
+"""What both clients share: the GraphQL documents, one builder per operation, and the boundary
+where an HTTP response or a transport failure becomes a graphsvc error.
+
+An :class:`Operation` is a document, its variables and the parser of ``data.result``; the clients
+(:mod:`graphsvc.client._async`, and :mod:`graphsvc.client._sync` generated from it) only send it
+and parse the answer, so every method is written once here and once in the async source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+from uuid import UUID
+
+import httpx
+from pydantic import ValidationError
+
+from graphsvc.errors import (
+    BadInputError,
+    ForbiddenError,
+    GraphsvcError,
+    LimitExceededError,
+    NotFoundError,
+    StoreUnavailableError,
+    UnauthenticatedError,
+    validation_message,
+)
+from graphsvc.model import (
+    ContextBundle,
+    ContextEvent,
+    ForgetReceipt,
+    Link,
+    LinkInput,
+    LinkKind,
+    Memory,
+    MemoryInput,
+    ReconstructedBelief,
+)
+from graphsvc.prompt import DriftReport, PromptBundle, PromptInput
+
+R = TypeVar("R")
+
+DEFAULT_URL = "http://127.0.0.1:8000/graphql"
+DEFAULT_TIMEOUT = 30.0
+
+ERRORS: dict[str, type[GraphsvcError]] = {
+    "BAD_INPUT": BadInputError,
+    "NOT_FOUND": NotFoundError,
+    "LIMIT_EXCEEDED": LimitExceededError,
+    "UNAVAILABLE": StoreUnavailableError,
+    "UNAUTHENTICATED": UnauthenticatedError,
+    "FORBIDDEN": ForbiddenError,
+}
+
+# -- documents: every field of the models, so model_validate gets all it needs --------------------
+
+MEMORY_FIELDS = (
+    "id namespace text kind occurredAt recordedAt invalidatedAt tags source confidence tokens terms"
+)
+LINK_FIELDS = "source target kind weight createdAt note"
+CAPSULE_FIELDS = "memoryId text kind score tokens occurredAt matchedTerms reason"
+BUNDLE_FIELDS = (
+    "query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage "
+    f"uncoveredTerms chronological rendered capsules {{ {CAPSULE_FIELDS} }} "
+    f"excluded {{ {CAPSULE_FIELDS} }}"
+)
+BELIEF_FIELDS = (
+    f"cue summary sourceIds linkedContextIds confidence beliefId memories {{ {MEMORY_FIELDS} }}"
+)
+EVENT_FIELDS = "runId seq step kind detail estTokens reportedTokens recordedAt"
+PROMPT_FIELDS = (
+    "fragments { name text tokens } environment { cwd model searchMode date } "
+    "projectContext { path scope content contentHash truncated visibility tokens originalTokens } "
+    "toolCatalog { name description inputSchema tokens } "
+    "availableSkills { name description path tokens } "
+    "transcriptTail { index role text toolName tokens visibility } omittedTranscriptEntries "
+    f"userTurn memory {{ {BUNDLE_FIELDS} }} memoryNote historyReuse prevContextHash "
+    "prevContextHashes contextLedger { contextWindow reservedCompletionTokens "
+    "availableInputTokens estimatedInputTokens remainingTokens overflowTokens fits systemTokens "
+    "messageTokens toolTokens memoryBudgetTokens memoryTokens "
+    "items { section name tokens visibility } } "
+    f"rendered renderedHash messages runId step assembledEvent {{ {EVENT_FIELDS} }}"
+)
+DRIFT_FIELDS = (
+    "runId steps { step seq estTokens reportedTokens ratio } reportedSteps unreportedSteps "
+    "estimatedTokens reportedTokens ratio"
+)
+RECEIPT_FIELDS = (
+    "memoryId namespace removedBeliefIds forgottenAt removedLinks { source target kind }"
+)
+
+REMEMBER = f"""mutation Remember($input: MemoryInput!, $runId: String, $step: Int! = 0) {{
+  result: remember(input: $input, runId: $runId, step: $step) {{ {MEMORY_FIELDS} }}
+}}"""
+REMEMBER_MANY = f"""mutation RememberMany($inputs: [MemoryInput!]!, $runId: String,
+    $step: Int! = 0) {{
+  result: rememberMany(inputs: $inputs, runId: $runId, step: $step) {{ {MEMORY_FIELDS} }}
+}}"""
+LINK = f"""mutation Link($input: LinkInput!) {{
+  result: link(input: $input) {{ {LINK_FIELDS} }}
+}}"""
+LINK_MANY = f"""mutation LinkMany($inputs: [LinkInput!]!) {{
+  result: linkMany(inputs: $inputs) {{ {LINK_FIELDS} }}
+}}"""
+FORGET = f"""mutation Forget($id: UUID!) {{
+  result: forget(id: $id) {{ {RECEIPT_FIELDS} }}
+}}"""
+RECONSTRUCT = f"""mutation Reconstruct($cue: String!, $k: Int, $depth: Int, $runId: String,
+    $step: Int! = 0) {{
+  result: reconstruct(cue: $cue, k: $k, depth: $depth, runId: $runId, step: $step) {{
+    {BELIEF_FIELDS}
+  }}
+}}"""
+BUNDLE = f"""query Bundle($query: String!, $budgetTokens: Int, $stage: String, $minScore: Float,
+    $maxCapsules: Int, $runId: String, $step: Int! = 0) {{
+  result: bundle(query: $query, budgetTokens: $budgetTokens, stage: $stage, minScore: $minScore,
+      maxCapsules: $maxCapsules, runId: $runId, step: $step) {{ {BUNDLE_FIELDS} }}
+}}"""
+PROMPT_BUNDLE = f"""query PromptBundle($input: PromptInput!) {{
+  result: promptBundle(input: $input) {{ {PROMPT_FIELDS} }}
+}}"""
+REPORT_TOKENS = f"""mutation ReportTokens($runId: String!, $step: Int!, $reportedTokens: Int!) {{
+  result: reportTokens(runId: $runId, step: $step, reportedTokens: $reportedTokens) {{
+    {EVENT_FIELDS}
+  }}
+}}"""
+RECORD_EVENT = f"""mutation RecordContextEvent($runId: String!, $step: Int!, $kind: String!,
+    $detail: String, $estTokens: Int) {{
+  result: recordContextEvent(runId: $runId, step: $step, kind: $kind, detail: $detail,
+      estTokens: $estTokens) {{ {EVENT_FIELDS} }}
+}}"""
+DRIFT = f"""query Drift($runId: String!) {{
+  result: drift(runId: $runId) {{ {DRIFT_FIELDS} }}
+}}"""
+MEMORY = f"""query Memory($id: UUID!) {{
+  result: memory(id: $id) {{ {MEMORY_FIELDS} }}
+}}"""
+EVENTS = f"""query ContextEvents($runId: String!) {{
+  result: contextEvents(runId: $runId) {{ {EVENT_FIELDS} }}
+}}"""
+
+
+@dataclass(frozen=True)
+class Operation(Generic[R]):
+    """A document, its variables, and how to turn ``data.result`` into the return value."""
+
+    document: str
+    variables: dict[str, Any]
+    parse: Callable[[Any], R]
+
+
+def _memory_input(item: MemoryInput) -> dict[str, Any]:
+    return item.to_json_dict()
+
+
+def _build_memory(**fields: Any) -> MemoryInput:
+    try:
+        return MemoryInput(**fields)
+    except ValidationError as exc:
+        raise BadInputError(validation_message(exc)) from exc
+
+
+def _build_link(**fields: Any) -> LinkInput:
+    try:
+        return LinkInput(**fields)
+    except ValidationError as exc:
+        raise BadInputError(validation_message(exc)) from exc
+
+
+def _parse_list(model: Callable[[Any], R]) -> Callable[[Any], list[R]]:
+    return lambda rows: [model(row) for row in rows]
+
+
+def _parse_optional(model: Callable[[Any], R]) -> Callable[[Any], R | None]:
+    return lambda row: None if row is None else model(row)
+
+
+# -- the operations, one per client method ------------------------------------------------------
+# Builders that validate arguments client-side (remember_op, link_op) raise BadInputError before
+# anything is sent.
+
+
+def remember_op(
+    text: str,
+    *,
+    kind: str = "observation",
+    occurred_at: datetime | None = None,
+    tags: Sequence[str] = (),
+    source: str | None = None,
+    id: UUID | None = None,
+    confidence: float = 1.0,
+    run_id: str | None = None,
+    step: int = 0,
+) -> Operation[Memory]:
+    item = _build_memory(
+        text=text, kind=kind, occurred_at=occurred_at, tags=tuple(tags), source=source, id=id,
+        confidence=confidence,
+    )  # fmt: skip
+    return Operation(
+        REMEMBER,
+        {"input": _memory_input(item), "runId": run_id, "step": step},
+        Memory.model_validate,
+    )
+
+
+def remember_many_op(
+    items: Sequence[MemoryInput], *, run_id: str | None = None, step: int = 0
+) -> Operation[list[Memory]]:
+    return Operation(
+        REMEMBER_MANY,
+        {"inputs": [_memory_input(i) for i in items], "runId": run_id, "step": step},
+        _parse_list(Memory.model_validate),
+    )
+
+
+def link_op(
+    source: UUID,
+    target: UUID,
+    kind: LinkKind | str,
+    *,
+    weight: float = 1.0,
+    note: str | None = None,
+) -> Operation[Link]:
+    item = _build_link(source=source, target=target, kind=kind, weight=weight, note=note)
+    return Operation(LINK, {"input": item.to_json_dict()}, Link.model_validate)
+
+
+def link_many_op(items: Sequence[LinkInput]) -> Operation[list[Link]]:
+    return Operation(
+        LINK_MANY, {"inputs": [i.to_json_dict() for i in items]}, _parse_list(Link.model_validate)
+    )
+
+
+def forget_op(memory_id: UUID) -> Operation[ForgetReceipt]:
+    return Operation(FORGET, {"id": str(memory_id)}, ForgetReceipt.model_validate)
+
+
+def reconstruct_op(
+    cue: str,
+    *,
+    k: int | None = None,
+    depth: int | None = None,
+    run_id: str | None = None,
+    step: int = 0,
+) -> Operation[ReconstructedBelief]:
+    return Operation(
+        RECONSTRUCT,
+        {"cue": cue, "k": k, "depth": depth, "runId": run_id, "step": step},
+        ReconstructedBelief.model_validate,
+    )
+
+
+def bundle_op(
+    query: str,
+    *,
+    budget_tokens: int | None = None,
+    stage: str | None = None,
+    min_score: float | None = None,
+    max_capsules: int | None = None,
+    run_id: str | None = None,
+    step: int = 0,
+) -> Operation[ContextBundle]:
+    variables = {
+        "query": query, "budgetTokens": budget_tokens, "stage": stage, "minScore": min_score,
+        "maxCapsules": max_capsules, "runId": run_id, "step": step,
+    }  # fmt: skip
+    return Operation(BUNDLE, variables, ContextBundle.model_validate)
+
+
+def prompt_bundle_op(request: PromptInput) -> Operation[PromptBundle]:
+    variables = {"input": request.model_dump(mode="json", by_alias=True, exclude_none=True)}
+    return Operation(PROMPT_BUNDLE, variables, PromptBundle.model_validate)
+
+
+def report_tokens_op(run_id: str, step: int, reported_tokens: int) -> Operation[ContextEvent]:
+    variables = {"runId": run_id, "step": step, "reportedTokens": reported_tokens}
+    return Operation(REPORT_TOKENS, variables, ContextEvent.model_validate)
+
+
+def record_event_op(
+    run_id: str, step: int, kind: str, detail: str | None = None, est_tokens: int | None = None
+) -> Operation[ContextEvent]:
+    variables = {
+        "runId": run_id, "step": step, "kind": kind, "detail": detail, "estTokens": est_tokens,
+    }  # fmt: skip
+    return Operation(RECORD_EVENT, variables, ContextEvent.model_validate)
+
+
+def drift_op(run_id: str) -> Operation[DriftReport]:
+    return Operation(DRIFT, {"runId": run_id}, DriftReport.model_validate)
+
+
+def memory_op(memory_id: UUID) -> Operation[Memory | None]:
+    return Operation(MEMORY, {"id": str(memory_id)}, _parse_optional(Memory.model_validate))
+
+
+def events_op(run_id: str) -> Operation[list[ContextEvent]]:
+    return Operation(EVENTS, {"runId": run_id}, _parse_list(ContextEvent.model_validate))
+
+
+# -- the HTTP boundary: responses and transport errors become graphsvc errors --------------------
+
+
+def error_from_payload(errors: Sequence[Any]) -> GraphsvcError:
+    """The graphsvc error for a GraphQL ``errors`` list (the first error's code decides)."""
+    first = errors[0] if errors and isinstance(errors[0], dict) else {}
+    extensions = first.get("extensions") or {}
+    code = extensions.get("code") if isinstance(extensions, dict) else None
+    messages = [str(e.get("message", e)) if isinstance(e, dict) else str(e) for e in errors]
+    return ERRORS.get(str(code), GraphsvcError)("; ".join(messages) or "unknown error")
+
+
+def result_data(response: httpx.Response) -> dict[str, Any]:
+    """``data`` of a GraphQL response, or the graphsvc error it reports.
+
+    Raises:
+        GraphsvcError: the error the response's ``errors`` name (see :data:`ERRORS`); a
+            StoreUnavailableError for HTTP 502-504; a plain GraphsvcError for any other answer
+            that is not a GraphQL result.
+    """
+    try:
+        payload = response.json()
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and payload.get("errors"):
+        raise error_from_payload(payload["errors"])
+    if response.status_code in (502, 503, 504):
+        raise StoreUnavailableError(
+            f"graphsvc at {response.url} answered HTTP {response.status_code}: retry later"
+        )
+    if response.status_code != 200 or not isinstance(payload, dict):
+        raise GraphsvcError(
+            f"graphsvc at {response.url} answered HTTP {response.status_code} without a GraphQL "
+            f"result: {response.text[:200]!r}"
+        )
+    data = payload.get("data")
+    if not isinstance(data, dict):
+        raise GraphsvcError(f"graphsvc at {response.url} answered without data")
+    return data
+
+
+def unreachable(url: str, exc: httpx.TransportError) -> StoreUnavailableError:
+    """The error for a request that never got an answer (refused, timed out, reset)."""
+    return StoreUnavailableError(
+        f"cannot reach graphsvc at {url} ({type(exc).__name__}: {exc}): check the URL and that "
+        "the server runs, then retry"
+    )
+
+
+def request_headers(api_key: str | None) -> dict[str, str]:
+    """The headers of every request: JSON, and the API key as a bearer token when there is one."""
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    return headers

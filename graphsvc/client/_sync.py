@@ -1,0 +1,245 @@
+# generated from _async.py by scripts/gen_client.py; do not edit
+"""The synchronous client, generated from ``_async.py`` (see that module and
+``scripts/gen_client.py``): change the async client and regenerate, never this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Self, TypeVar
+from uuid import UUID
+
+import httpx
+
+from graphsvc.client._operations import (
+    DEFAULT_TIMEOUT,
+    DEFAULT_URL,
+    Operation,
+    bundle_op,
+    drift_op,
+    events_op,
+    forget_op,
+    link_many_op,
+    link_op,
+    memory_op,
+    prompt_bundle_op,
+    reconstruct_op,
+    record_event_op,
+    remember_many_op,
+    remember_op,
+    report_tokens_op,
+    request_headers,
+    result_data,
+    unreachable,
+)
+from graphsvc.model import (
+    ContextBundle,
+    ContextEvent,
+    ForgetReceipt,
+    Link,
+    LinkInput,
+    LinkKind,
+    Memory,
+    MemoryInput,
+    ReconstructedBelief,
+)
+from graphsvc.prompt import DriftReport, PromptBundle, PromptInput
+
+R = TypeVar("R")
+
+
+class GraphsvcClient:
+    """A synchronous client for graphsvc's GraphQL API.
+
+    Constructing it does no I/O. Use it as a context manager, or call :meth:`close`.
+
+    Args:
+        url: the GraphQL endpoint (``http://host:port/graphql``).
+        api_key: sent as ``Authorization: Bearer <key>``; None for a server without keys.
+        timeout: seconds per request.
+        http: an ``httpx.Client`` to use instead of a new one (tests, custom transports);
+            the client does not close one it was given.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        http: httpx.Client | None = None,
+    ) -> None:
+        self.url = url
+        self._headers = request_headers(api_key)
+        self._owned = http is None
+        self._http = http or httpx.Client(timeout=timeout)
+
+    def execute(self, document: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run any GraphQL document.
+
+        Returns:
+            The response's ``data``.
+
+        Raises:
+            StoreUnavailableError: the server cannot be reached or answers 502-504.
+            GraphsvcError: the error the response reports, mapped back from its
+                ``extensions.code`` (:data:`graphsvc.client.ERRORS`).
+        """
+        try:
+            response = self._http.post(
+                self.url,
+                json={"query": document, "variables": variables or {}},
+                headers=self._headers,
+            )
+        except httpx.TransportError as exc:
+            raise unreachable(self.url, exc) from exc
+        return result_data(response)
+
+    def _run(self, op: Operation[R]) -> R:
+        data = self.execute(op.document, op.variables)
+        return op.parse(data["result"])
+
+    def remember(
+        self,
+        text: str,
+        *,
+        kind: str = "observation",
+        occurred_at: datetime | None = None,
+        tags: Sequence[str] = (),
+        source: str | None = None,
+        id: UUID | None = None,
+        confidence: float = 1.0,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> Memory:
+        """Write one memory (a rewrite of the same id and content is a no-op).
+
+        Raises:
+            BadInputError: the arguments do not make a valid memory (checked before sending).
+        """
+        op = remember_op(
+            text, kind=kind, occurred_at=occurred_at, tags=tags, source=source, id=id,
+            confidence=confidence, run_id=run_id, step=step,
+        )  # fmt: skip
+        return self._run(op)
+
+    def remember_many(
+        self, items: Sequence[MemoryInput], *, run_id: str | None = None, step: int = 0
+    ) -> list[Memory]:
+        """Write memories, all or nothing; returned in input order."""
+        return self._run(remember_many_op(items, run_id=run_id, step=step))
+
+    def link(
+        self,
+        source: UUID,
+        target: UUID,
+        kind: LinkKind | str,
+        *,
+        weight: float = 1.0,
+        note: str | None = None,
+    ) -> Link:
+        """Link two memories of the namespace.
+
+        Raises:
+            BadInputError: the arguments do not make a valid link (checked before sending).
+            NotFoundError: a memory it names does not exist.
+        """
+        return self._run(link_op(source, target, kind, weight=weight, note=note))
+
+    def link_many(self, items: Sequence[LinkInput]) -> list[Link]:
+        """Write links, all or nothing."""
+        return self._run(link_many_op(items))
+
+    def bundle(
+        self,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        stage: str | None = None,
+        min_score: float | None = None,
+        max_capsules: int | None = None,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> ContextBundle:
+        """What memory offers a prompt for ``query`` under a token budget (with ``run_id``, a
+        memory_recall event is recorded)."""
+        op = bundle_op(
+            query, budget_tokens=budget_tokens, stage=stage, min_score=min_score,
+            max_capsules=max_capsules, run_id=run_id, step=step,
+        )  # fmt: skip
+        return self._run(op)
+
+    def prompt_bundle(self, request: PromptInput) -> PromptBundle:
+        """Assemble a prompt (:mod:`graphsvc.prompt`); with ``request.run_id``, an 'assembled'
+        event is recorded at ``request.step``."""
+        return self._run(prompt_bundle_op(request))
+
+    def report_tokens(self, run_id: str, step: int, reported_tokens: int) -> ContextEvent:
+        """Put the provider's input token count on the step's 'assembled' event.
+
+        Raises:
+            NotFoundError: the step has no 'assembled' event.
+        """
+        return self._run(report_tokens_op(run_id, step, reported_tokens))
+
+    def record_event(
+        self,
+        run_id: str,
+        step: int,
+        kind: str,
+        *,
+        detail: str | None = None,
+        est_tokens: int | None = None,
+    ) -> ContextEvent:
+        """Record a harness decision: reread, reread_refused, served, replan or stalled."""
+        return self._run(record_event_op(run_id, step, kind, detail, est_tokens))
+
+    def drift(self, run_id: str) -> DriftReport:
+        """Estimated against reported tokens over a run."""
+        return self._run(drift_op(run_id))
+
+    def reconstruct(
+        self,
+        cue: str,
+        *,
+        k: int | None = None,
+        depth: int | None = None,
+        run_id: str | None = None,
+        step: int = 0,
+    ) -> ReconstructedBelief:
+        """Reconstruct (the mutation: the belief is stored, and a run gets an event)."""
+        return self._run(reconstruct_op(cue, k=k, depth=depth, run_id=run_id, step=step))
+
+    def forget(self, memory_id: UUID) -> ForgetReceipt:
+        """Remove a memory, its links and the beliefs built on it.
+
+        Raises:
+            NotFoundError: the memory does not exist.
+        """
+        return self._run(forget_op(memory_id))
+
+    def memory(self, memory_id: UUID) -> Memory | None:
+        """A memory by id, or None."""
+        return self._run(memory_op(memory_id))
+
+    def events(self, run_id: str) -> list[ContextEvent]:
+        """The context events of a run."""
+        return self._run(events_op(run_id))
+
+    def close(self) -> None:
+        """Release the client's connections (an ``http`` client it was given stays open)."""
+        if self._owned:
+            self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
