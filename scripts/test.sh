@@ -18,6 +18,19 @@ echo "==> installing graphsvc[dev]"
 python -m pip install -q --upgrade pip
 python -m pip install -q -e ".[dev]"
 
+# The browser tests drive a real headless Chromium (Debian's package). Install it when it is absent
+# and we may (root with apt-get, as in CI); otherwise those tests skip and say why.
+if [ "${GRAPHSVC_SKIP_BROWSER:-0}" != "1" ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "==> installing chromium (apt-get) for the browser tests"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1; then
+      echo "!!! could not install chromium: the browser tests will skip"
+    fi
+  else
+    echo "!!! chromium is not installed (apt-get install chromium): the browser tests will skip"
+  fi
+fi
+
 echo "==> ruff"
 ruff check .
 ruff format --check .
