@@ -21,7 +21,8 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from starlette.applications import Starlette
 
 from graphsvc.api.auth import Principal, Role
-from graphsvc.api.schema import RequestContext, schema
+from graphsvc.api.context import RequestContext
+from graphsvc.api.schema import schema
 from graphsvc.service import MemoryService
 from tests.neo4j_server import neo4j_store_factory
 
@@ -99,7 +100,7 @@ class PortalTransport(httpx.BaseTransport):
 
         async def call() -> httpx.Response:
             response = await self._asgi.handle_async_request(forwarded)
-            content = await response.aread()
+            content = b"".join([chunk async for chunk in response.aiter_raw()])
             return httpx.Response(
                 response.status_code, headers=response.headers, content=content, request=request
             )

@@ -1,0 +1,49 @@
+/** The operations the explorer sends: only the public GraphQL API, nothing else. */
+
+const CAPSULE = "memoryId text kind score tokens occurredAt matchedTerms reason";
+
+export const BUNDLE = `query ExplorerBundle($query: String!, $budgetTokens: Int, $stage: String, $minScore: Float, $maxCapsules: Int) {
+  bundle(query: $query, budgetTokens: $budgetTokens, stage: $stage, minScore: $minScore, maxCapsules: $maxCapsules) {
+    query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage uncoveredTerms chronological rendered
+    capsules { ${CAPSULE} }
+    excluded { ${CAPSULE} }
+  }
+}`;
+
+const LINK = "source target kind weight note";
+
+export const RECONSTRUCT = `query ExplorerBelief($cue: String!, $k: Int, $depth: Int) {
+  reconstruct(cue: $cue, k: $k, depth: $depth) {
+    cue summary confidence sourceIds linkedContextIds
+    memories { id text kind occurredAt recordedAt tags source confidence links { ${LINK} } }
+  }
+}`;
+
+const REF = "id text kind occurredAt";
+
+export const MEMORY = `query ExplorerMemory($id: UUID!) {
+  memory(id: $id) {
+    id text kind occurredAt recordedAt invalidatedAt tags source confidence tokens
+    links { ${LINK} sourceMemory { ${REF} } targetMemory { ${REF} } }
+  }
+}`;
+
+export const MEMORIES = `query ExplorerTimeline($first: Int, $after: String, $kind: String, $tag: String, $since: DateTime, $until: DateTime) {
+  memories(first: $first, after: $after, kind: $kind, tag: $tag, since: $since, until: $until) {
+    nodes { id text kind occurredAt recordedAt tags source }
+    pageInfo { hasNextPage endCursor }
+  }
+}`;
+
+export const RUN = `query ExplorerRun($runId: String!) {
+  contextEvents(runId: $runId) { runId seq step kind detail estTokens reportedTokens recordedAt }
+  drift(runId: $runId) {
+    runId reportedSteps unreportedSteps estimatedTokens reportedTokens ratio
+    steps { step seq estTokens reportedTokens ratio }
+  }
+}`;
+
+export const VIEWER = `query ExplorerViewer {
+  viewer { namespace role keyId }
+  stats { memories links beliefs }
+}`;

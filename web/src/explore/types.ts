@@ -1,0 +1,122 @@
+/** The shapes the explorer reads from the public GraphQL API (see schema.graphql). */
+
+export type LinkKind = "CAUSES" | "PRECEDES" | "RELATES_TO" | "SUPERSEDES";
+
+export interface Capsule {
+  memoryId: string;
+  text: string;
+  kind: string;
+  score: number;
+  tokens: number;
+  occurredAt: string | null;
+  matchedTerms: string[];
+  reason: string | null;
+}
+
+export interface Bundle {
+  query: string;
+  stage: string;
+  budgetTokens: number;
+  minScore: number;
+  usedTokens: number;
+  capsules: Capsule[];
+  excluded: Capsule[];
+  skipped: boolean;
+  topScore: number;
+  evidenceCoverage: number;
+  uncoveredTerms: string[];
+  chronological: boolean;
+  rendered: string;
+}
+
+export interface MemoryRef {
+  id: string;
+  text: string;
+  kind: string;
+  occurredAt: string | null;
+}
+
+export interface Link {
+  source: string;
+  target: string;
+  kind: LinkKind;
+  weight: number;
+  note: string | null;
+  sourceMemory?: MemoryRef | null;
+  targetMemory?: MemoryRef | null;
+}
+
+export interface Memory extends MemoryRef {
+  recordedAt: string;
+  invalidatedAt?: string | null;
+  tags: string[];
+  source: string | null;
+  confidence: number;
+  tokens?: number;
+  links: Link[];
+}
+
+export interface Belief {
+  cue: string;
+  summary: string;
+  confidence: number;
+  sourceIds: string[];
+  linkedContextIds: string[];
+  memories: Memory[];
+}
+
+export interface TimelineMemory {
+  id: string;
+  text: string;
+  kind: string;
+  occurredAt: string | null;
+  recordedAt: string;
+  tags: string[];
+  source: string | null;
+}
+
+export interface MemoryPage {
+  nodes: TimelineMemory[];
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+}
+
+export interface ContextEvent {
+  runId: string;
+  seq: number;
+  step: number;
+  kind: string;
+  detail: string | null;
+  estTokens: number | null;
+  reportedTokens: number | null;
+  recordedAt: string;
+}
+
+export interface DriftStep {
+  step: number;
+  seq: number;
+  estTokens: number | null;
+  reportedTokens: number | null;
+  ratio: number | null;
+}
+
+export interface DriftReport {
+  runId: string;
+  steps: DriftStep[];
+  reportedSteps: number[];
+  unreportedSteps: number[];
+  estimatedTokens: number;
+  reportedTokens: number;
+  ratio: number | null;
+}
+
+export interface Viewer {
+  namespace: string;
+  role: string;
+  keyId: string;
+}
+
+export interface Stats {
+  memories: number;
+  links: number;
+  beliefs: number;
+}

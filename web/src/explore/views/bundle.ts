@@ -1,0 +1,203 @@
+/** Ask: the bundle memory offers a question, with what it leaves out and why. */
+
+import { gql } from "../api";
+import type { App, ViewController } from "../app";
+import { field, h, replace, select } from "../dom";
+import { clip, formatDate, formatScore, percent, REASONS } from "../format";
+import { BUNDLE } from "../queries";
+import { int, num } from "../state";
+import type { State } from "../state";
+import type { Bundle, Capsule } from "../types";
+import { Loader, facts, meter } from "./common";
+
+function capsuleCard(capsule: Capsule, app: App): HTMLLIElement {
+  return h(
+    "li",
+    { class: "capsule card", "data-memory-id": capsule.memoryId },
+    h(
+      "div",
+      { class: "capsule-head" },
+      h("span", { class: "score", title: "composite score in [0, 1]" }, `score ${formatScore(capsule.score)}`),
+      h("span", { class: "badge" }, capsule.kind),
+      h("span", {}, `${capsule.tokens} tokens`),
+      h("time", capsule.occurredAt ? { datetime: capsule.occurredAt } : {}, formatDate(capsule.occurredAt)),
+      h("span", { class: "reason", title: REASONS[capsule.reason ?? ""] ?? "" }, capsule.reason ?? ""),
+    ),
+    h("p", { class: "capsule-text" }, capsule.text),
+    capsule.matchedTerms.length
+      ? h("p", { class: "matched" }, "matched: ", capsule.matchedTerms.join(", "))
+      : null,
+    h(
+      "a",
+      { class: "action", href: app.href({ view: "belief", node: capsule.memoryId }) },
+      "Explore its links",
+    ),
+  );
+}
+
+function exclusions(excluded: Capsule[]): HTMLElement {
+  if (!excluded.length) {
+    return h("p", { class: "muted" }, "Nothing ranked was left out.");
+  }
+  const body = h("tbody");
+  for (const capsule of excluded) {
+    body.append(
+      h(
+        "tr",
+        { "data-memory-id": capsule.memoryId },
+        h("td", {}, clip(capsule.text, 140)),
+        h("td", { class: "num" }, formatScore(capsule.score)),
+        h("td", { class: "num" }, String(capsule.tokens)),
+        h("td", {}, h("code", {}, capsule.reason ?? ""), " ", h("span", { class: "muted" }, REASONS[capsule.reason ?? ""] ?? "")),
+      ),
+    );
+  }
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      { class: "excluded" },
+      h("caption", {}, "Ranked memories left out, with the reason"),
+      h(
+        "thead",
+        {},
+        h("tr", {}, h("th", { scope: "col" }, "Memory"), h("th", { scope: "col" }, "Score"), h("th", { scope: "col" }, "Tokens"), h("th", { scope: "col" }, "Reason")),
+      ),
+      body,
+    ),
+  );
+}
+
+export function renderBundle(bundle: Bundle, app: App): HTMLElement {
+  const verdict = bundle.skipped
+    ? h(
+        "div",
+        { class: "verdict abstain", id: "verdict" },
+        h("strong", {}, "Memory abstains"),
+        ` top score ${formatScore(bundle.topScore)} is below minScore ${formatScore(bundle.minScore)}: no capsules are offered.`,
+      )
+    : h(
+        "div",
+        { class: "verdict answer", id: "verdict" },
+        h("strong", {}, "Memory answers"),
+        ` top score ${formatScore(bundle.topScore)} ≥ minScore ${formatScore(bundle.minScore)}.`,
+      );
+  const uncovered = bundle.uncoveredTerms.length
+    ? h("ul", { class: "terms", "aria-label": "Uncovered terms" }, ...bundle.uncoveredTerms.map((t) => h("li", {}, t)))
+    : h("p", { class: "muted" }, "Every discriminating query term is covered.");
+  return h(
+    "div",
+    { class: "bundle", id: "bundle-result" },
+    verdict,
+    h(
+      "div",
+      { class: "summary-grid" },
+      h(
+        "div",
+        { id: "coverage" },
+        meter("Evidence coverage", bundle.evidenceCoverage, percent(bundle.evidenceCoverage), "coverage-meter"),
+        meter(
+          "Budget used",
+          bundle.budgetTokens ? bundle.usedTokens / bundle.budgetTokens : 0,
+          `${bundle.usedTokens} of ${bundle.budgetTokens} tokens`,
+          "budget-meter",
+          false,
+        ),
+      ),
+      facts([
+        ["Stage", bundle.stage],
+        ["Capsules", `${bundle.capsules.length} packed, ${bundle.excluded.length} left out`],
+        ["Order", bundle.chronological ? "oldest first, dated (the question asks about order)" : "by score"],
+      ]),
+    ),
+    h("h3", {}, "Not covered by memory"),
+    uncovered,
+    h("h3", {}, `Capsules (${bundle.capsules.length})`),
+    bundle.capsules.length
+      ? h("ol", { class: "capsules" }, ...bundle.capsules.map((c) => capsuleCard(c, app)))
+      : h("p", { class: "muted" }, "No capsule was packed."),
+    h("h3", {}, `Left out (${bundle.excluded.length})`),
+    exclusions(bundle.excluded),
+    h("details", { class: "rendered" }, h("summary", {}, "The rendered text for a prompt"), h("pre", {}, bundle.rendered || "(empty)")),
+  );
+}
+
+export function bundleView(root: HTMLElement, app: App): ViewController {
+  const q = h("input", { type: "search", name: "q", required: true, autocomplete: "off", placeholder: "e.g. why did checkout time out?" });
+  const budget = h("input", { type: "number", name: "budget", min: 1, step: 1, inputmode: "numeric", placeholder: "1000" });
+  const stage = select("stage", [["", "default"], ["recent", "recent"], ["exact", "exact"]], "");
+  const minScore = h("input", { type: "number", name: "minScore", min: 0, max: 1, step: 0.01, inputmode: "decimal", placeholder: "0" });
+  const maxCapsules = h("input", { type: "number", name: "maxCapsules", min: 1, step: 1, inputmode: "numeric", placeholder: "20" });
+  const results = h("section", { id: "bundle-results", class: "results", "aria-live": "polite", "aria-label": "Bundle" });
+  const loader = new Loader(results);
+  const form = h(
+    "form",
+    {
+      class: "controls",
+      onsubmit: (event: Event) => {
+        event.preventDefault();
+        app.go({
+          q: q.value.trim(),
+          budget: budget.value,
+          stage: stage.value,
+          minScore: minScore.value,
+          maxCapsules: maxCapsules.value,
+          node: "",
+        });
+      },
+    },
+    h("div", { class: "field wide" }, h("label", { for: "ask-q" }, "Question"), Object.assign(q, { id: "ask-q" })),
+    field("Budget (tokens)", budget),
+    field("Stage", stage),
+    field("minScore", minScore, "abstain below this top score"),
+    field("Most capsules", maxCapsules),
+    h("div", { class: "field submit" }, h("button", { type: "submit" }, "Ask")),
+  );
+  replace(
+    root,
+    h("h2", {}, "Ask a question"),
+    h("p", { class: "lead" }, "What memory would put into a prompt under a token budget, and what it does not cover."),
+    form,
+    results,
+  );
+
+  let shown = "";
+  const update = (state: State): void => {
+    q.value = state.q;
+    budget.value = state.budget;
+    stage.value = state.stage;
+    minScore.value = state.minScore;
+    maxCapsules.value = state.maxCapsules;
+    const key = JSON.stringify([state.q, state.budget, state.stage, state.minScore, state.maxCapsules]);
+    if (key === shown) {
+      return;
+    }
+    shown = key;
+    if (!state.q) {
+      loader.cancel();
+      replace(results, h("p", { class: "muted" }, "Ask something memory might know."));
+      return;
+    }
+    loader.run(
+      "Asking",
+      () =>
+        gql<{ bundle: Bundle }>(BUNDLE, {
+          query: state.q,
+          budgetTokens: int(state.budget),
+          stage: state.stage || undefined,
+          minScore: num(state.minScore),
+          maxCapsules: int(state.maxCapsules),
+        }),
+      (data) => results.append(renderBundle(data.bundle, app)),
+    );
+  };
+  return {
+    update,
+    refresh: () => {
+      shown = "";
+      update(app.state);
+    },
+    destroy: () => loader.cancel(),
+  };
+}
