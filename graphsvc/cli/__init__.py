@@ -61,6 +61,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "graphsvc.api.serve:serve",
         "Serve the GraphQL API (GraphiQL at /graphql, /healthz, /readyz).",
     ),
+    "mcp": (
+        "graphsvc.mcp.cli:mcp_command",
+        "Serve the memory tools over MCP on stdin/stdout, for an agent host.",
+    ),
     "export-schema": (
         "graphsvc.api.export:export_schema",
         "Write the GraphQL schema to PATH (default ./schema.graphql; '-' for stdout).",

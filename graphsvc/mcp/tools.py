@@ -1,0 +1,637 @@
+"""The MCP tools: their arguments, results, descriptions and what each one does.
+
+Every tool calls :class:`~graphsvc.service.MemoryService` in the caller's namespace, exactly as the
+GraphQL resolver of the same operation does (same service method, same write-key rule, same
+validation and limits), and answers the same camelCase JSON (``Model.to_json_dict()``) plus a
+short text rendering. Argument names are the GraphQL argument names (the fields of ``input``
+arguments are flattened to the top level: ``remember`` takes ``text``, ``kind``, ... directly).
+
+The descriptions of arguments and results come from the GraphQL schema (the contract), so the two
+surfaces never describe the same field in two ways; the tool descriptions themselves are written
+for an agent deciding when to call what.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar, cast
+from uuid import UUID
+
+import anyio.to_thread
+from anyio import CapacityLimiter
+from graphql import (
+    GraphQLField,
+    GraphQLInputObjectType,
+    GraphQLObjectType,
+    GraphQLSchema,
+    build_schema,
+    get_named_type,
+)
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from graphsvc.api.auth import Principal
+from graphsvc.api.context import Limits, decode_cursor, encode_cursor
+from graphsvc.api.schema import schema as graphql_schema
+from graphsvc.errors import BadInputError, LimitExceededError
+from graphsvc.model import (
+    ContextBundle,
+    ContextEvent,
+    ForgetReceipt,
+    Link,
+    LinkInput,
+    Memory,
+    MemoryInput,
+    Model,
+    ReconstructedBelief,
+    UtcDateTime,
+)
+from graphsvc.prompt import PromptBundle, PromptInput
+from graphsvc.service import MemoryService
+
+T = TypeVar("T")
+A = TypeVar("A", bound=BaseModel)
+
+_SHORT = 100  # characters of a memory's text in a text rendering
+
+
+# -- arguments ------------------------------------------------------------------------------------
+
+
+class RememberArgs(MemoryInput):
+    """A memory to write, and the run to record a memory_write event for."""
+
+    run_id: str | None = None
+    step: int = 0
+
+    def item(self) -> MemoryInput:
+        """The memory input alone (without the run fields)."""
+        return MemoryInput.model_validate(self.model_dump(exclude={"run_id", "step"}))
+
+
+class RememberManyArgs(Model):
+    """Memories to write, all or nothing."""
+
+    inputs: tuple[MemoryInput, ...]
+    run_id: str | None = None
+    step: int = 0
+
+
+class LinkArgs(LinkInput):
+    """A link to write between two memories of the caller's namespace."""
+
+
+class ForgetArgs(Model):
+    """The memory to forget."""
+
+    id: UUID
+
+
+class BundleArgs(Model):
+    """A question, and how much memory may offer for it."""
+
+    query: str
+    budget_tokens: int | None = None
+    stage: str | None = None
+    min_score: float | None = None
+    max_capsules: int | None = None
+    run_id: str | None = None
+    step: int = 0
+
+
+class ReconstructArgs(Model):
+    """A cue, how many direct hits and how far to walk the graph from them."""
+
+    cue: str
+    k: int | None = None
+    depth: int | None = None
+    run_id: str | None = None
+    step: int = 0
+
+
+class MemoriesArgs(Model):
+    """A page of memories, newest first, with filters."""
+
+    first: int | None = None
+    after: str | None = None
+    kind: str | None = None
+    tag: str | None = None
+    since: UtcDateTime | None = None
+    until: UtcDateTime | None = None
+
+
+class ReportTokensArgs(Model):
+    """The provider's count of input tokens for one assembled step of a run."""
+
+    run_id: str
+    step: int
+    reported_tokens: int
+
+
+# -- results that GraphQL returns as lists or connections ---------------------------------------
+
+
+class RememberManyResult(Model):
+    """The memories as stored, in input order."""
+
+    memories: tuple[Memory, ...] = Field(description="The memories as stored, in input order.")
+
+
+class PageInfo(Model):
+    """Where a page ends."""
+
+    has_next_page: bool
+    end_cursor: str | None
+
+
+class MemoryConnection(Model):
+    """A page of memories, newest first (by recordedAt, then id)."""
+
+    nodes: tuple[Memory, ...]
+    page_info: PageInfo
+
+
+# -- one call -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    """What a tool call works with: the service, the caller, and the worker threads."""
+
+    service: MemoryService
+    principal: Principal
+    limiter: CapacityLimiter | None = None
+
+    @property
+    def namespace(self) -> str:
+        return self.principal.namespace
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Call a synchronous service function in a worker thread (stores block)."""
+        call = functools.partial(fn, *args, **kwargs)
+        return await anyio.to_thread.run_sync(call, limiter=self.limiter)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A tool's answer: the JSON (GraphQL field names) and a short text rendering."""
+
+    data: dict[str, Any]
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolSpec(Generic[A]):
+    """One tool: its name, what it is for, its argument and result models, where GraphQL
+    describes the same operation (``(root type, field)``), and what it does."""
+
+    name: str
+    description: str
+    args: type[A]
+    result: type[BaseModel]
+    graphql: tuple[str, str]
+    annotations: ToolAnnotations
+    handler: Callable[[Call, A], Awaitable[Reply]]
+    precheck: Callable[[MemoryService, Mapping[str, Any]], None] | None = None
+
+    def parse(self, service: MemoryService, arguments: Mapping[str, Any]) -> A:
+        """The validated arguments.
+
+        Raises:
+            pydantic.ValidationError: an argument is missing, unknown or of the wrong type.
+            LimitExceededError: a batch larger than the settings allow (checked first).
+        """
+        if self.precheck is not None:
+            self.precheck(service, arguments)
+        return self.args.model_validate(dict(arguments))
+
+    async def __call__(self, call: Call, args: BaseModel) -> Reply:
+        return await self.handler(call, cast("A", args))
+
+
+# -- text renderings ------------------------------------------------------------------------------
+
+
+def short(text: str, width: int = _SHORT) -> str:
+    """A text on one line, cut to ``width`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _day(value: datetime | None) -> str:
+    return value.date().isoformat() if value else "undated"
+
+
+def memory_line(memory: Memory) -> str:
+    """One memory on one line: id, day, kind and text."""
+    return f"- {memory.id} [{_day(memory.occurred_at)}] {memory.kind}: {short(memory.text)}"
+
+
+def bundle_text(bundle: ContextBundle) -> str:
+    """A bundle's ``rendered`` text (its header says what is offered, its last line what memory
+    does not cover), then the abstention figures."""
+    status = "skipped: memory abstains" if bundle.skipped else "offered"
+    return (
+        f"{bundle.rendered}\n(topScore {bundle.top_score:.3f}, minScore {bundle.min_score:.3f}: "
+        f"{status})"
+    )
+
+
+def belief_text(belief: ReconstructedBelief) -> str:
+    """A belief's summary and whether it was stored."""
+    if belief.belief_id is None:
+        stored = "no memory matches the cue, so no belief was stored"
+    else:
+        stored = (
+            f"stored as belief {belief.belief_id} (graphsvc://belief/{belief.belief_id}); "
+            f"confidence {belief.confidence:.3f}"
+        )
+    return f"{belief.summary}\n\n({stored})"
+
+
+def prompt_text(bundle: PromptBundle) -> str:
+    """Where a prompt's tokens go, and what memory offered it."""
+    ledger = bundle.context_ledger
+    fit = "fits" if ledger.fits else f"over by {ledger.overflow_tokens}"
+    if bundle.memory is None:
+        memory = f"memory not consulted: {bundle.memory_note}"
+    elif bundle.memory.skipped:
+        memory = "memory abstained (skipped)"
+    else:
+        memory = (
+            f"memory: {len(bundle.memory.capsules)} capsule(s), {ledger.memory_tokens}/"
+            f"{ledger.memory_budget_tokens} tokens, coverage {bundle.memory.evidence_coverage:.3f}"
+        )
+    return (
+        f"Prompt assembled: {ledger.estimated_input_tokens}/{ledger.available_input_tokens} "
+        f"estimated input tokens ({fit}); {memory}; {len(bundle.messages.get('messages', []))} "
+        f"message(s); rendered sha256 {bundle.rendered_hash}. The system prompt is `rendered`, "
+        "the request body `messages`."
+    )
+
+
+# -- the tools ------------------------------------------------------------------------------------
+#
+# Each one checks the caller's role as the GraphQL resolver of the same operation does
+# (ForbiddenError for a read key that writes) and lets the service's errors through:
+# graphsvc.mcp.server turns every GraphsvcError into a tool error that starts with its code.
+
+
+async def remember(call: Call, args: RememberArgs) -> Reply:
+    call.principal.require_write("remember")
+    stored = await call.run(
+        call.service.remember, call.namespace, args.item(), run_id=args.run_id, step=args.step
+    )
+    return Reply(stored.to_json_dict(), f"Remembered {stored.id}: {short(stored.text)}")
+
+
+def _check_batch(service: MemoryService, arguments: Mapping[str, Any]) -> None:
+    """The batch limit before anything else, as GraphQL's rememberMany checks it (validating
+    an oversized batch item by item first would cost as much as the batch)."""
+    inputs = arguments.get("inputs")
+    limit = service.settings.max_batch
+    if isinstance(inputs, list | tuple) and len(inputs) > limit:
+        raise LimitExceededError(
+            f"{len(inputs)} memories in one write; the limit is {limit} "
+            "(GRAPHSVC_MAX_BATCH): split the batch"
+        )
+
+
+async def remember_many(call: Call, args: RememberManyArgs) -> Reply:
+    call.principal.require_write("remember_many")
+    stored = await call.run(
+        call.service.remember_many,
+        call.namespace,
+        list(args.inputs),
+        run_id=args.run_id,
+        step=args.step,
+    )
+    result = RememberManyResult(memories=tuple(stored))
+    lines = [f"Remembered {len(stored)} memory(ies), in input order:"]
+    lines += [memory_line(memory) for memory in stored]
+    return Reply(result.to_json_dict(), "\n".join(lines))
+
+
+async def link(call: Call, args: LinkArgs) -> Reply:
+    call.principal.require_write("link")
+    item = LinkInput.model_validate(args.model_dump())
+    made = await call.run(call.service.link, call.namespace, item)
+    return Reply(made.to_json_dict(), f"Linked {made.source} -[{made.kind.value}]-> {made.target}")
+
+
+async def forget(call: Call, args: ForgetArgs) -> Reply:
+    call.principal.require_write("forget")
+    receipt = await call.run(call.service.forget, call.namespace, args.id)
+    text = (
+        f"Forgot {receipt.memory_id}: removed {len(receipt.removed_links)} link(s) and "
+        f"{len(receipt.removed_belief_ids)} belief(s) built on it."
+    )
+    return Reply(receipt.to_json_dict(), text)
+
+
+async def bundle(call: Call, args: BundleArgs) -> Reply:
+    if args.run_id is not None:
+        call.principal.require_write("bundle with runId (it records a memory_recall event)")
+    result = await call.run(
+        call.service.bundle, call.namespace, args.query, budget_tokens=args.budget_tokens,
+        stage=args.stage, min_score=args.min_score, max_capsules=args.max_capsules,
+        run_id=args.run_id, step=args.step,
+    )  # fmt: skip
+    return Reply(result.to_json_dict(), bundle_text(result))
+
+
+async def reconstruct(call: Call, args: ReconstructArgs) -> Reply:
+    call.principal.require_write("reconstruct (it stores the belief)")
+    belief = await call.run(
+        call.service.reconstruct_and_store, call.namespace, args.cue, k=args.k, depth=args.depth,
+        run_id=args.run_id, step=args.step,
+    )  # fmt: skip
+    return Reply(belief.to_json_dict(), belief_text(belief))
+
+
+async def memories(call: Call, args: MemoriesArgs) -> Reply:
+    limits = Limits.from_settings(call.service.settings)
+    size = limits.default_page_size if args.first is None else args.first
+    if size < 1:
+        raise BadInputError(f"first must be at least 1, got {size}")
+    if size > limits.max_page_size:
+        raise LimitExceededError(
+            f"first must be at most {limits.max_page_size}, got {size}: page with `after`"
+        )
+    key = None if args.after is None else decode_cursor(args.after)
+    rows = await call.run(
+        call.service.list_memories, call.namespace, after=key, limit=size + 1, kind=args.kind,
+        tag=args.tag, since=args.since, until=args.until,
+    )  # fmt: skip
+    page = rows[:size]
+    more = len(rows) > size
+    end = encode_cursor(page[-1]) if page else None
+    result = MemoryConnection(
+        nodes=tuple(page), page_info=PageInfo(has_next_page=more, end_cursor=end)
+    )
+    lines = [f"{len(page)} memory(ies), newest first:"] + [memory_line(m) for m in page]
+    lines.append(f"More: call again with after={end!r}." if more else "No more memories.")
+    return Reply(result.to_json_dict(), "\n".join(lines))
+
+
+async def prompt_bundle(call: Call, args: PromptInput) -> Reply:
+    if args.run_id is not None:
+        call.principal.require_write("prompt_bundle with runId (it records events)")
+    result = await call.run(call.service.prompt_bundle, call.namespace, args)
+    return Reply(result.to_json_dict(), prompt_text(result))
+
+
+async def report_tokens(call: Call, args: ReportTokensArgs) -> Reply:
+    call.principal.require_write("report_tokens")
+    event = await call.run(
+        call.service.report_tokens, call.namespace, args.run_id, args.step, args.reported_tokens
+    )
+    text = (
+        f"Step {event.step} of run {event.run_id}: estimated {event.est_tokens} input tokens, "
+        f"the provider reported {event.reported_tokens}."
+    )
+    return Reply(event.to_json_dict(), text)
+
+
+_WRITES = "Needs an API key with role 'write'."
+_ABSTENTION = (
+    "Before trusting the result read its honesty fields. `skipped` true means memory ABSTAINS: "
+    "its best match (`topScore`, an absolute score in [0, 1]) is below `minScore`, so no capsule "
+    "is offered: answer without memory, or say memory does not know. `evidenceCoverage` in "
+    "[0, 1] is the IDF-weighted share of the question's discriminating terms that the offered "
+    "capsules mention, and `uncoveredTerms` lists the terms no capsule mentions, rarest first: "
+    "low coverage, or an important term uncovered, means the memories found may not answer the "
+    "question. `excluded` lists ranked memories left out and why (budget, max_capsules, "
+    "duplicate, below_floor, abstained); `chronological` true means the capsules are oldest "
+    "first, each dated, because the question asks about order."
+)
+
+
+def _hints(
+    title: str,
+    *,
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool | None = None,
+) -> ToolAnnotations:
+    """What a host may assume about a tool: every tool stays inside graphsvc (a closed world)."""
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=None if read_only else destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
+
+
+TOOLS: tuple[ToolSpec[Any], ...] = (
+    ToolSpec(
+        name="remember",
+        description="Store one memory (a fact, event, decision or observation) in your "
+        "namespace, so that later questions can recall it. Call it when you learn something "
+        "worth keeping beyond this conversation. Give `occurredAt` for events (chronology and "
+        "freshness use it), a `kind`, and `tags` to filter by later. Writing the same content "
+        "again is a no-op, so retrying is safe: the id derives from the content unless you pass "
+        f"`id`. Returns the stored memory (its `id` is what link and forget take). {_WRITES}",
+        args=RememberArgs,
+        result=Memory,
+        graphql=("Mutation", "remember"),
+        annotations=_hints("Remember", idempotent=True),
+        handler=remember,
+    ),
+    ToolSpec(
+        name="remember_many",
+        description="Store several memories at once, all or nothing (at most "
+        "GRAPHSVC_MAX_BATCH per call). Prefer it to repeated remember calls when you have a "
+        "batch, e.g. the events of a log or the facts of a document. Same rules as remember "
+        "(same content again is a no-op). Returns `memories`, as stored, in input order. "
+        f"{_WRITES}",
+        args=RememberManyArgs,
+        result=RememberManyResult,
+        graphql=("Mutation", "rememberMany"),
+        annotations=_hints("Remember many", idempotent=True),
+        handler=remember_many,
+        precheck=_check_batch,
+    ),
+    ToolSpec(
+        name="link",
+        description="Record how two memories of your namespace relate, so that reconstruct "
+        "can explain causes and effects: CAUSES (source is a cause of target), PRECEDES "
+        "(source happened before target), RELATES_TO (an association), SUPERSEDES (source is "
+        "newer and updates target: the older memory then ranks below it). Both memories must "
+        f"exist (NOT_FOUND otherwise). Writing an existing link again is a no-op. {_WRITES}",
+        args=LinkArgs,
+        result=Link,
+        graphql=("Mutation", "link"),
+        annotations=_hints("Link memories", idempotent=True),
+        handler=link,
+    ),
+    ToolSpec(
+        name="forget",
+        description="Remove a memory for good, with its links and every stored belief built "
+        "on it (their summaries quote it). Returns a receipt of what was removed. Use it for "
+        "wrong, private or retracted information; to record that a fact changed, remember the "
+        f"new fact and link it SUPERSEDES the old one instead. {_WRITES}",
+        args=ForgetArgs,
+        result=ForgetReceipt,
+        graphql=("Mutation", "forget"),
+        annotations=_hints("Forget", destructive=True, idempotent=False),
+        handler=forget,
+    ),
+    ToolSpec(
+        name="bundle",
+        description="Ask memory what belongs in your prompt for a question, under a token "
+        "budget (`budgetTokens`). Call it before answering anything that may depend on what was "
+        "remembered, and put `rendered` (the offered memories as prompt text) into your "
+        f"context. {_ABSTENTION} Reads only, unless you pass `runId` (then it records a "
+        "memory_recall event for the run, which needs a write key).",
+        args=BundleArgs,
+        result=ContextBundle,
+        graphql=("Query", "bundle"),
+        annotations=_hints("Memory for a question"),
+        handler=bundle,
+    ),
+    ToolSpec(
+        name="reconstruct",
+        description="Explain what memory supports about a cue, and why: the top `k` matching "
+        "memories (`sourceIds`) plus the causes, effects and related memories reached by "
+        "walking links up to `depth` hops (`linkedContextIds`), summarised by rules in "
+        "`summary` (direct evidence, then causal chains cause -> effect oldest first, then "
+        "other linked context). `confidence` is the mean score of the sources, in [0, 1]. Use "
+        "it for 'why' and 'what led to' questions; use bundle for prompt context. The belief is "
+        "stored (`beliefId`, readable at graphsvc://belief/{beliefId}) and removed when a "
+        "memory it used is forgotten; with no matching memory nothing is stored and `beliefId` "
+        f"is null. {_WRITES}",
+        args=ReconstructArgs,
+        result=ReconstructedBelief,
+        graphql=("Mutation", "reconstruct"),
+        annotations=_hints("Reconstruct a belief", idempotent=False),
+        handler=reconstruct,
+    ),
+    ToolSpec(
+        name="memories",
+        description="Browse the memories of your namespace, newest first (by recordedAt), a "
+        "page at a time: filter by `kind`, `tag`, and a time range [`since`, `until`) on "
+        "occurredAt (recordedAt for memories without one). While `pageInfo.hasNextPage`, pass "
+        "`pageInfo.endCursor` as `after` for the next page. It lists, it does not rank: to find "
+        "what answers a question, use bundle.",
+        args=MemoriesArgs,
+        result=MemoryConnection,
+        graphql=("Query", "memories"),
+        annotations=_hints("Browse memories", read_only=True),
+        handler=memories,
+    ),
+    ToolSpec(
+        name="prompt_bundle",
+        description="Assemble a whole prompt for the user's turn: your system prompt "
+        "fragments, environment, project context files (sha256, size cap, an 'unchanged' "
+        "marker for files the provider already has), tools, skills and the transcript tail, "
+        "plus memory recalled for the turn, under a token ledger. Returns `rendered` (the "
+        "system prompt), `messages` (an Anthropic Messages request body), `contextLedger` "
+        "(where every token goes, and whether it `fits`), and `memory`: a bundle with the same "
+        "abstention (`skipped`, `topScore` vs `minScore`) and coverage (`evidenceCoverage`, "
+        "`uncoveredTerms`) fields as the bundle tool, or null when memory was not consulted "
+        "(`memoryNote` says why). With `runId` (write key) it records the recall and an "
+        "'assembled' event for `step`; after the provider answers, call report_tokens.",
+        args=PromptInput,
+        result=PromptBundle,
+        graphql=("Query", "promptBundle"),
+        annotations=_hints("Assemble a prompt"),
+        handler=prompt_bundle,
+    ),
+    ToolSpec(
+        name="report_tokens",
+        description="After sending a prompt that prompt_bundle assembled with `runId` and "
+        "`step`, report the input tokens the provider counted for it (Anthropic: "
+        "usage.input_tokens + cache_creation_input_tokens + cache_read_input_tokens). graphsvc "
+        "keeps it beside its own estimate, to measure how far its estimates drift. NOT_FOUND "
+        "when that step has no assembled event: call prompt_bundle with this runId and step "
+        f"first. {_WRITES}",
+        args=ReportTokensArgs,
+        result=ContextEvent,
+        graphql=("Mutation", "reportTokens"),
+        annotations=_hints("Report provider tokens", idempotent=True),
+        handler=report_tokens,
+    ),
+)
+
+TOOL_NAMES = tuple(spec.name for spec in TOOLS)
+
+
+# -- schemas, described by the GraphQL contract ---------------------------------------------------
+
+
+@functools.cache
+def contract() -> GraphQLSchema:
+    """The GraphQL schema as graphql-core types, for its descriptions."""
+    return build_schema(graphql_schema.as_str())
+
+
+def _field(root: str, name: str) -> GraphQLField:
+    gql = contract()
+    parent = gql.get_type(root)
+    if not isinstance(parent, GraphQLObjectType) or name not in parent.fields:
+        raise KeyError(f"GraphQL has no field {root}.{name}: update the MCP tool table")
+    found: GraphQLField = parent.fields[name]
+    return found
+
+
+def _type_fields(name: str) -> dict[str, str]:
+    """Descriptions of the fields of a GraphQL object or input type (empty for other names)."""
+    found = contract().get_type(name)
+    if isinstance(found, GraphQLObjectType | GraphQLInputObjectType):
+        return {key: f.description for key, f in found.fields.items() if f.description}
+    return {}
+
+
+def _describe(schema: dict[str, Any], fields: Mapping[str, str]) -> None:
+    """Fill the missing descriptions of a JSON schema's properties (and of its $defs, from the
+    GraphQL type of the same name; pydantic's own descriptions win), and drop pydantic's
+    titles."""
+    schema.pop("title", None)  # pydantic's titles repeat the names: tokens for nothing
+    for key, prop in schema.get("properties", {}).items():
+        prop.pop("title", None)
+        if key in fields and "description" not in prop:
+            prop["description"] = fields[key]
+    for name, definition in schema.get("$defs", {}).items():
+        if definition.get("type") == "object":
+            _describe(definition, _type_fields(name))
+
+
+def input_schema(spec: ToolSpec[Any]) -> dict[str, Any]:
+    """The tool's JSON schema of arguments (camelCase), described by the GraphQL arguments of
+    the same operation and, for a flattened ``input`` argument, by the fields of its type."""
+    schema: dict[str, Any] = spec.args.model_json_schema(by_alias=True)
+    field = _field(*spec.graphql)
+    fields = {name: arg.description for name, arg in field.args.items() if arg.description}
+    if "input" in field.args:
+        fields.pop("input", None)
+        fields.update(_type_fields(get_named_type(field.args["input"].type).name))
+    _describe(schema, fields)
+    return schema
+
+
+def output_schema(spec: ToolSpec[Any]) -> dict[str, Any]:
+    """The JSON schema of the tool's structured result, described by GraphQL's types."""
+    schema: dict[str, Any] = spec.result.model_json_schema(by_alias=True, mode="serialization")
+    gql_name = get_named_type(_field(*spec.graphql).type).name
+    fields = _type_fields(spec.result.__name__) or _type_fields(gql_name)
+    _describe(schema, fields)
+    return schema
+
+
+__all__ = [
+    "TOOLS",
+    "TOOL_NAMES",
+    "Call",
+    "MemoryConnection",
+    "PageInfo",
+    "RememberManyResult",
+    "Reply",
+    "ToolSpec",
+    "input_schema",
+    "output_schema",
+]

@@ -1,0 +1,577 @@
+"""The MCP server (graphsvc.mcp) through the official SDK's own client, on both stores.
+
+- Over stdio: a ``python -m graphsvc.mcp`` process, as an agent host starts it. Its tools are
+  exactly the nine of the contract; each is called; errors carry their codes; after the session
+  the same store is opened in this process and the service answers the same bundle and the same
+  belief as the tools did.
+- Over streamable HTTP: a real uvicorn process serving ``/graphql`` and ``/mcp`` from one app
+  (:func:`http_app`, wired as ``graphsvc serve`` will be): keys map to namespaces and roles, a read
+  key cannot write, one tenant never sees the other's memories, and ``bundle``/``reconstruct``
+  answer what GraphQL answers for the same key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import secrets
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, TextContent, TextResourceContents
+from starlette.applications import Starlette
+
+from graphsvc.api.auth import ApiKeys, Role, hash_key
+from graphsvc.errors import BadInputError
+from graphsvc.mcp.server import BELIEF_URI, MEMORY_URI
+from graphsvc.mcp.stdio import configured_keys, stdio_principal
+from graphsvc.service import MemoryService
+from graphsvc.settings import Settings
+from graphsvc.store.base import Store
+from graphsvc.store.mirror import MirrorStore
+from tests.api_support import SERVER_START_SECONDS, Server, server_env
+from tests.helpers import STORES
+from tests.neo4j_server import neo4j_store_factory
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = {
+    "remember",
+    "remember_many",
+    "link",
+    "forget",
+    "bundle",
+    "reconstruct",
+    "memories",
+    "prompt_bundle",
+    "report_tokens",
+}
+BACKUP_FAILED = "The nightly backup job failed because the disk was full"
+BACKUP_FIXED = "Ops cleaned old snapshots and the backup succeeded the next night"
+CAFE = "The office cafe switched to oat milk for every coffee"
+QUESTION = "What happened after the nightly backup failed?"
+CUE = "Why did the nightly backup fail?"
+Json = dict[str, Any]
+
+
+# -- the app graphsvc serve will run (/graphql and /mcp), for the uvicorn process ----------------
+
+
+def http_app() -> Starlette:
+    """``create_app`` with the MCP endpoint mounted and its session manager in the lifespan,
+    exactly as the lead wires it into ``create_app`` (uvicorn's ``--factory`` calls this)."""
+    from graphsvc.api.app import configure_logging, create_app
+    from graphsvc.mcp.http import McpHttp
+
+    settings = Settings()
+    configure_logging(settings.log_level)  # JSON lines, as graphsvc serve logs
+    keys = configured_keys(settings)
+    app = create_app(settings, keys)
+    state = app.state.graphsvc
+    endpoint = McpHttp(lambda: state.service, keys, settings, limiter_of=lambda: state.limiter)
+    app.router.routes.append(endpoint.route)
+    opened = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with opened(app), endpoint.run():
+            yield
+
+    app.router.lifespan_context = lifespan
+    return app
+
+
+def start_http(tmp_path: Path, store: str, tenants: dict[str, tuple[str, str]]) -> Server:
+    """A uvicorn process on a free loopback port serving :func:`http_app`."""
+    keys = {name: secrets.token_urlsafe(24) for name in tenants}
+    entries = ",".join(f"{keys[name]}={ns}:{role}" for name, (ns, role) in tenants.items())
+    env = server_env(
+        store,
+        {
+            "GRAPHSVC_API_KEYS": entries,
+            "GRAPHSVC_DATA_DIR": str(tmp_path / f"http-{secrets.token_hex(4)}"),
+        },
+    )
+    log_path = tmp_path / f"uvicorn-{secrets.token_hex(4)}.log"
+    command = [sys.executable, "-m", "uvicorn", "tests.api.test_mcp:http_app", "--factory",
+               "--host", "127.0.0.1", "--port", "0", "--log-level", "info"]  # fmt: skip
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+    server = Server(process, "", log_path, keys, {n: ns for n, (ns, _) in tenants.items()})
+    deadline = time.monotonic() + SERVER_START_SECONDS
+    while not server.base_url:
+        if process.poll() is not None or time.monotonic() > deadline:
+            server.stop()
+            raise AssertionError(f"uvicorn did not start:\n{log_path.read_text()}")
+        found = re.search(r"Uvicorn running on (http://\S+)", log_path.read_text())
+        if found:
+            server.base_url = found.group(1)
+        else:
+            time.sleep(0.05)
+    return server
+
+
+# -- sessions with the SDK's client ---------------------------------------------------------------
+
+
+def stdio_params(
+    store: str, data_dir: Path, namespace: str, extra_env: dict[str, str] | None = None
+) -> StdioServerParameters:
+    """``python -m graphsvc.mcp`` on ``store`` (the environment of a server test: no GRAPHSVC_
+    variable of this shell, the Neo4j ones for the Neo4j store)."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "graphsvc.mcp", "--data-dir", str(data_dir), "--namespace", namespace],
+        env=server_env(store, extra_env),
+        cwd=ROOT,
+    )
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(
+    params: StdioServerParameters, errlog: Path
+) -> AsyncIterator[ClientSession]:
+    with errlog.open("w") as err:
+        async with (
+            stdio_client(params, errlog=err) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+@contextlib.asynccontextmanager
+async def http_session(url: str, key: str | None) -> AsyncIterator[ClientSession]:
+    headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120)) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def text_of(result: CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+async def ok(session: ClientSession, tool: str, arguments: Json) -> Json:
+    """Call a tool that must succeed; its structured result."""
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    assert text_of(result).strip()  # and a text rendering
+    data: Json = result.structured_content
+    return data
+
+
+async def refused(session: ClientSession, tool: str, arguments: Json, code: str) -> str:
+    """Call a tool that must fail with ``code``; the text of the error."""
+    result = await session.call_tool(tool, arguments)
+    text = text_of(result)
+    assert result.is_error, text
+    assert text.startswith(f"{code}: "), text
+    assert result.structured_content == {
+        "error": {"code": code, "message": text.removeprefix(f"{code}: ")}
+    }
+    return text
+
+
+async def read_json(session: ClientSession, uri: str) -> Json:
+    result = await session.read_resource(uri)
+    (content,) = result.contents
+    assert isinstance(content, TextResourceContents)
+    assert content.mime_type == "application/json"
+    data: Json = json.loads(content.text)
+    return data
+
+
+async def read_refused(session: ClientSession, uri: str, code: str) -> str:
+    with pytest.raises(MCPError) as caught:
+        await session.read_resource(uri)
+    message = str(caught.value.error.message)
+    assert message.startswith(f"{code}: "), message
+    return message
+
+
+def run_async(main: Callable[[], Awaitable[None]]) -> None:
+    anyio.run(main)
+
+
+def memory_uri(memory_id: str) -> str:
+    return MEMORY_URI.replace("{id}", memory_id)
+
+
+def belief_uri(belief_id: str) -> str:
+    return BELIEF_URI.replace("{id}", belief_id)
+
+
+# -- the same store, opened here afterwards -------------------------------------------------------
+
+
+@contextlib.contextmanager
+def opened_store(store: str, data_dir: Path) -> Iterator[MemoryService]:
+    """A service on the store the server process used (the embedded one once it is closed)."""
+    backend: Store = (
+        MirrorStore(data_dir, fsync=False) if store == "mirror" else neo4j_store_factory()()
+    )
+    backend.open()
+    try:
+        # The settings' declared defaults, as the server process had (no GRAPHSVC_ limits).
+        yield MemoryService(backend, Settings.model_construct(data_dir=data_dir, fsync=False))
+    finally:
+        backend.close()
+
+
+# -- stdio ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", STORES)
+def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -> None:
+    data_dir = tmp_path / "mcp-data"
+    params = stdio_params(store, data_dir, ns)
+    seen: Json = {}
+
+    async def main() -> None:
+        async with stdio_session(params, tmp_path / "stdio.err") as session:
+            await exercise(session)
+
+    async def exercise(session: ClientSession) -> None:
+        # Exactly the contract's tools, each described, with object schemas in and out.
+        listed = (await session.list_tools()).tools
+        assert {tool.name for tool in listed} == TOOLS
+        for tool in listed:
+            assert tool.description and len(tool.description) > 80, tool.name
+            assert tool.input_schema["type"] == "object"
+            assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+            undescribed = [
+                name for name, prop in tool.input_schema["properties"].items()
+                if not prop.get("description")
+            ]  # fmt: skip
+            assert not undescribed, (tool.name, undescribed)
+        bundle_tool = next(tool for tool in listed if tool.name == "bundle")
+        for word in ("skipped", "topScore", "minScore", "evidenceCoverage", "uncoveredTerms"):
+            assert word in (bundle_tool.description or ""), word
+        templates = (await session.list_resource_templates()).resource_templates
+        assert {t.uri_template for t in templates} == {MEMORY_URI, BELIEF_URI}
+
+        # Writes: content ids, idempotent rewrites, all-or-nothing batches.
+        many = await ok(session, "remember_many", {"inputs": [
+            {"text": BACKUP_FAILED, "kind": "event", "occurredAt": "2024-05-01T02:00:00Z",
+             "tags": ["ops"]},
+            {"text": BACKUP_FIXED, "kind": "event", "occurredAt": "2024-05-02T02:00:00Z",
+             "tags": ["ops"]},
+        ]})  # fmt: skip
+        failed, fixed = (m["id"] for m in many["memories"])
+        assert [m["namespace"] for m in many["memories"]] == [ns, ns]
+        cafe = await ok(session, "remember", {"text": CAFE, "kind": "fact", "runId": "run-1"})
+        again = await ok(session, "remember", {"text": CAFE, "kind": "fact"})
+        assert again["id"] == cafe["id"] and again["recordedAt"] == cafe["recordedAt"]
+        link = await ok(session, "link", {"source": failed, "target": fixed, "kind": "CAUSES",
+                                          "note": "cleanup after the failure"})  # fmt: skip
+        assert (link["source"], link["target"], link["kind"]) == (failed, fixed, "CAUSES")
+
+        # Reads: a page at a time with a cursor, filters.
+        first = await ok(session, "memories", {"first": 2})
+        assert len(first["nodes"]) == 2 and first["pageInfo"]["hasNextPage"] is True
+        rest = await ok(session, "memories", {"first": 2, "after": first["pageInfo"]["endCursor"]})
+        assert len(rest["nodes"]) == 1 and rest["pageInfo"]["hasNextPage"] is False
+        listed_ids = [m["id"] for m in first["nodes"] + rest["nodes"]]
+        assert sorted(listed_ids) == sorted([failed, fixed, cafe["id"]])
+        events = await ok(session, "memories", {"kind": "event", "tag": "ops"})
+        assert {m["id"] for m in events["nodes"]} == {failed, fixed}
+        early = await ok(session, "memories", {"until": "2024-05-02T00:00:00Z", "kind": "event"})
+        assert [m["id"] for m in early["nodes"]] == [failed]
+
+        # Resources: a memory with its links.
+        resource = await read_json(session, memory_uri(failed))
+        assert resource["text"] == BACKUP_FAILED and resource["namespace"] == ns
+        assert [(lk["source"], lk["target"], lk["kind"]) for lk in resource["links"]] == [
+            (failed, fixed, "CAUSES")
+        ]
+
+        # A belief about the cafe, removed with the memory it used.
+        cafe_belief = await ok(session, "reconstruct", {"cue": "What milk does the cafe use?",
+                                                        "k": 1})  # fmt: skip
+        assert cafe_belief["sourceIds"] == [cafe["id"]] and cafe_belief["beliefId"]
+        stored = await read_json(session, belief_uri(cafe_belief["beliefId"]))
+        assert stored["summary"] == cafe_belief["summary"] and stored["sourceIds"] == [cafe["id"]]
+        receipt = await ok(session, "forget", {"id": cafe["id"]})
+        assert receipt["memoryId"] == cafe["id"]
+        assert receipt["removedBeliefIds"] == [cafe_belief["beliefId"]]
+        await read_refused(session, belief_uri(cafe_belief["beliefId"]), "NOT_FOUND")
+        await read_refused(session, memory_uri(cafe["id"]), "NOT_FOUND")
+
+        # Prompt assembly and the provider's count for the step.
+        prompt = await ok(session, "prompt_bundle", {
+            "userTurn": QUESTION, "runId": "run-1", "step": 3,
+            "fragments": [{"name": "persona", "text": "You are the on-call assistant."}],
+        })  # fmt: skip
+        assert prompt["memory"] is not None and not prompt["memory"]["skipped"]
+        assert failed in {c["memoryId"] for c in prompt["memory"]["capsules"]}
+        assert prompt["assembledEvent"]["step"] == 3
+        event = await ok(session, "report_tokens", {"runId": "run-1", "step": 3,
+                                                    "reportedTokens": 1234})  # fmt: skip
+        assert event["reportedTokens"] == 1234
+        assert event["estTokens"] == prompt["contextLedger"]["estimatedInputTokens"]
+
+        # Typed errors: the service's codes and messages, invalid arguments as BAD_INPUT.
+        text = await refused(session, "bundle", {"query": QUESTION, "budgetTokens": 0}, "BAD_INPUT")
+        assert text == "BAD_INPUT: budgetTokens must be at least 1, got 0"
+        await refused(session, "bundle", {"query": QUESTION, "budgetTokens": 10**9},
+                      "LIMIT_EXCEEDED")  # fmt: skip
+        text = await refused(session, "bundle", {"query": QUESTION, "budgetTokens": "lots"},
+                             "BAD_INPUT")  # fmt: skip
+        assert "budgetTokens" in text
+        text = await refused(session, "bundle", {"query": QUESTION, "bogus": 1}, "BAD_INPUT")
+        assert "bogus" in text
+        await refused(session, "bundle", {}, "BAD_INPUT")
+        await refused(session, "remember", {"text": "   "}, "BAD_INPUT")
+        await refused(session, "remember_many", {"inputs": []}, "BAD_INPUT")
+        await refused(session, "memories", {"after": "not-a-cursor"}, "BAD_INPUT")
+        await refused(session, "memories", {"first": 10_000}, "LIMIT_EXCEEDED")
+        await refused(session, "forget", {"id": str(uuid.uuid4())}, "NOT_FOUND")
+        await refused(session, "link", {"source": failed, "target": str(uuid.uuid4()),
+                                        "kind": "CAUSES"}, "NOT_FOUND")  # fmt: skip
+        await refused(session, "link", {"source": failed, "target": failed, "kind": "CAUSES"},
+                      "BAD_INPUT")  # fmt: skip
+        unassembled = {"runId": "run-1", "step": 9, "reportedTokens": 1}
+        text = await refused(session, "report_tokens", unassembled, "NOT_FOUND")
+        assert "step 9" in text
+        await read_refused(session, "graphsvc://memory/not-a-uuid", "BAD_INPUT")
+        await read_refused(session, "graphsvc://elsewhere/x", "BAD_INPUT")
+        with pytest.raises(MCPError, match="BAD_INPUT: unknown tool"):
+            await session.call_tool("stats", {})
+
+        # Last: the answers compared with the service's below, on the same state.
+        seen["bundle"] = await ok(session, "bundle", {"query": QUESTION, "budgetTokens": 200})
+        seen["belief"] = await ok(session, "reconstruct", {"cue": CUE, "k": 1, "depth": 2})
+        seen["ids"] = (failed, fixed)
+
+    run_async(main)
+
+    failed, fixed = seen["ids"]
+    bundle, belief = seen["bundle"], seen["belief"]
+    assert not bundle["skipped"] and bundle["chronological"] is True
+    assert [c["memoryId"] for c in bundle["capsules"]] == [failed, fixed]  # oldest first
+    assert belief["sourceIds"] == [failed] and belief["linkedContextIds"] == [fixed]
+    with opened_store(store, data_dir) as service:
+        assert service.bundle(ns, QUESTION, budget_tokens=200).to_json_dict() == bundle
+        read_only = service.reconstruct(ns, CUE, k=1, depth=2).to_json_dict()
+        assert read_only == {**belief, "beliefId": None}
+        kept = service.get_belief(ns, uuid.UUID(belief["beliefId"]))
+        assert kept is not None and kept.summary == belief["summary"]
+
+
+@pytest.mark.slow
+def test_stdio_refuses_to_start_without_the_key_of_configured_keys(tmp_path: Path) -> None:
+    env = server_env("mirror", {"GRAPHSVC_API_KEYS": f"{secrets.token_urlsafe(24)}=team-a:write"})
+    done = subprocess.run(
+        [sys.executable, "-m", "graphsvc.mcp", "--data-dir", str(tmp_path / "d")],
+        env=env, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "GRAPHSVC_MCP_API_KEY" in done.stderr
+    assert done.stdout == ""  # stdout is the protocol's: nothing else is ever written there
+    assert not (tmp_path / "d").exists()  # refused before the store was opened
+
+
+@pytest.mark.slow
+def test_stdio_works_as_the_key_it_is_given(tmp_path: Path) -> None:
+    key = secrets.token_urlsafe(24)
+    namespace = f"t{uuid.uuid4().hex[:12]}"
+    env = {"GRAPHSVC_API_KEYS": f"{key}={namespace}:read", "GRAPHSVC_MCP_API_KEY": key}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "graphsvc.mcp", "--data-dir", str(tmp_path / "d")],
+        env=server_env("mirror", env),
+        cwd=ROOT,
+    )
+
+    async def main() -> None:
+        async with stdio_session(params, tmp_path / "stdio.err") as session:
+            text = await refused(session, "remember", {"text": "a note"}, "FORBIDDEN")
+            assert "read-only" in text and namespace in text
+            page = await ok(session, "memories", {})
+            assert page["nodes"] == []
+
+    run_async(main)
+
+
+def test_stdio_principal_follows_the_configured_keys() -> None:
+    key = secrets.token_urlsafe(24)
+    settings = Settings.model_construct(namespace="solo")
+    keys = ApiKeys.parse(f"{key}=team-a:read")
+    assert stdio_principal(settings, ApiKeys(), None).namespace == "solo"
+    assert stdio_principal(settings, ApiKeys(), None).role is Role.WRITE
+    principal = stdio_principal(settings, keys, key)
+    assert (principal.namespace, principal.role) == ("team-a", Role.READ)
+    assert principal.key_id == hash_key(key).hex()[:8]
+    with pytest.raises(BadInputError, match="GRAPHSVC_MCP_API_KEY"):
+        stdio_principal(settings, keys, None)
+    with pytest.raises(BadInputError, match="unknown API key"):
+        stdio_principal(settings, keys, secrets.token_urlsafe(24))
+    with pytest.raises(BadInputError, match="no API keys are configured"):
+        stdio_principal(settings, ApiKeys(), key)
+
+
+# -- streamable HTTP ------------------------------------------------------------------------------
+
+BUNDLE_QUERY = """query($q: String!, $b: Int) { bundle(query: $q, budgetTokens: $b) {
+  query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage uncoveredTerms
+  chronological rendered
+  capsules { memoryId text kind score tokens matchedTerms reason }
+  excluded { memoryId text kind score tokens matchedTerms reason } } }"""
+RECONSTRUCT_QUERY = """query($c: String!) { reconstruct(cue: $c, k: 1, depth: 2) {
+  cue summary sourceIds linkedContextIds confidence memories { id text kind } } }"""
+
+
+def graphql(server: Server, key: str, query: str, variables: Json) -> Json:
+    response = httpx.post(
+        server.graphql_url,
+        json={"query": query, "variables": variables},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=30,
+    )
+    body: Json = response.json()
+    assert response.status_code == 200 and not body.get("errors"), body
+    data: Json = body["data"]
+    return data
+
+
+def without(data: Json, *fields: str) -> Json:
+    """``data`` without ``fields``, also inside capsule lists."""
+    out = {k: v for k, v in data.items() if k not in fields}
+    for name in ("capsules", "excluded", "memories"):
+        if name in out:
+            out[name] = [{k: v for k, v in c.items() if k not in fields} for c in out[name]]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", STORES)
+def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -> None:
+    ns_a, ns_b = (f"t{uuid.uuid4().hex[:12]}" for _ in range(2))
+    server = start_http(
+        tmp_path, store, {"a": (ns_a, "write"), "reader": (ns_a, "read"), "b": (ns_b, "write")}
+    )
+    url = f"{server.base_url}/mcp"
+    try:
+        # No key, a malformed or an unknown one: 401 before any MCP handling.
+        for headers in ({}, {"Authorization": "Basic abc"},
+                        {"Authorization": f"Bearer {secrets.token_urlsafe(24)}"}):  # fmt: skip
+            response = httpx.post(
+                url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Accept": "application/json, text/event-stream", **headers}, timeout=30,
+            )  # fmt: skip
+            assert response.status_code == 401, response.text
+            assert response.headers["www-authenticate"].startswith("Bearer")
+            assert response.json()["code"] == "UNAUTHENTICATED"
+        # A loopback bind checks Host (DNS rebinding): a page on another name cannot call it.
+        response = httpx.post(
+            url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Accept": "application/json, text/event-stream", "Host": "rebound.example",
+                     "Authorization": f"Bearer {server.keys['b']}"},
+            timeout=30,
+        )  # fmt: skip
+        assert response.status_code == 421, response.text
+        # The access log line of an /mcp request names the key's namespace.
+        response = httpx.post(
+            url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Accept": "application/json, text/event-stream",
+                     "Authorization": f"Bearer {server.keys['b']}", "X-Request-Id": "mcp-log-1"},
+            timeout=30,
+        )  # fmt: skip
+        assert response.status_code == 200, response.text
+        assert {t["name"] for t in response.json()["result"]["tools"]} == TOOLS
+        logged = [line for line in server.wait_for_log("mcp-log-1") if line.get("path") == "/mcp"]
+        assert logged and logged[0]["namespace"] == ns_b
+
+        seen: Json = {}
+
+        async def main() -> None:
+            async with http_session(url, server.keys["a"]) as a:
+                assert {t.name for t in (await a.list_tools()).tools} == TOOLS
+                many = await ok(a, "remember_many", {"inputs": [
+                    {"text": BACKUP_FAILED, "kind": "event", "occurredAt": "2024-05-01T02:00:00Z"},
+                    {"text": BACKUP_FIXED, "kind": "event", "occurredAt": "2024-05-02T02:00:00Z"},
+                ]})  # fmt: skip
+                failed, fixed = (m["id"] for m in many["memories"])
+                await ok(a, "link", {"source": failed, "target": fixed, "kind": "CAUSES"})
+                seen["a_ids"] = {failed, fixed}
+                seen["bundle"] = await ok(a, "bundle", {"query": QUESTION, "budgetTokens": 200})
+                seen["belief"] = await ok(a, "reconstruct", {"cue": CUE, "k": 1, "depth": 2})
+            async with http_session(url, server.keys["b"]) as b:
+                mine = await ok(b, "remember", {"text": CAFE})
+                page = await ok(b, "memories", {})
+                assert [m["id"] for m in page["nodes"]] == [mine["id"]]
+                found = await ok(b, "bundle", {"query": QUESTION})
+                assert (
+                    not {c["memoryId"] for c in found["capsules"] + found["excluded"]}
+                    & seen["a_ids"]
+                )
+                belief = await ok(b, "reconstruct", {"cue": CUE})
+                assert not set(belief["sourceIds"] + belief["linkedContextIds"]) & seen["a_ids"]
+                theirs = sorted(seen["a_ids"])[0]
+                message = await read_refused(b, memory_uri(theirs), "NOT_FOUND")
+                assert ns_a not in message
+                await read_refused(b, belief_uri(seen["belief"]["beliefId"]), "NOT_FOUND")
+                await refused(b, "forget", {"id": theirs}, "NOT_FOUND")
+                await refused(b, "link", {"source": mine["id"], "target": theirs,
+                                          "kind": "RELATES_TO"}, "NOT_FOUND")  # fmt: skip
+            async with http_session(url, server.keys["reader"]) as reader:
+                text = await refused(reader, "remember", {"text": "a note"}, "FORBIDDEN")
+                assert "read-only" in text
+                await refused(reader, "remember_many", {"inputs": [{"text": "x"}]}, "FORBIDDEN")
+                await refused(reader, "reconstruct", {"cue": CUE}, "FORBIDDEN")
+                await refused(reader, "forget", {"id": sorted(seen["a_ids"])[0]}, "FORBIDDEN")
+                await refused(reader, "bundle", {"query": QUESTION, "runId": "r"}, "FORBIDDEN")
+                await refused(reader, "prompt_bundle", {"userTurn": QUESTION, "runId": "r"},
+                              "FORBIDDEN")  # fmt: skip
+                tokens = {"runId": "r", "step": 0, "reportedTokens": 1}
+                await refused(reader, "report_tokens", tokens, "FORBIDDEN")
+                # Reading is allowed: the reader sees namespace A.
+                read = await ok(reader, "bundle", {"query": QUESTION, "budgetTokens": 200})
+                assert read == seen["bundle"]
+                page = await ok(reader, "memories", {})
+                assert {m["id"] for m in page["nodes"]} == seen["a_ids"]
+                await ok(reader, "prompt_bundle", {"userTurn": QUESTION})
+
+        run_async(main)
+
+        # bundle and reconstruct answer what GraphQL answers for the same key.
+        gql = graphql(server, server.keys["a"], BUNDLE_QUERY, {"q": QUESTION, "b": 200})["bundle"]
+        assert without(seen["bundle"], "occurredAt") == gql
+        assert {c["memoryId"] for c in gql["capsules"]} == seen["a_ids"]
+        gql = graphql(server, server.keys["a"], RECONSTRUCT_QUERY, {"c": CUE})["reconstruct"]
+        belief = seen["belief"]
+        assert belief["beliefId"] is not None
+        mcp_memories = [{k: m[k] for k in ("id", "text", "kind")} for m in belief["memories"]]
+        assert {**without(belief, "beliefId", "memories"), "memories": mcp_memories} == gql
+    finally:
+        server.stop()
+
+
+def test_log_fields_key_is_the_access_logs() -> None:
+    from graphsvc.api.app import LOG_FIELDS
+    from graphsvc.mcp import http
+
+    assert http.LOG_FIELDS == LOG_FIELDS
