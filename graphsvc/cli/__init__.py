@@ -57,6 +57,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "graphsvc.drift:drift",
         "Estimated against reported prompt tokens for RUN_ID: per step and overall.",
     ),
+    "repair": (
+        "graphsvc.store.repair:repair_command",
+        "Check the embedded store's files; keep every record that verifies and move the rest "
+        "aside.",
+    ),
     "serve": (
         "graphsvc.api.serve:serve",
         "Serve the GraphQL API (GraphiQL at /graphql, /healthz, /readyz).",

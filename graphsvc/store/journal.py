@@ -1,0 +1,721 @@
+"""The embedded store's files: checksummed frames, log segments, the snapshot and the clean-close
+marker, and how a data directory's files fit together. No state of the store lives here: the
+mirror (:mod:`graphsvc.store.mirror`) applies what this module reads, and
+:mod:`graphsvc.store.repair` rewrites what it finds damaged.
+
+**Frames.** Every record is one line, ``LLLLLLLL CCCCCCCC PAYLOAD\\n``: the payload's length and
+its CRC-32 (``zlib.crc32``) as eight hex digits each, then the payload, a JSON object without a
+newline. A reader tells three things apart:
+
+- a frame that verifies (length and checksum hold), even when its final newline is missing;
+- a *torn tail*: an incomplete frame at the end of the file (a prefix of a frame: fewer payload
+  bytes than its length says, or a cut header, or zero bytes), the mark of a write that was never
+  acknowledged because the process died in it;
+- *damage*: a complete frame whose checksum or length fails, or anything that is no frame at all,
+  or a torn frame followed by more data.
+
+**A data directory** holds:
+
+- ``log.jsonl``: the active log segment, a header frame (``op: header``: a random log id, the
+  generation, ``base``, the sequence number the segment continues from, and ``prev``, the id of
+  the segment before it) then one frame per acknowledged write, ``seq`` increasing by one.
+- ``snapshot.json``: the whole state at one sequence number, as frames: a header (``op:
+  snapshot``: generation, ``seq``, and ``log``, the id of the segment that continues it), chunks of
+  rows, and an ``end`` frame counting them. Written to ``snapshot.json.tmp``, fsynced, renamed.
+- ``log.old.jsonl``: while a compaction runs, the segment it retired; its records up to the
+  snapshot's ``seq`` are in the new snapshot once that is renamed into place, then it is deleted.
+- ``log.new.jsonl``: a segment being created (header written and fsynced before it is renamed to
+  ``log.jsonl``).
+- ``clean-close.json``: written by a clean close (the log id and the last ``seq``), deleted by the
+  next writer before it writes. With it, a torn or short log cannot be a crash's torn write: it
+  is damage.
+- ``LOCK``: the writer's ``flock``.
+
+A missing ``log.jsonl`` where the directory says there was one (a snapshot, a marker or a lock
+file), a log that is not the one the snapshot names, or a log that continues a snapshot that is
+missing, are refused (:attr:`Chain.refusal`); ``graphsvc repair`` accepts them explicitly.
+
+**Version 1** (graphsvc before checksums): ``log.jsonl`` held bare JSON lines with ``seq`` and
+``snapshot.json`` one JSON object with ``"version": 1``. Both still load, without checksums; a
+writer migrates them at open by taking a snapshot at once (the next snapshot rewrites the state
+in this format and the version-1 log is retired as ``log.old.jsonl``, then deleted).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+import zlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+FORMAT_VERSION = 2
+LEGACY_VERSION = 1
+#: ``prev`` of the first segment written after a version-1 log.
+LEGACY_PREV = "v1"
+
+LOG_NAME = "log.jsonl"
+OLD_LOG_NAME = "log.old.jsonl"
+NEW_LOG_NAME = "log.new.jsonl"
+SNAPSHOT_NAME = "snapshot.json"
+SNAPSHOT_TMP_NAME = "snapshot.json.tmp"
+CLEAN_NAME = "clean-close.json"
+LOCK_NAME = "LOCK"
+
+_HEAD = 18  # "LLLLLLLL CCCCCCCC "
+_HEX = frozenset(b"0123456789abcdef")
+
+ProblemKind = Literal["torn", "damaged"]
+
+
+class LogError(Exception):
+    """A problem found in a data directory's files, where it is (for messages and repair)."""
+
+    def __init__(self, path: Path, line: int, offset: int, reason: str) -> None:
+        super().__init__(f"{path}:{line} (byte {offset}): {reason}")
+        self.path = path
+        self.line = line
+        self.offset = offset
+        self.reason = reason
+
+
+# -- frames ---------------------------------------------------------------------------------------
+
+
+def encode_payload(payload: bytes) -> bytes:
+    """The frame of a payload (JSON without a newline), newline included."""
+    return b"%08x %08x " % (len(payload), zlib.crc32(payload)) + payload + b"\n"
+
+
+def encode(record: Mapping[str, Any]) -> bytes:
+    """The frame of a record."""
+    return encode_payload(orjson.dumps(record))
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A frame that verifies: its line (1-based), byte offset, header size (0 for a version-1
+    line) and payload (a view of the file's bytes)."""
+
+    line: int
+    offset: int
+    head: int
+    payload: memoryview
+
+    @property
+    def end(self) -> int:
+        """The byte offset just after the payload (its newline, if any, is not counted)."""
+        return self.offset + self.head + len(self.payload)
+
+    def record(self) -> Any:
+        """The payload parsed (any JSON value; callers check the shape)."""
+        return orjson.loads(self.payload)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Where a file stops verifying: ``torn`` (an incomplete frame at the end: a write that was
+    never acknowledged) or ``damaged`` (anything else)."""
+
+    kind: ProblemKind
+    line: int
+    offset: int
+    reason: str
+
+    def error(self, path: Path) -> LogError:
+        """This problem as an error located in ``path``."""
+        return LogError(path, self.line, self.offset, self.reason)
+
+
+@dataclass
+class Scan:
+    """What a file holds, frame by frame, up to the first problem.
+
+    Attributes:
+        path: the file.
+        version: 2, or 1 for a version-1 file (bare JSON lines, no checksums; an empty file is 1).
+        size: bytes in the file.
+        frames: every frame that verifies, in order, up to the first problem.
+        end: the byte offset just after the last verified frame (and its newline, if present):
+            cutting the file there keeps every verified frame.
+        problem: the first problem, or None.
+        missing_newline: the last frame verifies but its final newline is missing.
+        after: frames after the problem that verify (what a cut there loses).
+    """
+
+    path: Path
+    version: int
+    size: int
+    frames: list[Frame] = field(default_factory=list)
+    end: int = 0
+    problem: Problem | None = None
+    missing_newline: bool = False
+    after: list[Frame] = field(default_factory=list)
+
+    @property
+    def cut_bytes(self) -> int:
+        """Bytes after :attr:`end` (what a cut at the first problem removes)."""
+        return self.size - self.end
+
+
+def _is_torn_prefix(rest: bytes) -> bool:
+    """Whether ``rest`` (bytes after the last newline, shorter than a header) can be the start
+    of a frame, or a run of zero bytes (what some file systems leave after a crash)."""
+    if not rest.strip(b"\0"):
+        return True
+    if len(rest) >= _HEAD:
+        return False
+    for index, byte in enumerate(rest):
+        if index in (8, 17):
+            if byte != 0x20:
+                return False
+        elif byte not in _HEX:
+            return False
+    return True
+
+
+def _check_v2(data: bytes, start: int, stop: int) -> tuple[int, int] | None:
+    """Parse the header of the frame in ``data[start:stop]`` (no newline): ``(length, crc)``,
+    or None when the bytes are no frame header."""
+    if stop - start < _HEAD or data[start + 8] != 0x20 or data[start + 17] != 0x20:
+        return None
+    head = data[start : start + 17]
+    if not all(b in _HEX for b in head[:8]) or not all(b in _HEX for b in head[9:]):
+        return None
+    return int(head[:8], 16), int(head[9:], 16)
+
+
+def _scan_v2(path: Path, data: bytes) -> Scan:
+    scan = Scan(path=path, version=FORMAT_VERSION, size=len(data))
+    view = memoryview(data)
+    size = len(data)
+    pos = 0
+    line = 0
+    crc32 = zlib.crc32
+    frames = scan.frames
+    while pos < size:
+        line += 1
+        newline = data.find(b"\n", pos)
+        complete = newline != -1
+        stop = newline if complete else size
+        head = _check_v2(data, pos, stop)
+        problem: Problem | None = None
+        if head is None:
+            if not complete and _is_torn_prefix(data[pos:stop]):
+                problem = Problem("torn", line, pos, f"an incomplete record of {stop - pos} bytes")
+            else:
+                problem = Problem("damaged", line, pos, "not a record (no valid frame header)")
+        else:
+            length, crc = head
+            payload = view[pos + _HEAD : stop]
+            got = stop - pos - _HEAD
+            if got < length and not complete:
+                problem = Problem(
+                    "torn", line, pos, f"an incomplete record ({got} of {length} payload bytes)"
+                )
+            elif got != length:
+                problem = Problem(
+                    "damaged", line, pos, f"the record has {got} bytes where it says {length}"
+                )
+            elif crc32(payload) != crc:
+                problem = Problem("damaged", line, pos, "the record's checksum does not match")
+            else:
+                frames.append(Frame(line, pos, _HEAD, payload))
+                scan.end = newline + 1 if complete else size
+                scan.missing_newline = not complete
+        if problem is not None:
+            scan.problem = problem
+            scan.after = _frames_after_v2(data, stop + 1, line)
+            break
+        pos = stop + 1
+    return scan
+
+
+def _frames_after_v2(data: bytes, pos: int, line: int) -> list[Frame]:
+    """The frames that verify from ``pos`` on (line ``line + 1``): what a cut there loses."""
+    found = []
+    size = len(data)
+    view = memoryview(data)
+    while pos < size:
+        line += 1
+        newline = data.find(b"\n", pos)
+        stop = size if newline == -1 else newline
+        head = _check_v2(data, pos, stop)
+        if (
+            head is not None
+            and stop - pos - _HEAD == head[0]
+            and zlib.crc32(view[pos + _HEAD : stop]) == head[1]
+        ):
+            found.append(Frame(line, pos, _HEAD, view[pos + _HEAD : stop]))
+        pos = stop + 1
+    return found
+
+
+def _v1_record(raw: bytes) -> bool:
+    try:
+        value = orjson.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and isinstance(value.get("seq"), int)
+
+
+def _scan_v1(path: Path, data: bytes) -> Scan:
+    """A version-1 log: bare JSON lines. Without checksums, "verifies" means "parses as an object
+    with a ``seq``"; blank lines are skipped."""
+    scan = Scan(path=path, version=LEGACY_VERSION, size=len(data))
+    view = memoryview(data)
+    size = len(data)
+    pos = 0
+    line = 0
+    while pos < size:
+        line += 1
+        newline = data.find(b"\n", pos)
+        complete = newline != -1
+        stop = newline if complete else size
+        raw = data[pos:stop]
+        if not raw.strip():
+            scan.end = stop + 1 if complete else size
+        elif _v1_record(raw):
+            scan.frames.append(Frame(line, pos, 0, view[pos:stop]))
+            scan.end = stop + 1 if complete else size
+            scan.missing_newline = not complete
+        else:
+            kind: ProblemKind = "damaged" if complete else "torn"
+            reason = "not a valid log record" if complete else "an incomplete last line"
+            scan.problem = Problem(kind, line, pos, reason)
+            rest = stop + 1
+            while rest < size:
+                line += 1
+                newline = data.find(b"\n", rest)
+                end = size if newline == -1 else newline
+                if data[rest:end].strip() and _v1_record(data[rest:end]):
+                    scan.after.append(Frame(line, rest, 0, view[rest:end]))
+                rest = end + 1
+            break
+        pos = stop + 1
+    return scan
+
+
+def scan_bytes(path: Path, data: bytes) -> Scan:
+    """Scan a file's bytes (version detected: a version-1 file starts with ``{`` or is empty)."""
+    if not data or data[:1] == b"{":
+        return _scan_v1(path, data)
+    return _scan_v2(path, data)
+
+
+def scan_file(path: Path) -> Scan:
+    """Scan a file.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    return scan_bytes(path, path.read_bytes())
+
+
+# -- segment headers, snapshot headers, the marker ---------------------------------------------
+
+
+def new_log_id() -> str:
+    """A random log id."""
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class LogHead:
+    """A log segment's identity. ``log`` is None for a version-1 log (no header)."""
+
+    log: str | None
+    gen: int
+    base: int
+    prev: str | None
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "op": "header", "version": FORMAT_VERSION, "log": self.log, "gen": self.gen,
+            "base": self.base, "prev": self.prev,
+        }  # fmt: skip
+
+    def describe(self) -> str:
+        if self.log is None:
+            return "a version-1 log (no header)"
+        return f"log {self.log} (generation {self.gen}, continuing from seq {self.base})"
+
+
+LEGACY_HEAD = LogHead(log=None, gen=0, base=0, prev=None)
+
+
+def log_head(scan: Scan) -> LogHead:
+    """The header of a scanned log segment.
+
+    Raises:
+        LogError: a version-2 segment whose first frame is no valid header.
+    """
+    if scan.version == LEGACY_VERSION:
+        return LEGACY_HEAD
+    if not scan.frames or scan.frames[0].line != 1:
+        problem = scan.problem
+        where = (problem.line, problem.offset) if problem else (1, 0)
+        raise LogError(scan.path, *where, "the segment has no valid header record")
+    value = scan.frames[0].record()
+    try:
+        if value["op"] != "header" or value["version"] != FORMAT_VERSION:
+            raise ValueError("not a header of this format")
+        head = LogHead(log=value["log"], gen=value["gen"], base=value["base"], prev=value["prev"])
+        if not isinstance(head.log, str) or not isinstance(head.gen, int):
+            raise ValueError("bad types")
+        if not isinstance(head.base, int) or not (head.prev is None or isinstance(head.prev, str)):
+            raise ValueError("bad types")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LogError(scan.path, 1, 0, f"the first record is no valid header ({exc})") from exc
+    return head
+
+
+@dataclass(frozen=True)
+class SnapshotHead:
+    """A snapshot's identity: the state at ``seq``, continued by the segment ``log`` (None for a
+    version-1 snapshot, which names no log)."""
+
+    version: int
+    gen: int
+    seq: int
+    log: str | None
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "op": "snapshot", "version": FORMAT_VERSION, "gen": self.gen, "seq": self.seq,
+            "log": self.log,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A snapshot read and verified: its head and the body frames (version 2) or the whole
+    document (version 1)."""
+
+    path: Path
+    head: SnapshotHead
+    frames: list[Frame]
+    legacy: dict[str, Any] | None = None
+
+
+def read_snapshot(path: Path) -> Snapshot:
+    """Read and verify a snapshot (either version).
+
+    Raises:
+        LogError: the file does not verify (a snapshot is renamed into place complete, so any
+            problem is damage).
+        OSError: the file cannot be read.
+    """
+    data = path.read_bytes()
+    if data[:1] == b"{":
+        try:
+            legacy = orjson.loads(data)
+        except ValueError as exc:
+            raise LogError(path, 1, 0, f"not valid JSON ({exc})") from exc
+        if not isinstance(legacy, dict) or legacy.get("version") != LEGACY_VERSION:
+            version = legacy.get("version") if isinstance(legacy, dict) else None
+            raise LogError(path, 1, 0, f"format {version!r} is not one this version reads")
+        if not isinstance(legacy.get("seq"), int):
+            raise LogError(path, 1, 0, "a version-1 snapshot without a seq")
+        head = SnapshotHead(version=LEGACY_VERSION, gen=0, seq=legacy["seq"], log=None)
+        return Snapshot(path, head, [], legacy)
+    scan = _scan_v2(path, data)
+    if scan.problem is not None:
+        raise scan.problem.error(path)
+    if len(scan.frames) < 2:
+        raise LogError(path, 1, 0, "the snapshot is incomplete")
+    try:
+        first = scan.frames[0].record()
+        last = scan.frames[-1].record()
+        if first["op"] != "snapshot" or first["version"] != FORMAT_VERSION:
+            raise ValueError("the first record is no snapshot header")
+        if last["op"] != "end" or last["frames"] != len(scan.frames):
+            raise ValueError("the snapshot does not end with its end record")
+        head = SnapshotHead(FORMAT_VERSION, int(first["gen"]), int(first["seq"]), first["log"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LogError(path, 1, 0, str(exc)) from exc
+    return Snapshot(path, head, scan.frames[1:-1])
+
+
+@dataclass(frozen=True)
+class Marker:
+    """What a clean close left: the active log's id and its last ``seq``."""
+
+    log: str
+    seq: int
+
+
+def read_marker(path: Path) -> Marker | None:
+    """The clean-close marker, or None when absent or unreadable (it only adds checks).
+
+    Raises:
+        OSError: the file exists but cannot be read.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    scan = _scan_v2(path, data)
+    if scan.problem is not None or len(scan.frames) != 1:
+        return None
+    try:
+        value = scan.frames[0].record()
+        return Marker(log=str(value["log"]), seq=int(value["seq"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+# -- files -----------------------------------------------------------------------------------------
+
+
+def fsync_dir(root: Path) -> None:
+    """Make renames and deletions in ``root`` durable.
+
+    Raises:
+        OSError: the directory cannot be opened or synced.
+    """
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte (``os.write`` may write fewer).
+
+    Raises:
+        OSError: the write fails (ENOSPC, EIO, EFBIG, ...).
+    """
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def write_file(path: Path, chunks: Iterator[bytes] | list[bytes], *, sync: bool = True) -> None:
+    """Write a new file from chunks (fsynced when ``sync``); the file is removed on failure.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for chunk in chunks:
+            write_all(fd, chunk)
+        if sync:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+
+
+def write_marker(root: Path, marker: Marker) -> None:
+    """Write the clean-close marker atomically.
+
+    Raises:
+        OSError: it cannot be written.
+    """
+    tmp = root / (CLEAN_NAME + ".tmp")
+    write_file(tmp, [encode({"op": "closed", "log": marker.log, "seq": marker.seq})])
+    os.replace(tmp, root / CLEAN_NAME)
+    fsync_dir(root)
+
+
+# -- how the files of a data directory fit together ----------------------------------------------
+
+
+@dataclass
+class Segment:
+    """A log segment to replay."""
+
+    path: Path
+    scan: Scan
+    head: LogHead
+
+    def describe(self) -> str:
+        """What the segment is, for messages."""
+        return "an empty file" if self.scan.size == 0 else self.head.describe()
+
+
+@dataclass
+class Chain:
+    """What opening a data directory replays, and what it finds wrong.
+
+    Attributes:
+        root: the data directory.
+        snapshot: the verified snapshot, or None.
+        segments: the log segments to replay after the snapshot, oldest first (the last one is
+            the active log; empty when there is no log at all).
+        stale: segments the snapshot wholly covers (a writer deletes them).
+        roll_forward: ``log.new.jsonl`` to rename to ``log.jsonl`` (a crash between the two
+            renames of a segment switch), or None.
+        leftover_new: ``log.new.jsonl`` that was never switched in (a writer deletes it).
+        marker: the clean-close marker, or None.
+        refusal: why the files cannot be opened as they are (a missing, foreign or orphaned log),
+            or None. Damage inside a segment is not a refusal: it is found while replaying.
+        refusal_kind: ``missing-log``, ``foreign-log`` or ``missing-snapshot``, or None.
+    """
+
+    root: Path
+    snapshot: Snapshot | None = None
+    segments: list[Segment] = field(default_factory=list)
+    stale: list[Path] = field(default_factory=list)
+    roll_forward: Path | None = None
+    leftover_new: Path | None = None
+    marker: Marker | None = None
+    refusal: str | None = None
+    refusal_kind: str | None = None
+
+    @property
+    def active(self) -> Segment | None:
+        """The segment a writer appends to (the last one)."""
+        return self.segments[-1] if self.segments else None
+
+    @property
+    def start_seq(self) -> int:
+        """The sequence number the state has before the segments are replayed."""
+        return 0 if self.snapshot is None else self.snapshot.head.seq
+
+
+def _segment(path: Path) -> Segment:
+    scan = scan_file(path)
+    return Segment(path, scan, log_head(scan))
+
+
+def inspect(root: Path, *, lock_existed: bool) -> Chain:
+    """Read a data directory's snapshot and log segments and decide what to replay.
+
+    Args:
+        root: the data directory (it may not exist: a brand-new store).
+        lock_existed: whether ``LOCK`` held a writer's pid before this open (a writer has
+            used the directory, so it had a log).
+
+    Raises:
+        LogError: the snapshot, or a segment's header, does not verify.
+        OSError: a file cannot be read.
+    """
+    chain = Chain(root=root)
+    chain.marker = read_marker(root / CLEAN_NAME)
+    snapshot_path = root / SNAPSHOT_NAME
+    if snapshot_path.exists():
+        chain.snapshot = read_snapshot(snapshot_path)
+    log_path, old_path, new_path = root / LOG_NAME, root / OLD_LOG_NAME, root / NEW_LOG_NAME
+    active_path: Path | None = log_path if log_path.exists() else None
+    if new_path.exists():
+        if active_path is None:
+            # A crash between the two renames of a switch (or before the first log's rename):
+            # the new segment holds nothing acknowledged yet, and the checks below still apply.
+            chain.roll_forward = new_path
+            active_path = new_path
+        else:
+            chain.leftover_new = new_path
+    snap = chain.snapshot
+    if active_path is None:
+        evidence = []
+        if snap is not None:
+            evidence.append(f"{snapshot_path.name} (seq {snap.head.seq})")
+        if chain.marker is not None:
+            evidence.append(f"{CLEAN_NAME} (closed at seq {chain.marker.seq})")
+        if old_path.exists():
+            evidence.append(OLD_LOG_NAME)
+        if lock_existed and not evidence:
+            evidence.append(f"{LOCK_NAME} (a writer has used this directory)")
+        if evidence:
+            chain.refusal_kind = "missing-log"
+            chain.refusal = (
+                f"{log_path} is missing, but {' and '.join(evidence)} say(s) the store had a "
+                "log: it was deleted or moved. Put it back, or accept the loss"
+            )
+        return chain
+    active = _segment(active_path)
+    old = None
+    if old_path.exists():
+        try:
+            old = _segment(old_path)
+        except LogError:
+            if snap is None or snap.head.log != active.head.log:
+                raise
+            chain.stale.append(old_path)  # wholly in the snapshot: its damage does not matter
+    if old is not None and active.head.prev != (old.head.log or LEGACY_PREV):
+        # The old segment is not the one before the active log: it cannot be the retired half
+        # of a compaction. Only a snapshot that names the active log makes it irrelevant.
+        if snap is not None and snap.head.log == active.head.log:
+            chain.stale.append(old.path)
+            old = None
+        else:
+            chain.refusal_kind = "foreign-log"
+            chain.refusal = (
+                f"{old.path} ({old.describe()}) is not the segment before {active.path} "
+                f"({active.describe()})"
+            )
+            return chain
+    if snap is not None and snap.head.log is not None:
+        if snap.head.log == active.head.log:
+            if old is not None:
+                chain.stale.append(old.path)
+            chain.segments = [active]
+        elif old is not None and snap.head.log == old.head.log:
+            chain.segments = [old, active]
+        else:
+            chain.refusal_kind = "foreign-log"
+            chain.refusal = (
+                f"{active.path} is {active.describe()}, but {snapshot_path} (generation "
+                f"{snap.head.gen}, seq {snap.head.seq}) continues into log {snap.head.log}: the "
+                "log was replaced by one from another store or generation"
+            )
+        return chain
+    chain.segments = [seg for seg in (old, active) if seg is not None]
+    first = chain.segments[0].head
+    start = chain.start_seq
+    if first.base > start:
+        chain.refusal_kind = "missing-snapshot"
+        have = f"{snapshot_path} stops at seq {start}" if snap else f"{snapshot_path} is missing"
+        chain.refusal = (
+            f"{chain.segments[0].path} continues from seq {first.base} (generation {first.gen}), "
+            f"but {have}: the records up to seq {first.base} are gone"
+        )
+    return chain
+
+
+__all__ = [
+    "CLEAN_NAME",
+    "FORMAT_VERSION",
+    "LEGACY_PREV",
+    "LEGACY_VERSION",
+    "LOCK_NAME",
+    "LOG_NAME",
+    "NEW_LOG_NAME",
+    "OLD_LOG_NAME",
+    "SNAPSHOT_NAME",
+    "SNAPSHOT_TMP_NAME",
+    "Chain",
+    "Frame",
+    "LogError",
+    "LogHead",
+    "Marker",
+    "Problem",
+    "Scan",
+    "Segment",
+    "Snapshot",
+    "SnapshotHead",
+    "encode",
+    "encode_payload",
+    "fsync_dir",
+    "inspect",
+    "log_head",
+    "new_log_id",
+    "read_marker",
+    "read_snapshot",
+    "scan_bytes",
+    "scan_file",
+    "write_all",
+    "write_file",
+    "write_marker",
+]
