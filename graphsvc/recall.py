@@ -8,7 +8,6 @@ Same inputs, same bytes out.
 from __future__ import annotations
 
 import heapq
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -240,34 +239,66 @@ def apply_supersessions(
 
 # -- conversation-aware ranking: answers after questions, and attribution -----------------------
 #
-# Measured with `graphsvc eval locomo` on the LoCoMo dev conversations (the README's Quality and
-# Datasets sections); each constant is the round value that met the quality targets there, and
-# docs/design.md says what each one bought.
+# Two named features (docs/design.md, "Conversations: answers and speakers"). Both act only on
+# structure a writer declares: PRECEDES links, and speaker tags. Nothing here reads a speaker out
+# of a memory's text, so "Error: disk full" is content, not a speaker called Error.
+#
+# Measured with `graphsvc eval locomo` and `graphsvc eval beam` (the README's Quality section;
+# `--tune NAME=VALUE` re-runs either with a constant changed); each constant is the round value that
+# met the quality targets there, and docs/design.md says what each one bought.
 
-# A memory written as a chat turn, "Name: text" (what `graphsvc convert locomo` writes), is spoken
-# by Name: one to three capitalised words, a colon and a space, at the very start. Lower-case
-# prefixes ("user:", EventStoryLine's "trigger:") are not speakers.
-_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}): ")
-# An answer inherits this share of the score of the question it follows (PRECEDES), when that is
-# more than its own: the question holds the words, the answer the fact. Below 1, so an answer
-# ranks below the question's own score.
-ANSWER_SHARE = 0.9
-# Questions among this many best direct hits pass their score on to their answers.
+# A tag ``speaker:<name>`` declares who said a memory (a chat turn, a message). The prefix is exact
+# and lower-case; the name is what follows it, surrounding spaces ignored. Tags are 1-64
+# characters, so a name keeps at most SPEAKER_NAME_CHARS; :func:`speaker_tag` cuts longer ones.
+SPEAKER_TAG_PREFIX = "speaker:"
+SPEAKER_NAME_CHARS = 64 - len(SPEAKER_TAG_PREFIX)
+# A memory a strong hit PRECEDES inherits this share of the hit's score, when that is more than
+# its own: in a chat the question holds the words, the answer the fact. Below 1, so the follower
+# ranks below the hit it follows; 0 turns the feature off. Against off: LoCoMo recall@5 0.591 ->
+# 0.653, BEAM 0.255 -> 0.254 (0.9 gave 0.656 and 0.246: BEAM's evidence is mostly the asking turn).
+ANSWER_SHARE = 0.8
+# The best this many direct hits are the strong hits that pass their score on ...
 ANSWER_SEEDS = 10
-# When the query names a speaker: what a memory spoken by someone else keeps of its score ...
+# ... and only those that ask (text ending with "?") do, when this is true. Letting every strong
+# hit pass its score on measured worse: LoCoMo abstention AUROC 0.809 -> 0.788 (recall@5 0.653 ->
+# 0.658), BEAM recall@5 0.254 -> 0.245.
+SEEDS_ASK = True
+# When the query names a declared speaker: what a memory by another declared speaker keeps of its
+# score ...
 OTHER_SPEAKER_FACTOR = 0.5
-# ... what a question by anyone keeps (asking about a thing is no evidence of owning it) ...
+# ... what a question by a declared speaker keeps (asking about a thing is no evidence of owning
+# it) ...
 QUESTION_FACTOR = 0.7
-# ... and how much the best statement by someone else lowers every score (the attribution check:
-# a question that credits X with what Y said finds Y's statement, so confidence drops).
+# ... and how much the best statement by another declared speaker lowers every score (the
+# attribution check: a question that credits X with what Y said finds Y's statement, so confidence
+# drops).
 COMPETITION_WEIGHT = 0.5
 
 
-def speaker_terms(text: str) -> frozenset[str]:
-    """The analysed terms of a memory's speaker (``"Caroline: ..."`` -> ``{"carolin"}``); empty
-    when the text does not start with a speaker."""
-    match = _SPEAKER.match(text)
-    return frozenset(analyse(match.group(1))) if match else frozenset()
+def speaker_tag(name: str) -> str | None:
+    """The tag that declares ``name`` the speaker of a memory (``"speaker:Caroline"``), or None for
+    a blank name. Surrounding spaces are dropped and a name longer than
+    :data:`SPEAKER_NAME_CHARS` is cut to fit a tag (64 characters); converters use this."""
+    cleaned = name.strip()[:SPEAKER_NAME_CHARS].rstrip()
+    return f"{SPEAKER_TAG_PREFIX}{cleaned}" if cleaned else None
+
+
+def speakers(memory: Memory) -> tuple[str, ...]:
+    """The speakers a memory's tags declare, in tag order (``speaker:<name>`` tags with a
+    non-blank name); empty when it declares none, whatever its text says."""
+    found: dict[str, None] = {}
+    for tag in memory.tags:
+        if tag.startswith(SPEAKER_TAG_PREFIX):
+            name = tag[len(SPEAKER_TAG_PREFIX) :].strip()
+            if name:
+                found[name] = None
+    return tuple(found)
+
+
+def speaker_terms(memory: Memory) -> frozenset[str]:
+    """The analysed terms of a memory's declared speakers (``speaker:Caroline`` -> ``{"carolin"}``);
+    empty when it declares none."""
+    return frozenset(term for name in speakers(memory) for term in analyse(name))
 
 
 def is_question(text: str) -> bool:
@@ -276,18 +307,22 @@ def is_question(text: str) -> bool:
 
 
 def answer_seeds(ranked: Sequence[Scored]) -> list[Scored]:
-    """The questions among the best :data:`ANSWER_SEEDS` hits: where :func:`expand_answers`
-    starts."""
-    return [item for item in ranked[:ANSWER_SEEDS] if is_question(item.memory.text)]
+    """The strong hits that pass their score on over ``PRECEDES``: the best :data:`ANSWER_SEEDS`
+    direct hits (those that ask, when :data:`SEEDS_ASK`); none when :data:`ANSWER_SHARE` is 0.
+    Where :func:`expand_answers` starts."""
+    if ANSWER_SHARE <= 0.0:
+        return []
+    best = ranked[:ANSWER_SEEDS]
+    return [item for item in best if not SEEDS_ASK or is_question(item.memory.text)]
 
 
 def expand_answers(
     ranked: Sequence[Scored], seeds: Sequence[Scored], walk: Walk, terms: Sequence[str]
 ) -> list[Scored]:
-    """Graph expansion scored below direct hits: the memory a seed question ``PRECEDES`` (its
-    answer, from the one-hop ``walk`` around the seeds) scores :data:`ANSWER_SHARE` of the
-    question's score when that is more than its own. New memories join the ranking; the result
-    is not sorted (see :func:`rank_order`)."""
+    """Graph expansion scored below direct hits: a memory a seed ``PRECEDES`` (one hop, from the
+    ``walk`` around the seeds) scores :data:`ANSWER_SHARE` of the seed's score when that is more
+    than its own; from several seeds, the best. Memories the walk reached join the ranking. Other
+    link kinds pass nothing. The result is not sorted (see :func:`rank_order`)."""
     items: dict[UUID, Scored] = {item.memory.id: item for item in ranked}
     reached = {memory.id: memory for memory, _ in walk.reached}
     seed_score = {item.memory.id: item.score for item in seeds}
@@ -307,26 +342,27 @@ def expand_answers(
 
 
 def attribute(ranked: Sequence[Scored], terms: Sequence[str]) -> list[Scored]:
-    """Field-aware scoring of speaker names, and the attribution check.
+    """Speaker attribution over declared speakers (:func:`speakers`), and the attribution check.
 
-    A query term that is the speaker of a ranked memory names that speaker. When the query names
-    one, every score is multiplied by ``1 - COMPETITION_WEIGHT * c``, with ``c`` the best score of
-    a statement (not a question) spoken by someone else; questions also weigh
-    :data:`QUESTION_FACTOR` and memories spoken by someone else :data:`OTHER_SPEAKER_FACTOR`.
-    Queries that name no speaker, and memories without one, are left as they are (but for the
-    common factor). Order is kept; the result is not sorted.
+    A query term equal to an analysed name of a declared speaker of a ranked memory names that
+    speaker. When the query names one, every score is multiplied by ``1 - COMPETITION_WEIGHT * c``,
+    with ``c`` the best score of a statement (not a question) by another declared speaker; a
+    question by a declared speaker also weighs :data:`QUESTION_FACTOR`, and a memory by another
+    declared speaker :data:`OTHER_SPEAKER_FACTOR`. A memory that declares no speaker is spoken by
+    no one: it never names, competes or weighs less (but for the common factor). Queries that
+    name no speaker are left as they are. Order is kept; the result is not sorted.
     """
-    speakers = {item.memory.id: speaker_terms(item.memory.text) for item in ranked}
+    declared = {item.memory.id: speakers(item.memory) for item in ranked}
+    names = {item.memory.id: speaker_terms(item.memory) for item in ranked}
     known: set[str] = set()
-    for found in speakers.values():
+    for found in names.values():
         known |= found
     named = {t for t in terms if t in known}
     if not named:
         return list(ranked)
 
     def by_other(item: Scored) -> bool:
-        own = speakers[item.memory.id]
-        return bool(own) and not own & named
+        return bool(declared[item.memory.id]) and not names[item.memory.id] & named
 
     competitor = max(
         (it.score for it in ranked if by_other(it) and not is_question(it.memory.text)),
@@ -336,7 +372,7 @@ def attribute(ranked: Sequence[Scored], terms: Sequence[str]) -> list[Scored]:
     out = []
     for item in ranked:
         factor = common
-        if is_question(item.memory.text):
+        if declared[item.memory.id] and is_question(item.memory.text):
             factor *= QUESTION_FACTOR
         if by_other(item):
             factor *= OTHER_SPEAKER_FACTOR

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from graphsvc.recall import speaker_tag
 from graphsvc.settings import Settings
 
 # Where the datasets are found when GRAPHSVC_EVAL_DATA is unset: a ``shared/data`` folder beside
@@ -57,12 +58,21 @@ def parse_locomo_time(value: str) -> datetime:
     return datetime.strptime(value.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
+def declared_speaker(name: str) -> list[str]:
+    """The tags that declare ``name`` the speaker of a memory: ``["speaker:<name>"]`` (the name cut
+    to fit a tag, see :func:`graphsvc.recall.speaker_tag`), or none for a blank name."""
+    tag = speaker_tag(name)
+    return [tag] if tag is not None else []
+
+
 def locomo_rows(
     conversation: dict[str, Any], sample_id: str, scope: str = ""
 ) -> Iterator[dict[str, Any]]:
     """One memory per LoCoMo turn: ``"Speaker: text"`` (plus a shared image's caption), kind
-    ``turn``, source the turn's ``dia_id``, dated at its session's time plus one second per turn so
-    that order within a session survives; then a ``PRECEDES`` link from each turn to the next one
+    ``turn``, tags ``session-<n>`` and the declared speaker ``speaker:<name>``
+    (:func:`graphsvc.recall.speaker_tag`: what speaker attribution reads; the name in the text is
+    only words), source the turn's ``dia_id``, dated at its session's time plus one second per turn
+    so that order within a session survives; then a ``PRECEDES`` link from each turn to the next one
     of its session (a question to its answer). Memory ids are globally unique: give a ``scope`` to
     load the same data a second time (into another namespace)."""
     conv = conversation["conversation"]
@@ -88,7 +98,7 @@ def locomo_rows(
                 "text": text,
                 "kind": "turn",
                 "occurredAt": (start + timedelta(seconds=index)).isoformat(),
-                "tags": [f"session-{number}", turn["speaker"]],
+                "tags": [f"session-{number}", *declared_speaker(str(turn["speaker"]))],
                 "source": f"locomo:{sample_id}:{turn['dia_id']}",
             }
     yield from links
@@ -160,4 +170,4 @@ def load_esc(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-__all__ = ["dataset_id", "esc_rows", "load_esc", "load_locomo", "locomo_rows"]
+__all__ = ["dataset_id", "declared_speaker", "esc_rows", "load_esc", "load_locomo", "locomo_rows"]

@@ -9,6 +9,7 @@ questions also say which messages hold the original and the updated fact.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -16,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from graphsvc.tools.datasets import dataset_id
+from graphsvc.tools.datasets import dataset_id, declared_speaker
 from graphsvc.tools.eval.qa import Conversation, Question
 
 UNANSWERABLE = "abstention"
@@ -33,13 +34,16 @@ def parse_beam_anchor(value: str) -> datetime:
 def beam_rows(
     chat: Sequence[dict[str, Any]], chat_id: str, scope: str = "", max_chars: int = 20_000
 ) -> Iterator[dict[str, Any]]:
-    """One memory per BEAM message: ``"role: content"``, kind ``message``, source
+    """One memory per BEAM message: ``"role: content"``, kind ``message``, tags ``batch-<n>`` and
+    the declared speaker ``speaker:<role>`` (``user``, ``assistant``), source
     ``beam:<chat>:<message id>``, dated at its batch's time anchor (carried by the batch's first
-    message) plus one second per message so that order within a batch survives. A message longer
-    than ``max_chars`` (two of the 100K chats hold runaway generations of 50K-350K characters) is
-    cut to fit, marked ``[truncated]``. ``scope`` as for
-    :func:`graphsvc.tools.datasets.locomo_rows`."""
+    message) plus one second per message so that order within a batch survives; then a
+    ``PRECEDES`` link from each message to the next one of its batch (a request to its reply), as
+    :func:`graphsvc.tools.datasets.locomo_rows` links turns. A message longer than ``max_chars``
+    (two of the 100K chats hold runaway generations of 50K-350K characters) is cut to fit, marked
+    ``[truncated]``. ``scope`` as for :func:`graphsvc.tools.datasets.locomo_rows`."""
     anchor: datetime | None = None
+    links: list[dict[str, Any]] = []
     for batch in chat:
         messages = [m for turn in batch["turns"] for m in turn]
         value = batch.get("time_anchor") or next(
@@ -47,19 +51,26 @@ def beam_rows(
         )
         if value:
             anchor = parse_beam_anchor(value)
+        ids = [dataset_id(scope, "beam", chat_id, str(m["id"])) for m in messages]
+        links += [
+            {"type": "link", "source": a, "target": b, "kind": "PRECEDES", "note": "next message"}
+            for a, b in itertools.pairwise(ids)
+            if a != b
+        ]
         for index, message in enumerate(messages):
             text = f"{message['role']}: {_MARKER.sub('', message['content']).strip()}"
             if len(text) > max_chars:
                 text = text[: max_chars - len(TRUNCATED)].rstrip() + TRUNCATED
             yield {
                 "type": "memory",
-                "id": dataset_id(scope, "beam", chat_id, str(message["id"])),
+                "id": ids[index],
                 "text": text,
                 "kind": "message",
                 "occurredAt": (anchor + timedelta(seconds=index)).isoformat() if anchor else None,
-                "tags": [f"batch-{batch['batch_number']}", str(message["role"])],
+                "tags": [f"batch-{batch['batch_number']}", *declared_speaker(str(message["role"]))],
                 "source": f"beam:{chat_id}:{message['id']}",
             }
+    yield from links
 
 
 def _flatten(value: Any) -> list[int]:

@@ -21,7 +21,15 @@ from graphsvc.cli.common import TEMPORARY_DATA_DIR_HELP, data_dir_flag
 from graphsvc.errors import GraphsvcError
 from graphsvc.tools.datasets import eval_data_root
 from graphsvc.tools.eval.beam import beam_conversations
-from graphsvc.tools.eval.common import RunContext, run_context
+from graphsvc.tools.eval.common import (
+    TUNABLE,
+    RunContext,
+    Tuning,
+    describe_tuning,
+    parse_tuning,
+    run_context,
+    tuned,
+)
 from graphsvc.tools.eval.esc import build_esc_report, run_esc
 from graphsvc.tools.eval.locomo import CATEGORIES, locomo_conversations
 from graphsvc.tools.eval.qa import Conversation, build_report, run_questions, write_questions
@@ -60,6 +68,16 @@ def _common(dataset: str, data_help: str) -> Callable[[F], F]:
                 multiple=True,
                 help="Only this conversation / chat / document (repeatable).",
             ),
+            click.option(
+                "--tune",
+                "tuning",
+                multiple=True,
+                callback=_parse_tune,
+                metavar="NAME=VALUE",
+                help="Run with a recall constant changed, to measure a feature on and off "
+                f"(repeatable; NAME one of {', '.join(TUNABLE)}; ANSWER_SHARE=0 turns answer "
+                "inheritance off). Recorded in the report.",
+            ),
             data_dir_flag(TEMPORARY_DATA_DIR_HELP),
         ]
         for option in reversed(options):
@@ -67,6 +85,13 @@ def _common(dataset: str, data_help: str) -> Callable[[F], F]:
         return func
 
     return decorate
+
+
+def _parse_tune(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> Tuning:
+    try:
+        return parse_tuning(values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def _min_score_option(func: F) -> F:
@@ -90,11 +115,12 @@ def _environment(ctx: RunContext, namespaces: str) -> list[str]:
     return [f"- store: {ctx.store}", f"- namespace(s): {namespaces}"]
 
 
-def _preamble(what: str, extra: list[str]) -> list[str]:
+def _preamble(what: str, extra: list[str], tuning: Tuning) -> list[str]:
     return [
         f"- data: {what}",
         f"- graphsvc {_version()}, Python {platform.python_version()}; baseline bm25s "
         f"{_bm25s_version()} (Snowball English stems, English stop words)",
+        f"- recall constants changed with --tune: {describe_tuning(tuning)}",
         *extra,
     ]
 
@@ -148,9 +174,10 @@ def run_qa_eval(
     limit: int | None,
     min_score: float,
     data_dir: Path | None,
+    tuning: Tuning,
 ) -> Report:
     """Run a question-answering evaluation end to end and write its report."""
-    with run_context(data_dir) as ctx:
+    with tuned(tuning), run_context(data_dir) as ctx:
         conversations = load(ctx)
         results = run_questions(ctx, dataset, conversations, min_score, limit)
         memories = sum(sum(1 for r in c.rows if r["type"] == "memory") for c in conversations)
@@ -166,10 +193,12 @@ def run_qa_eval(
                 "- ranking = the bundle's ranked window (capsules + excluded at minScore 0) by "
                 "score, then recordedAt (newest first), then id; see `graphsvc/eval/qa.py`",
             ],
+            tuning,
         )
     if categories is None:
         categories = sorted({q.category for c in conversations for q in c.questions})
     report = build_report(dataset, preamble, results, categories, min_score, positive_label)
+    report.figures["tuned"] = dict(sorted(tuning.items()))
     report.environment = environment
     out.mkdir(parents=True, exist_ok=True)
     write_questions(results, out / "questions.jsonl")
@@ -185,6 +214,7 @@ def locomo(
     limit: int | None,
     only: tuple[str, ...],
     data_dir: Path | None,
+    tuning: Tuning,
     min_score: float,
 ) -> None:
     """LoCoMo: evidence recall, abstention (category 5), chronology. --only takes a sample_id
@@ -203,6 +233,7 @@ def locomo(
             limit,
             min_score,
             data_dir,
+            tuning,
         )
         _finish(report, target)
 
@@ -218,6 +249,7 @@ def beam(
     limit: int | None,
     only: tuple[str, ...],
     data_dir: Path | None,
+    tuning: Tuning,
     min_score: float,
 ) -> None:
     """BEAM: evidence recall by ability, abstention, event ordering, knowledge updates. --only
@@ -239,6 +271,7 @@ def beam(
             limit,
             min_score,
             data_dir,
+            tuning,
         )
         _finish(report, target)
 
@@ -266,6 +299,7 @@ def esc(
     limit: int | None,
     only: tuple[str, ...],
     data_dir: Path | None,
+    tuning: Tuning,
     k: int,
     depth: int,
 ) -> None:
@@ -275,7 +309,7 @@ def esc(
     target = out or Path("eval-out") / "esc"
 
     def action() -> None:
-        with run_context(data_dir) as ctx:
+        with tuned(tuning), run_context(data_dir) as ctx:
             results, memories, links = run_esc(ctx, path, only, limit, k, depth)
             preamble = _preamble(
                 str(path),
@@ -283,9 +317,11 @@ def esc(
                     f"- {memories} memories (one per event), {links} CAUSES links, one "
                     f"namespace; {len(results)} query events; reconstruct k={k}, depth={depth}",
                 ],
+                tuning,
             )
             environment = _environment(ctx, ctx.namespace("esc"))
         report = build_esc_report(preamble, results, depth)
+        report.figures["tuned"] = dict(sorted(tuning.items()))
         report.environment = environment
         _finish(report, target)
 

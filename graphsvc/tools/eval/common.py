@@ -23,6 +23,7 @@ from uuid import UUID
 
 from tqdm import tqdm
 
+from graphsvc import recall
 from graphsvc.bootstrap import bootstrap, store_label
 from graphsvc.ingest import ingest, parse_jsonl
 from graphsvc.service import MemoryService
@@ -153,6 +154,74 @@ class RunContext:
         return f"eval_{dataset}_{self.run_id}{suffix}"[:64]
 
 
+# Constants of graphsvc.recall that ``graphsvc eval --tune NAME=VALUE`` may change for one run: the
+# weights of the conversation features, so that each is measured on and off (docs/design.md).
+TUNABLE = (
+    "ANSWER_SHARE",
+    "ANSWER_SEEDS",
+    "SEEDS_ASK",
+    "OTHER_SPEAKER_FACTOR",
+    "QUESTION_FACTOR",
+    "COMPETITION_WEIGHT",
+)
+Tuning = dict[str, float | int | bool]
+
+
+def _tuned_value(current: float | int | bool, raw: str) -> float | int | bool:
+    """``raw`` as the type of ``current``; ValueError naming what that type accepts."""
+    text = raw.strip().lower()
+    if isinstance(current, bool):
+        if text not in ("true", "false"):
+            raise ValueError("true or false")
+        return text == "true"
+    try:
+        return int(text) if isinstance(current, int) else float(text)
+    except ValueError:
+        raise ValueError("a whole number" if isinstance(current, int) else "a number") from None
+
+
+def parse_tuning(values: Sequence[str]) -> Tuning:
+    """``["ANSWER_SHARE=0", "SEEDS_ASK=false"]`` -> ``{"ANSWER_SHARE": 0.0, "SEEDS_ASK": False}``:
+    each value parsed as the type of the constant it replaces (a later setting of the same name
+    wins).
+
+    Raises:
+        ValueError: a setting is not ``NAME=VALUE``, names no :data:`TUNABLE` constant, or has a
+            value of the wrong type; the message says which and what is accepted.
+    """
+    out: Tuning = {}
+    for value in values:
+        name, sep, raw = value.partition("=")
+        name = name.strip()
+        if not sep or name not in TUNABLE:
+            raise ValueError(f"{value!r}: use NAME=VALUE with NAME one of {', '.join(TUNABLE)}")
+        current = getattr(recall, name)
+        try:
+            out[name] = _tuned_value(current, raw)
+        except ValueError as exc:
+            raise ValueError(f"{value!r}: {name} takes {exc} (now {current!r})") from None
+    return out
+
+
+@contextmanager
+def tuned(tuning: Tuning) -> Iterator[None]:
+    """Run with these :mod:`graphsvc.recall` constants changed, and put them back afterwards
+    (evaluation only: the service reads them at every query)."""
+    saved = {name: getattr(recall, name) for name in tuning}
+    try:
+        for name, value in tuning.items():
+            setattr(recall, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(recall, name, value)
+
+
+def describe_tuning(tuning: Tuning) -> str:
+    """``"ANSWER_SHARE=0.0, SEEDS_ASK=False"``, or ``"none"``."""
+    return ", ".join(f"{k}={v!r}" for k, v in sorted(tuning.items())) or "none"
+
+
 @contextmanager
 def run_context(data_dir: Path | None, **overrides: Any) -> Iterator[RunContext]:
     """A service on the configured store (Neo4j when ``GRAPHSVC_NEO4J_URI`` is set, else the
@@ -176,12 +245,17 @@ def run_context(data_dir: Path | None, **overrides: Any) -> Iterator[RunContext]
 
 
 __all__ = [
+    "TUNABLE",
     "Bm25Baseline",
     "Corpus",
     "RunContext",
+    "Tuning",
+    "describe_tuning",
     "load_rows",
     "pack_greedy",
+    "parse_tuning",
     "progress",
     "run_context",
     "timed",
+    "tuned",
 ]
