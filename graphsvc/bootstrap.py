@@ -22,6 +22,7 @@ def make_store(settings: Settings, *, read_only: bool = False) -> Store:
             user=settings.neo4j_user,
             password=settings.neo4j_password,
             database=settings.neo4j_database,
+            timeout=settings.store_timeout,
         )
     return MirrorStore(
         settings.data_dir,

@@ -55,9 +55,19 @@ class ForbiddenError(GraphsvcError):
 
 
 class StoreUnavailableError(GraphsvcError):
-    """The store cannot be reached or is locked; retry later. Nothing was half-applied."""
+    """The store cannot be reached or is locked; retry later. Nothing was half-applied, but a
+    write may or may not have been applied: resend it with the same ids (writes are idempotent).
+
+    Attributes:
+        retry_after: seconds after which a retry may succeed (the HTTP ``Retry-After``), when the
+            store can tell; ``None`` when it cannot (or when retrying will not help).
+    """
 
     code = "UNAVAILABLE"
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class StoreCorruptError(GraphsvcError):

@@ -44,6 +44,13 @@ class Settings(BaseSettings):
     neo4j_user: str = Field(default="neo4j", description="Neo4j user name.")
     neo4j_password: SecretStr = Field(default=SecretStr(""), description="Neo4j password.")
     neo4j_database: str = Field(default="neo4j", description="Neo4j database name.")
+    store_timeout: float = Field(
+        default=5.0,
+        gt=0.0,
+        le=600.0,
+        description="Seconds a Neo4j call may spend connecting and retrying during an outage "
+        "before it answers UNAVAILABLE.",
+    )
 
     max_text_chars: int = Field(default=20_000, ge=1, description="Longest memory text accepted.")
     max_batch: int = Field(default=10_000, ge=1, description="Most memories in one write.")
@@ -51,6 +58,18 @@ class Settings(BaseSettings):
         default=1_000_000,
         ge=1,
         description="Cap per namespace; past it the oldest memories are evicted.",
+    )
+    erase_batch: int = Field(
+        default=1_000,
+        ge=1,
+        le=100_000,
+        description="Memories an erase removes per transaction (Neo4j; the mirror erases at once).",
+    )
+    erase_time_budget: float = Field(
+        default=20.0,
+        gt=0.0,
+        description="Seconds one erase call works before it answers complete=false (call again "
+        "to finish).",
     )
 
     default_budget_tokens: int = Field(default=1_000, ge=1)
@@ -145,6 +164,19 @@ class Settings(BaseSettings):
     max_query_depth: int = Field(default=10, ge=1, description="Deepest GraphQL field nesting.")
     max_query_tokens: int = Field(default=2_000, ge=10, description="Most tokens in a document.")
     max_aliases: int = Field(default=15, ge=0, description="Most aliases in a document.")
+    max_fragment_spreads: int = Field(
+        default=100, ge=0, description="Most fragment spreads (...Name) in a GraphQL document."
+    )
+    max_query_chars: int = Field(
+        default=200_000,
+        ge=100,
+        description="Longest GraphQL document (characters); large inputs go in variables.",
+    )
+    max_input_values: int = Field(
+        default=100_000,
+        ge=100,
+        description="Most JSON values (strings, numbers, lists, objects...) in a request body.",
+    )
     default_page_size: int = Field(default=20, ge=1, description="`memories` page size.")
     max_page_size: int = Field(default=100, ge=1, description="Largest `memories` page.")
     api_threads: int = Field(default=16, ge=1, description="Worker threads for store calls.")
@@ -152,8 +184,46 @@ class Settings(BaseSettings):
         default=15.0, ge=0.0, description="Seconds in-flight requests get on shutdown."
     )
     ready_timeout: float = Field(default=5.0, gt=0.0, description="Seconds /readyz waits.")
+    mcp_api_key: SecretStr | None = Field(
+        default=None,
+        description="API key `graphsvc mcp` (stdio) works as: one of GRAPHSVC_API_KEYS or "
+        "GRAPHSVC_API_KEYS_FILE; unset, with no keys configured: GRAPHSVC_NAMESPACE with write.",
+    )
     graphiql: bool = Field(default=True, description="Serve GraphiQL at GET /graphql.")
     log_level: str = Field(default="info", description="debug, info, warning or error.")
+
+    # -- the HTTP edge: slow clients, time bounds and rate limits (per process, in memory) -------
+    header_timeout: float = Field(
+        default=10.0,
+        gt=0.0,
+        description="Seconds a connection may take to send a request's headers (then closed).",
+    )
+    body_timeout: float = Field(
+        default=30.0, gt=0.0, description="Seconds a request may take to send its body (408)."
+    )
+    request_timeout: float = Field(
+        default=30.0,
+        gt=0.0,
+        description="Seconds a GraphQL request may run before it answers UNAVAILABLE (503).",
+    )
+    rate_limit_per_key: float = Field(
+        default=50.0, ge=0.0, description="Requests per second per API key (0: no limit)."
+    )
+    rate_limit_per_key_burst: int = Field(
+        default=100, ge=1, description="Requests an API key may send at once above its rate."
+    )
+    rate_limit_per_client: float = Field(
+        default=100.0, ge=0.0, description="Requests per second per client address (0: no limit)."
+    )
+    rate_limit_per_client_burst: int = Field(
+        default=200, ge=1, description="Requests a client address may send at once."
+    )
+    auth_failures_per_minute: float = Field(
+        default=10.0,
+        ge=0.0,
+        description="Failed authentications per minute per client address before 429 (0: no "
+        "limit); also the burst.",
+    )
 
     @field_validator("cors_origins", mode="before")
     @classmethod

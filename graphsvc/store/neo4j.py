@@ -3,22 +3,39 @@
 All retrieval work happens in the database: candidates come from the ``memory_terms`` full-text
 index, exact term statistics (``:TermStat`` df per term, ``:NamespaceStat`` N and total length) are
 kept in the same transaction as every write and delete, and graph walks are bounded breadth-first
-hops in Cypher. Writes are managed transactions (the driver retries transient failures, so each
-transaction function is idempotent), batched with ``UNWIND``.
+hops in Cypher. Writes are explicit transactions batched with ``UNWIND``; reads are single
+auto-commit queries.
+
+Outages are bounded: every store call has a total time budget (``timeout``,
+``GRAPHSVC_STORE_TIMEOUT``). Connection acquisition (which includes connecting) never waits past
+it, and graphsvc's own retry loop (not the driver's, whose loop can run well past its nominal retry
+time) retries transient failures with short backoff until the budget is spent, then raises
+:class:`~graphsvc.errors.StoreUnavailableError` naming the real cause (connection refused at
+host:port, timed out, authentication failed, database unavailable) and a ``retry_after`` hint. A
+write that fails that way may or may not have been applied (the connection can be lost after the
+server committed but before it answered, and a server shutting down has been seen to commit and
+still answer "database unavailable"); it is never half-applied, and because every write is
+idempotent the caller resends it with the same ids. The budget does not cut short a call that a
+live server is working on (a large batch), nor one a starting or stopping server holds while it
+waits for its database. ``ping`` makes one attempt, no retries, on a checked connection.
 
 This is the only module that imports ``neo4j``; driver errors become graphsvc errors here.
 """
 
 from __future__ import annotations
 
+import random
+import socket
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 from uuid import UUID
 
 import neo4j
-from neo4j import GraphDatabase, ManagedTransaction, RoutingControl
+from neo4j import READ_ACCESS, WRITE_ACCESS, GraphDatabase, Transaction
 from neo4j import exceptions as neo4j_errors
 from pydantic import SecretStr
 
@@ -64,6 +81,20 @@ KEY_SEP = "\x1f"
 # nothing for very long queries; chunks stay well below both.
 TERMS_PER_QUERY = 100
 EXPORT_PAGE = 1_000
+# The outage budget: a store call answers within about ``timeout`` seconds when Neo4j is down.
+DEFAULT_TIMEOUT = 5.0
+# The longest a single ping (/readyz) waits for a connection and its answer.
+PING_TIMEOUT = 2.0
+# graphsvc's retry backoff: first pause, growth, cap (seconds), with +-20% jitter.
+RETRY_FIRST, RETRY_GROWTH, RETRY_CAP = 0.2, 2.0, 1.0
+# The least time an attempt gets to acquire a connection, even at the very end of the budget.
+MIN_ACQUIRE = 0.25
+# Retry-After hints (seconds): the server is not reachable (a restart takes a while) / it is up
+# but refused this attempt (lock contention, a database still starting, a dropped connection).
+RETRY_AFTER_DOWN = 5.0
+RETRY_AFTER_BUSY = 1.0
+# Server error codes (parts of) that mean "not available now", not "your request is wrong".
+UNAVAILABLE_CODES = ("DatabaseNotFound", "DatabaseUnavailable", "TransactionTimedOut")
 
 
 def _key(namespace: str, name: str) -> str:
@@ -182,6 +213,62 @@ def _lucene(namespace: str, terms: Sequence[str]) -> str:
     return f'+namespace:"{namespace}" +termText:({" ".join(terms)})'
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what caused it, outermost first (the driver wraps socket errors)."""
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and link not in chain and len(chain) < 16:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    return chain
+
+
+_ESTABLISHING = (
+    ConnectionRefusedError,
+    TimeoutError,
+    socket.gaierror,
+    neo4j_errors.ConnectionAcquisitionTimeoutError,
+    neo4j_errors.AuthError,
+)
+
+
+def _retryable(exc: Exception) -> bool:
+    """The driver's own verdict: transient errors and lost connections are worth another attempt;
+    a commit whose outcome is unknown (``IncompleteCommit`` anywhere in the chain, even under an
+    error closing the session) is not."""
+    if any(isinstance(link, neo4j_errors.IncompleteCommit) for link in _chain(exc)):
+        return False
+    return isinstance(exc, neo4j_errors.Neo4jError | neo4j_errors.DriverError) and (
+        exc.is_retryable()
+    )
+
+
+def _commit(tx: Transaction) -> None:
+    """Commit. A connection that fails once COMMIT may have been sent leaves the outcome unknown:
+    that is an ``IncompleteCommit``, never retried, whatever form the driver's error took."""
+    try:
+        tx.commit()
+    except neo4j_errors.IncompleteCommit:
+        raise
+    except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired, OSError) as exc:
+        raise neo4j_errors.IncompleteCommit(f"the connection failed during COMMIT: {exc}") from exc
+
+
+def _stale_connection(exc: Exception) -> bool:
+    """A connection that was already open broke (a pooled connection to a server that restarted
+    or died), as opposed to a new connection that could not be made: a fresh one may work now."""
+    chain = _chain(exc)
+    lost = any(
+        isinstance(link, neo4j_errors.SessionExpired | neo4j_errors.ServiceUnavailable)
+        for link in chain
+    )
+    return (
+        lost
+        and not any(isinstance(link, _ESTABLISHING) for link in chain)
+        and not any(isinstance(link, neo4j_errors.IncompleteCommit) for link in chain)
+    )
+
+
 class Neo4jStore(Store):
     """The store on a Neo4j server (5.26 LTS or newer).
 
@@ -190,8 +277,11 @@ class Neo4jStore(Store):
         user: user name (ignored when ``password`` is empty: no authentication).
         password: the password, kept secret in logs and reprs.
         database: database name (Community has one user database, ``neo4j``).
-        retry_seconds: how long the driver retries a transaction on transient errors before
-            graphsvc reports the store unavailable.
+        timeout: the outage budget of one store call, in seconds (``GRAPHSVC_STORE_TIMEOUT``):
+            connecting, waiting for a pooled connection and retrying transient failures all
+            fit in it, then the call raises :class:`StoreUnavailableError`. Work on a live
+            server (a large batch) is not cut short by it.
+        ping_timeout: the most one :meth:`ping` waits (capped by ``timeout``).
     """
 
     kind = "neo4j"
@@ -203,69 +293,211 @@ class Neo4jStore(Store):
         user: str = "neo4j",
         password: SecretStr | None = None,
         database: str = "neo4j",
-        retry_seconds: float = 10.0,
+        timeout: float = DEFAULT_TIMEOUT,
+        ping_timeout: float = PING_TIMEOUT,
     ) -> None:
+        if timeout <= 0 or ping_timeout <= 0:
+            raise BadInputError(
+                f"the Neo4j store timeouts must be positive, got {timeout} and {ping_timeout}: "
+                "check GRAPHSVC_STORE_TIMEOUT"
+            )
         self.uri = uri
         self._user = user
         self._password = password or SecretStr("")
         self._database = database
-        self._retry_seconds = retry_seconds
+        self._timeout = timeout
+        self._ping_timeout = min(ping_timeout, timeout)
         self._driver: neo4j.Driver | None = None
+        # Pings get a driver of their own: one that checks a pooled connection before using it
+        # (a frozen server then times out instead of hanging) and never waits past its bound.
+        self._ping_driver: neo4j.Driver | None = None
 
     # -- the boundary: driver errors become graphsvc errors --------------------------------------
 
-    def _translate(self, exc: Exception) -> GraphsvcError:
+    def _where(self) -> str:
+        """``host:port`` of the server, for messages."""
+        try:
+            parts = urlsplit(self.uri)
+            return f"{parts.hostname or '?'}:{parts.port or 7687}"
+        except ValueError:
+            return self.uri
+
+    def _cause(self, exc: BaseException) -> tuple[str, float | None]:
+        """What really went wrong, in words, and a Retry-After hint (None: retrying won't help).
+
+        The driver wraps the socket error it hit (refused, timed out, unresolvable) in its own;
+        the whole chain is searched, most telling cause first.
+        """
+        chain = _chain(exc)
+        where = self._where()
+
+        def find(kind: type[BaseException] | tuple[type[BaseException], ...]) -> Any:
+            return next((link for link in chain if isinstance(link, kind)), None)
+
+        if find(neo4j_errors.AuthError) is not None:
+            return (
+                f"authentication failed at {where}: check GRAPHSVC_NEO4J_USER and "
+                "GRAPHSVC_NEO4J_PASSWORD",
+                None,
+            )
+        if find(neo4j_errors.IncompleteCommit) is not None:
+            return f"the connection to {where} was lost while a commit was in flight", (
+                RETRY_AFTER_DOWN
+            )
+        if find(ConnectionRefusedError) is not None:
+            return (
+                f"connection refused at {where} (is it running? bash scripts/neo4j.sh start)",
+                RETRY_AFTER_DOWN,
+            )
+        if find(socket.gaierror) is not None:
+            return f"cannot resolve the host of {where}: check GRAPHSVC_NEO4J_URI", None
+        for link in chain:
+            code = getattr(link, "code", None) or ""
+            if isinstance(link, neo4j_errors.Neo4jError) and "DatabaseNotFound" in code:
+                return (
+                    f"database {self._database!r} does not exist at {where}: check "
+                    "GRAPHSVC_NEO4J_DATABASE",
+                    None,
+                )
+            if isinstance(link, neo4j_errors.Neo4jError) and "DatabaseUnavailable" in code:
+                return f"database {self._database!r} is unavailable at {where}", RETRY_AFTER_BUSY
+            if isinstance(link, neo4j_errors.Neo4jError) and "TransactionTimedOut" in code:
+                return f"{where} did not answer within the time limit", RETRY_AFTER_BUSY
+        if find(neo4j_errors.ConnectionAcquisitionTimeoutError) is not None:
+            return f"timed out waiting for a connection to {where}", RETRY_AFTER_DOWN
+        if find(TimeoutError) is not None:
+            return f"timed out connecting to {where}", RETRY_AFTER_DOWN
+        transient = find(neo4j_errors.TransientError)
+        if transient is not None:
+            return f"{transient.code}: {transient.message}", RETRY_AFTER_BUSY
+        if find((neo4j_errors.SessionExpired, neo4j_errors.ServiceUnavailable)) is not None:
+            return f"the connection to {where} was lost", RETRY_AFTER_DOWN
+        os_error = find(OSError)
+        if os_error is not None:
+            return f"{os_error.strerror or os_error} ({where})", RETRY_AFTER_DOWN
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", (
+            RETRY_AFTER_BUSY
+        )
+
+    def _translate(self, exc: Exception, *, write: bool = False) -> GraphsvcError:
+        """The graphsvc error for a driver error; ``write``: the failed call was a write."""
         if isinstance(exc, GraphsvcError):
             return exc
-        if isinstance(exc, neo4j_errors.AuthError):
-            return StoreUnavailableError(
-                f"Neo4j at {self.uri} refused the credentials: check GRAPHSVC_NEO4J_USER and "
-                "GRAPHSVC_NEO4J_PASSWORD"
-            )
         if isinstance(exc, neo4j_errors.ConstraintError):
             return ConflictError(f"the write conflicts with existing data: {exc.message}")
-        if isinstance(
+        database_down = isinstance(exc, neo4j_errors.Neo4jError) and any(
+            word in (exc.code or "") for word in UNAVAILABLE_CODES
+        )
+        if database_down or isinstance(
             exc,
-            neo4j_errors.ServiceUnavailable
+            neo4j_errors.AuthError
+            | neo4j_errors.ServiceUnavailable
             | neo4j_errors.SessionExpired
             | neo4j_errors.TransientError
             | neo4j_errors.DriverError
             | OSError,
         ):
-            return StoreUnavailableError(
-                f"Neo4j at {self.uri} is unavailable ({type(exc).__name__}: {exc}); nothing was "
-                "half-applied. Is it running? (bash scripts/neo4j.sh start)"
-            )
+            cause, retry_after = self._cause(exc)
+            message = f"Neo4j at {self.uri} is unavailable: {cause}"
+            if write:
+                message += (
+                    ". The write may or may not have been applied (it is never half-applied): "
+                    "resend it with the same ids (writes are idempotent)"
+                )
+            elif retry_after is not None:
+                message += f"; retry in {retry_after:g} s"
+            return StoreUnavailableError(message, retry_after=retry_after)
         if isinstance(exc, neo4j_errors.Neo4jError):
             return GraphsvcError(f"Neo4j error {exc.code}: {exc.message}")
         raise exc
 
-    def _run(self, action: Callable[[neo4j.Driver], T]) -> T:
+    def _require(self) -> neo4j.Driver:
         if self._driver is None:
-            raise StoreUnavailableError(f"the Neo4j store for {self.uri} is not open")
+            raise StoreUnavailableError(
+                f"the Neo4j store for {self.uri} is not open: call open() first"
+            )
+        return self._driver
+
+    def _run(self, action: Callable[[neo4j.Driver], T]) -> T:
+        """One attempt of ``action``, its errors translated (no retry)."""
+        driver = self._require()
         try:
-            return action(self._driver)
+            return action(driver)
         except Exception as exc:  # translated at this one boundary
             raise self._translate(exc) from exc
 
+    def _call(self, attempt: Callable[[neo4j.Driver, float], T], *, write: bool) -> T:
+        """Run ``attempt(driver, acquisition_timeout)`` within the store's timeout, retrying what
+        the driver calls retryable, then translate what is left.
+
+        Each attempt may wait for a connection only until the budget is spent (at least
+        :data:`MIN_ACQUIRE`). Between attempts graphsvc pauses with a short capped backoff,
+        except once after a stale pooled connection (a fresh one is tried at once). Bad
+        credentials, an unknown host or database, and a commit whose outcome is unknown are not
+        retried.
+        """
+        driver = self._require()
+        deadline = time.monotonic() + self._timeout
+        pause = RETRY_FIRST
+        fresh_tried = False
+        while True:
+            try:
+                return attempt(driver, max(deadline - time.monotonic(), MIN_ACQUIRE))
+            except GraphsvcError:
+                raise
+            except Exception as exc:  # translated at this one boundary
+                left = deadline - time.monotonic()
+                stale = not fresh_tried and _stale_connection(exc)
+                hopeless = self._cause(exc)[1] is None  # bad credentials, host or database
+                if left <= 0 or hopeless or not _retryable(exc):
+                    raise self._translate(exc, write=write) from exc
+            if stale:
+                fresh_tried = True
+            else:
+                time.sleep(min(pause * random.uniform(0.8, 1.2), left))
+                pause = min(pause * RETRY_GROWTH, RETRY_CAP)
+
     def _read(self, name: str, **params: Any) -> list[neo4j.Record]:
-        def action(driver: neo4j.Driver) -> list[neo4j.Record]:
-            result = driver.execute_query(
-                query(name), params, database_=self._database, routing_=RoutingControl.READ
-            )
-            return list(result.records)
+        text = query(name)
 
-        return self._run(action)
+        def attempt(driver: neo4j.Driver, acquire: float) -> list[neo4j.Record]:
+            with driver.session(
+                database=self._database,
+                default_access_mode=READ_ACCESS,
+                connection_acquisition_timeout=acquire,
+                disable_auto_commit_retries=True,
+            ) as session:
+                return list(session.run(text, params))
 
-    def _write(self, work: Callable[[ManagedTransaction], T]) -> T:
-        def action(driver: neo4j.Driver) -> T:
-            with driver.session(database=self._database) as session:
-                return session.execute_write(work)
+        return self._call(attempt, write=False)
 
-        return self._run(action)
+    def _write(self, work: Callable[[Transaction], T]) -> T:
+        def attempt(driver: neo4j.Driver, acquire: float) -> T:
+            done: list[T] = []
+            try:
+                with (
+                    driver.session(
+                        database=self._database,
+                        default_access_mode=WRITE_ACCESS,
+                        connection_acquisition_timeout=acquire,
+                    ) as session,
+                    session.begin_transaction() as tx,
+                ):
+                    result = work(tx)
+                    _commit(tx)
+                    done.append(result)
+            except Exception:
+                # COMMIT answered, so the write is applied, whatever closing the session said:
+                # retrying would apply a write that is not idempotent (an event) twice.
+                if done:
+                    return done[0]
+                raise
+            return done[0]
+
+        return self._call(attempt, write=True)
 
     @staticmethod
-    def _tx(tx: ManagedTransaction, name: str, **params: Any) -> list[neo4j.Record]:
+    def _tx(tx: Transaction, name: str, **params: Any) -> list[neo4j.Record]:
         return list(tx.run(query(name), params))
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -275,44 +507,81 @@ class Neo4jStore(Store):
             return
         secret = self._password.get_secret_value()
         auth = (self._user, secret) if secret else None
+        # "property/label does not exist yet" on a fresh database is expected, not news.
+        quiet = [neo4j.NotificationDisabledClassification.UNRECOGNIZED]
         try:
             driver = GraphDatabase.driver(
                 self.uri,
                 auth=auth,
-                max_transaction_retry_time=self._retry_seconds,
-                connection_timeout=5.0,
-                connection_acquisition_timeout=10.0,
-                # "property/label does not exist yet" on a fresh database is expected, not news.
-                notifications_disabled_classifications=[
-                    neo4j.NotificationDisabledClassification.UNRECOGNIZED
-                ],
+                # graphsvc retries itself (bounded by the budget); these bound what is left to
+                # the driver: a managed transaction's retries, one connect, one acquisition.
+                max_transaction_retry_time=self._timeout,
+                connection_timeout=min(5.0, self._timeout),
+                connection_acquisition_timeout=self._timeout,
+                notifications_disabled_classifications=quiet,
+            )
+            ping_driver = GraphDatabase.driver(
+                self.uri,
+                auth=auth,
+                connection_timeout=self._ping_timeout,
+                connection_acquisition_timeout=self._ping_timeout,
+                liveness_check_timeout=0.0,
+                max_connection_pool_size=4,
+                notifications_disabled_classifications=quiet,
             )
         except (ValueError, neo4j_errors.ConfigurationError) as exc:
             raise BadInputError(f"invalid Neo4j URI {self.uri!r}: {exc}") from exc
         self._driver = driver
+        self._ping_driver = ping_driver
         try:
-            self._run(lambda d: d.verify_connectivity())
+            self._read("ping")
             self._ensure_schema()
         except GraphsvcError:
             self.close()
             raise
 
     def _ensure_schema(self) -> None:
-        def action(driver: neo4j.Driver) -> None:
-            with driver.session(database=self._database) as session:
+        def attempt(driver: neo4j.Driver, acquire: float) -> None:
+            with driver.session(
+                database=self._database, connection_acquisition_timeout=acquire
+            ) as session:
                 for statement in schema_statements():
                     session.run(statement).consume()
                 session.run("CALL db.awaitIndexes(120)").consume()
 
-        self._run(action)
+        self._call(attempt, write=False)
 
     def close(self) -> None:
-        if self._driver is not None:
-            self._driver.close()
-            self._driver = None
+        for driver in (self._driver, self._ping_driver):
+            if driver is not None:
+                driver.close()
+        self._driver = self._ping_driver = None
 
     def ping(self) -> None:
-        self._read("ping")
+        """One query (``RETURN 1``): no retry, bounded by ``ping_timeout``, on a connection that
+        is checked first (a pooled connection to a server that died or froze is not trusted).
+
+        Raises:
+            StoreUnavailableError: the server does not answer now, with the real cause
+                (connection refused at host:port, timed out, authentication failed, database
+                unavailable).
+        """
+        driver = self._ping_driver
+        if driver is None:
+            raise StoreUnavailableError(
+                f"the Neo4j store for {self.uri} is not open: call open() first"
+            )
+        budget = self._ping_timeout
+        try:
+            with driver.session(
+                database=self._database,
+                default_access_mode=READ_ACCESS,
+                connection_acquisition_timeout=budget,
+                disable_auto_commit_retries=True,
+            ) as session:
+                session.run(neo4j.Query(query("ping"), timeout=budget)).consume()
+        except Exception as exc:  # translated at this one boundary
+            raise self._translate(exc) from exc
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -333,7 +602,7 @@ class Neo4jStore(Store):
 
     def _apply_stats(
         self,
-        tx: ManagedTransaction,
+        tx: Transaction,
         ns: str,
         added: Sequence[Memory],
         removed: Sequence[Memory],
@@ -349,7 +618,7 @@ class Neo4jStore(Store):
     def upsert_memories(
         self, namespace: str, memories: Sequence[Memory], *, max_memories: int
     ) -> WriteResult:
-        def work(tx: ManagedTransaction) -> WriteResult:
+        def work(tx: Transaction) -> WriteResult:
             ids = sorted({str(m.id) for m in memories})
             existing = {
                 row["memory"]["id"]: (row["namespace"], row["memory"])
@@ -386,7 +655,7 @@ class Neo4jStore(Store):
         if not links:
             return
 
-        def work(tx: ManagedTransaction) -> None:
+        def work(tx: Transaction) -> None:
             ends = sorted({str(e) for lk in links for e in (lk.source, lk.target)})
             found = {row["id"] for row in self._tx(tx, "memory_ids", ns=namespace, ids=ends)}
             for link in links:
@@ -410,7 +679,7 @@ class Neo4jStore(Store):
         self._write(work)
 
     def forget(self, namespace: str, memory_id: UUID, *, at: datetime) -> ForgetReceipt:
-        def work(tx: ManagedTransaction) -> ForgetReceipt:
+        def work(tx: Transaction) -> ForgetReceipt:
             rows = self._tx(tx, "forget_receipt", ns=namespace, id=str(memory_id))
             if not rows:
                 raise memory_missing(memory_id, namespace)
@@ -436,7 +705,7 @@ class Neo4jStore(Store):
     def save_belief(self, belief: Belief) -> None:
         ns = belief.namespace
 
-        def work(tx: ManagedTransaction) -> None:
+        def work(tx: Transaction) -> None:
             wanted = [str(m) for m in (*belief.source_ids, *belief.linked_context_ids)]
             found = {r["id"] for r in self._tx(tx, "memory_ids", ns=ns, ids=wanted)}
             missing = [m for m in wanted if m not in found]
@@ -470,7 +739,7 @@ class Neo4jStore(Store):
             "estTokens": est_tokens, "reportedTokens": None, "recordedAt": at,
         }  # fmt: skip
 
-        def work(tx: ManagedTransaction) -> int:
+        def work(tx: Transaction) -> int:
             rows = self._tx(
                 tx, "append_event", ns=namespace, key=_key(namespace, run_id), runId=run_id,
                 event=props,
@@ -486,7 +755,7 @@ class Neo4jStore(Store):
     def set_reported_tokens(
         self, namespace: str, run_id: str, step: int, reported_tokens: int
     ) -> ContextEvent:
-        def work(tx: ManagedTransaction) -> ContextEvent:
+        def work(tx: Transaction) -> ContextEvent:
             rows = self._tx(
                 tx, "report_tokens", key=_key(namespace, run_id), step=step, tokens=reported_tokens
             )
