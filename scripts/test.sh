@@ -57,5 +57,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The fault runners, short versions (the full ones: --kills 50 / --kills 10). Each prints its
+# figures and exits non-zero when an acknowledged write was lost or a batch half-applied.
+echo "==> fault runner: the embedded store (kill -9 during writes, corruption scenarios)"
+python scripts/mirror_faults.py --kills 5
+if [ -n "${GRAPHSVC_NEO4J_URI:-}" ]; then
+  echo "==> fault runner: Neo4j (its own server, killed and stopped under a writer)"
+  python scripts/neo4j_faults.py --kills 2
+fi
+
+# pytest last: its summary closes the log.
 echo "==> pytest"
 python -m pytest -p no:cacheprovider "$@"
