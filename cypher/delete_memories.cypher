@@ -3,8 +3,7 @@
 // params: $ns: string, $ids: list<string>
 // returns: deleted (count)
 UNWIND $ids AS id
-MATCH (m:Memory {id: id})
-WHERE m.namespace = $ns
+MATCH (m:Memory {namespace: $ns, id: id})
 OPTIONAL MATCH (b:Belief)-[:DERIVED_FROM|USED_CONTEXT]->(m)
 WITH m, collect(DISTINCT b) AS beliefs
 FOREACH (b IN beliefs | DETACH DELETE b)

@@ -1,6 +1,7 @@
-// existing_memories: memories with these ids, in any namespace (ids are globally unique).
-// params: $ids: list<string>
-// returns: namespace, memory (map of Memory properties)
+// existing_memories: the namespace's memories with these ids (ids are per namespace: another
+// namespace may hold the same id, and that changes nothing here).
+// params: $ns: string, $ids: list<string>
+// returns: memory (map of Memory properties)
 UNWIND $ids AS id
-MATCH (m:Memory {id: id})
-RETURN m.namespace AS namespace, properties(m) AS memory
+MATCH (m:Memory {namespace: $ns, id: id})
+RETURN properties(m) AS memory

@@ -2,6 +2,5 @@
 // params: $ns: string, $ids: list<string>
 // returns: id
 UNWIND $ids AS id
-MATCH (m:Memory {id: id})
-WHERE m.namespace = $ns
+MATCH (m:Memory {namespace: $ns, id: id})
 RETURN m.id AS id

@@ -3,8 +3,8 @@
 // params: $ns: string, $links: list<{source, target, kind, weight, note, createdAt}>
 // returns: merged (count)
 UNWIND $links AS l
-MATCH (a:Memory {id: l.source}) WHERE a.namespace = $ns
-MATCH (b:Memory {id: l.target}) WHERE b.namespace = $ns
+MATCH (a:Memory {namespace: $ns, id: l.source})
+MATCH (b:Memory {namespace: $ns, id: l.target})
 FOREACH (_ IN CASE WHEN l.kind = 'CAUSES' THEN [1] ELSE [] END |
   MERGE (a)-[r:CAUSES]->(b) ON CREATE SET r.createdAt = l.createdAt
   SET r.weight = l.weight, r.note = l.note)

@@ -7,13 +7,13 @@ SET b = $belief, b.namespace = $ns
 WITH b
 CALL (b) {
   UNWIND range(0, size($sources) - 1) AS i
-  MATCH (m:Memory {id: $sources[i]}) WHERE m.namespace = $ns
+  MATCH (m:Memory {namespace: $ns, id: $sources[i]})
   CREATE (b)-[:DERIVED_FROM {rank: i}]->(m)
   RETURN count(m) AS sources
 }
 CALL (b) {
   UNWIND range(0, size($context) - 1) AS i
-  MATCH (m:Memory {id: $context[i]}) WHERE m.namespace = $ns
+  MATCH (m:Memory {namespace: $ns, id: $context[i]})
   CREATE (b)-[:USED_CONTEXT {rank: i}]->(m)
   RETURN count(m) AS context
 }

@@ -1,6 +1,11 @@
-// schema: constraints and indexes graphsvc needs. Idempotent (IF NOT EXISTS); run at store open.
-// Statements are separated by semicolons at the end of a line.
-CREATE CONSTRAINT memory_id IF NOT EXISTS FOR (m:Memory) REQUIRE m.id IS UNIQUE;
+// schema: constraints and indexes graphsvc needs. Idempotent (IF NOT EXISTS, IF EXISTS); run at
+// store open. Statements are separated by semicolons at the end of a line.
+// Memory ids are per namespace: (namespace, id) is unique, the same id may be in two namespaces.
+// Migration of a database made before that: the old constraint on Memory.id alone is dropped
+// (after the composite one exists, so a memory is never without a unique index); nothing else
+// changes, ids stay.
+CREATE CONSTRAINT memory_namespace_id IF NOT EXISTS FOR (m:Memory) REQUIRE (m.namespace, m.id) IS UNIQUE;
+DROP CONSTRAINT memory_id IF EXISTS;
 CREATE CONSTRAINT term_stat_key IF NOT EXISTS FOR (t:TermStat) REQUIRE t.key IS UNIQUE;
 CREATE CONSTRAINT namespace_stat IF NOT EXISTS FOR (s:NamespaceStat) REQUIRE s.namespace IS UNIQUE;
 CREATE CONSTRAINT belief_id IF NOT EXISTS FOR (b:Belief) REQUIRE b.id IS UNIQUE;
@@ -8,5 +13,7 @@ CREATE CONSTRAINT run_key IF NOT EXISTS FOR (r:Run) REQUIRE r.key IS UNIQUE;
 CREATE INDEX memory_namespace_recorded IF NOT EXISTS FOR (m:Memory) ON (m.namespace, m.recordedAt);
 CREATE INDEX term_stat_namespace IF NOT EXISTS FOR (t:TermStat) ON (t.namespace);
 CREATE INDEX belief_namespace IF NOT EXISTS FOR (b:Belief) ON (b.namespace);
+CREATE INDEX run_namespace IF NOT EXISTS FOR (r:Run) ON (r.namespace);
+CREATE INDEX context_event_namespace IF NOT EXISTS FOR (e:ContextEvent) ON (e.namespace);
 CREATE FULLTEXT INDEX memory_terms IF NOT EXISTS FOR (m:Memory) ON EACH [m.namespace, m.termText]
   OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace', `fulltext.eventually_consistent`: false}};

@@ -4,7 +4,7 @@
 // params: $ns: string, $ids: list<string> (sources of the new SUPERSEDES links, in link order)
 // returns: id
 UNWIND $ids AS id
-MATCH (a:Memory {id: id})
-WHERE a.namespace = $ns AND EXISTS { (a)-[:SUPERSEDES]->{1,64}(a) }
+MATCH (a:Memory {namespace: $ns, id: id})
+WHERE EXISTS { (a)-[:SUPERSEDES]->{1,64}(a) }
 RETURN a.id AS id
 LIMIT 1

@@ -3,8 +3,8 @@
 // params: $ns: string, $frontier: list<string>, $seen: list<string>, $limit: int
 // returns: id
 UNWIND $frontier AS fid
-MATCH (a:Memory {id: fid})-[:CAUSES|PRECEDES|RELATES_TO|SUPERSEDES]-(b:Memory)
-WHERE a.namespace = $ns AND b.namespace = $ns AND NOT b.id IN $seen
+MATCH (a:Memory {namespace: $ns, id: fid})-[:CAUSES|PRECEDES|RELATES_TO|SUPERSEDES]-(b:Memory)
+WHERE b.namespace = $ns AND NOT b.id IN $seen
 RETURN DISTINCT b.id AS id
 ORDER BY id
 LIMIT $limit

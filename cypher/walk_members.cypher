@@ -4,8 +4,7 @@
 // returns: memories (list<map>), links (list<{source, target, kind, weight, createdAt, note}>)
 CALL () {
   UNWIND $reached AS id
-  MATCH (m:Memory {id: id})
-  WHERE m.namespace = $ns
+  MATCH (m:Memory {namespace: $ns, id: id})
   RETURN collect(m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .recordedUs,
                     .occurredUs, .invalidatedAt}) AS memories
 }

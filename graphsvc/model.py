@@ -2,13 +2,18 @@
 
 Field names are snake_case in Python and camelCase on the wire
 (``model_dump(by_alias=True)``), which
-are exactly the GraphQL names of DESIGN.md, so the CLI's ``--json`` and the API agree.
+are exactly the GraphQL names of docs/design.md, so the CLI's ``--json`` and the API agree.
+
+The GraphQL output types are derived from these models (:mod:`graphsvc.api.types`): a field's
+``Field(description=...)`` is the GraphQL field's description, and the first paragraph of a
+class's docstring is the GraphQL type's.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -46,12 +51,21 @@ class Model(BaseModel):
 
 
 class LinkKind(StrEnum):
-    """Relationship types between memories."""
+    """How two memories are related."""
 
     CAUSES = "CAUSES"  # cause -> effect
     PRECEDES = "PRECEDES"  # earlier -> later
     RELATES_TO = "RELATES_TO"  # association
     SUPERSEDES = "SUPERSEDES"  # newer -> older (knowledge update)
+
+
+# What each link kind means (the GraphQL enum values' descriptions).
+LINK_KIND_DESCRIPTIONS: Mapping[LinkKind, str] = {
+    LinkKind.CAUSES: "The source caused the target.",
+    LinkKind.PRECEDES: "The source happened before.",
+    LinkKind.RELATES_TO: "An association.",
+    LinkKind.SUPERSEDES: "The source (newer) updates the target (older).",
+}
 
 
 class MemoryInput(Model):
@@ -76,20 +90,24 @@ class MemoryInput(Model):
 
 
 class Memory(Model):
-    """A stored memory (a ``:Memory`` node)."""
+    """A stored memory (a :Memory node) of the caller's namespace."""
 
-    id: UUID
-    namespace: str
-    text: str
-    kind: str
-    occurred_at: datetime | None = None
-    recorded_at: datetime
-    invalidated_at: datetime | None = None
-    tags: tuple[str, ...] = ()
-    source: str | None = None
-    confidence: float = 1.0
-    tokens: int
-    terms: tuple[str, ...] = Field(default=(), description="Analysed text, repeats kept.")
+    id: UUID = Field(description="Unique id (UUID).")
+    namespace: str = Field(description="The namespace it belongs to (the caller's).")
+    text: str = Field(description="What is remembered.")
+    kind: str = Field(description="Its kind: observation, event, decision, fact, ...")
+    occurred_at: datetime | None = Field(
+        default=None, description="When the thing happened, when known."
+    )
+    recorded_at: datetime = Field(description="When it was written.")
+    invalidated_at: datetime | None = Field(
+        default=None, description="When it stopped being true, if it did."
+    )
+    tags: tuple[str, ...] = Field(default=(), description="Tags, in the order written.")
+    source: str | None = Field(default=None, description="Where it came from.")
+    confidence: float = Field(default=1.0, description="Stored confidence, in [0, 1].")
+    tokens: int = Field(description="Estimated tokens of the text.")
+    terms: tuple[str, ...] = Field(default=(), description="The analysed text (repeats kept).")
 
     def same_content(self, other: Memory) -> bool:
         """True when a rewrite of ``other`` with this content is a no-op (retry-safe writes)."""
@@ -109,13 +127,17 @@ class Memory(Model):
 
 
 class LinkInput(Model):
-    """What a caller sends to link two memories."""
+    """A link to write between two memories of the caller's namespace."""
 
-    source: UUID
-    target: UUID
-    kind: LinkKind
-    weight: float = Field(default=1.0, ge=0.0, le=1_000_000.0)
-    note: str | None = Field(default=None, max_length=2_000)
+    source: UUID = Field(description="Id of the memory the link starts at.")
+    target: UUID = Field(description="Id of the memory the link points to.")
+    kind: LinkKind = Field(description="The relationship type.")
+    weight: float = Field(
+        default=1.0, ge=0.0, le=1_000_000.0, description="Strength, 0 to 1,000,000."
+    )
+    note: str | None = Field(
+        default=None, max_length=2_000, description="Free text (up to 2,000 characters)."
+    )
 
     @field_validator("weight")
     @classmethod
@@ -126,57 +148,80 @@ class LinkInput(Model):
 
 
 class Link(Model):
-    """A stored relationship between two memories of one namespace."""
+    """A relationship between two memories of one namespace."""
 
-    source: UUID
-    target: UUID
-    kind: LinkKind
-    weight: float = 1.0
-    created_at: datetime
-    note: str | None = None
+    source: UUID = Field(description="Id of the memory the link starts at.")
+    target: UUID = Field(description="Id of the memory the link points to.")
+    kind: LinkKind = Field(description="The relationship type.")
+    weight: float = Field(default=1.0, description="Strength of the relationship.")
+    created_at: datetime = Field(description="When the link was written.")
+    note: str | None = Field(default=None, description="Free text about the link.")
 
 
 class ContextCapsule(Model):
-    """One memory as offered to a prompt, or as excluded from it (``reason`` says why)."""
+    """One memory as offered to a prompt, or as excluded from it."""
 
-    memory_id: UUID
-    text: str
-    kind: str
-    score: float
-    tokens: int
-    occurred_at: datetime | None = None
-    matched_terms: tuple[str, ...] = ()
-    reason: str | None = None
+    memory_id: UUID = Field(description="The memory.")
+    text: str = Field(
+        description="Its text as rendered (date-prefixed when the bundle is chronological)."
+    )
+    kind: str = Field(description="The memory's kind.")
+    score: float = Field(description="Composite score in [0, 1].")
+    tokens: int = Field(description="Estimated tokens of `text`.")
+    occurred_at: datetime | None = Field(default=None, description="When it happened, when known.")
+    matched_terms: tuple[str, ...] = Field(
+        default=(), description="Query terms the memory contains."
+    )
+    reason: str | None = Field(
+        default=None,
+        description="'match' for a packed capsule; for an excluded one why: abstained, "
+        "duplicate, budget, max_capsules or below_floor.",
+    )
 
 
 class ContextBundle(Model):
     """What memory offers a prompt under a token budget, and what it does not cover."""
 
-    query: str
-    stage: str
-    budget_tokens: int
-    min_score: float
-    used_tokens: int
-    capsules: tuple[ContextCapsule, ...]
-    excluded: tuple[ContextCapsule, ...]
-    skipped: bool
-    top_score: float
-    evidence_coverage: float
-    uncovered_terms: tuple[str, ...]
-    chronological: bool
-    rendered: str
+    query: str = Field(description="The question asked.")
+    stage: str = Field(description="The scoring stage used.")
+    budget_tokens: int = Field(description="The token budget.")
+    min_score: float = Field(description="Abstention threshold on topScore.")
+    used_tokens: int = Field(description="Tokens of the packed capsules.")
+    capsules: tuple[ContextCapsule, ...] = Field(description="Packed capsules.")
+    excluded: tuple[ContextCapsule, ...] = Field(
+        description="Ranked candidates left out, each with its reason."
+    )
+    skipped: bool = Field(description="True when topScore is below minScore: memory abstains.")
+    top_score: float = Field(description="Best composite score before any cut.")
+    evidence_coverage: float = Field(
+        description="IDF-weighted share of the discriminating query terms the capsules cover."
+    )
+    uncovered_terms: tuple[str, ...] = Field(
+        description="Discriminating query terms no capsule mentions, highest IDF first."
+    )
+    chronological: bool = Field(
+        description="True when the question asks about order: capsules are oldest first."
+    )
+    rendered: str = Field(description="The capsules as text for a prompt.")
 
 
 class ReconstructedBelief(Model):
     """The top hits for a cue plus the graph context around them, summarised by rules."""
 
-    cue: str
-    summary: str
-    source_ids: tuple[UUID, ...]
-    linked_context_ids: tuple[UUID, ...]
-    confidence: float
-    memories: tuple[Memory, ...]
-    belief_id: UUID | None = None
+    cue: str = Field(description="The cue asked about.")
+    summary: str = Field(
+        description="Deterministic text: the cue, direct evidence, causal chains, linked context."
+    )
+    source_ids: tuple[UUID, ...] = Field(description="Direct hits, in rank order.")
+    linked_context_ids: tuple[UUID, ...] = Field(
+        description="Memories the graph walk added (never a source)."
+    )
+    confidence: float = Field(description="Mean score of the sources, in [0, 1].")
+    memories: tuple[Memory, ...] = Field(description="The sources, then the linked context.")
+    belief_id: UUID | None = Field(
+        default=None,
+        description="Id of the stored :Belief (the mutation, when there were sources); else null.",
+    )
 
 
 class ContextEventKind(StrEnum):
@@ -194,34 +239,115 @@ class ContextEventKind(StrEnum):
 
 
 class ContextEvent(Model):
-    """One context decision of a run (``(:Run)-[:HAD_EVENT]->(:ContextEvent)``)."""
+    """One context decision of a run.
 
-    run_id: str
+    Stored as ``(:Run)-[:HAD_EVENT]->(:ContextEvent)``.
+    """
+
+    run_id: str = Field(description="The run it belongs to.")
     seq: int = Field(description="Order of recording within the run, from 0.")
-    step: int
-    kind: ContextEventKind
-    detail: str | None = None
-    est_tokens: int | None = None
-    reported_tokens: int | None = None
-    recorded_at: datetime
+    step: int = Field(description="The agent's step number.")
+    kind: ContextEventKind = Field(
+        description="memory_write, memory_recall, memory_evict, assembled, ..."
+    )
+    detail: str | None = Field(default=None, description="What happened, in words.")
+    est_tokens: int | None = Field(default=None, description="graphsvc's token estimate.")
+    reported_tokens: int | None = Field(
+        default=None, description="What the provider reported (recorded later), when known."
+    )
+    recorded_at: datetime = Field(description="When it was recorded.")
 
 
 class LinkRef(Model):
-    """A removed relationship, as a forget receipt lists it."""
+    """A removed link, as a forget receipt lists it."""
 
-    source: UUID
-    target: UUID
-    kind: LinkKind
+    source: UUID = Field(description="Id of the memory the link started at.")
+    target: UUID = Field(description="Id of the memory the link pointed to.")
+    kind: LinkKind = Field(description="The relationship type.")
 
 
 class ForgetReceipt(Model):
     """What a forget removed."""
 
-    memory_id: UUID
-    namespace: str
-    removed_links: tuple[LinkRef, ...]
-    removed_belief_ids: tuple[UUID, ...]
-    forgotten_at: datetime
+    memory_id: UUID = Field(description="The forgotten memory.")
+    namespace: str = Field(description="Its namespace (the caller's).")
+    removed_links: tuple[LinkRef, ...] = Field(description="Links removed with it.")
+    removed_belief_ids: tuple[UUID, ...] = Field(
+        description="Beliefs removed because they derived from or used it."
+    )
+    forgotten_at: datetime = Field(description="When it was forgotten.")
+
+
+class EraseFilter(Model):
+    """What an erase removes: the whole namespace (`everything`), or every memory matching all
+    of the filters given (`tag`, `source`, and a time range [`since`, `until`) on occurredAt,
+    recordedAt for memories without one)."""
+
+    everything: bool = Field(
+        default=False,
+        description="The whole namespace: memories, links, beliefs, runs, context events and "
+        "statistics. Not combined with the filters.",
+    )
+    tag: str | None = Field(default=None, description="Memories with this tag.")
+    source: str | None = Field(default=None, description="Memories from this source.")
+    since: UtcDateTime | None = Field(
+        default=None, description="Memories at or after this time (occurredAt, else recordedAt)."
+    )
+    until: UtcDateTime | None = Field(
+        default=None, description="Memories before this time (occurredAt, else recordedAt)."
+    )
+
+    @property
+    def is_empty(self) -> bool:
+        """True when it names nothing to erase."""
+        return not self.everything and all(
+            value is None for value in (self.tag, self.source, self.since, self.until)
+        )
+
+    def matches(self, memory: Memory) -> bool:
+        """Whether an erase with this filter removes ``memory``."""
+        if self.everything:
+            return True
+        when = memory.when
+        return (
+            (self.tag is None or self.tag in memory.tags)
+            and (self.source is None or memory.source == self.source)
+            and (self.since is None or when >= self.since)
+            and (self.until is None or when < self.until)
+        )
+
+
+class EraseReceipt(Model):
+    """What an erase removed (counts), and whether it finished."""
+
+    namespace: str = Field(description="The namespace erased from (the caller's).")
+    filter: EraseFilter = Field(description="What was asked to be erased, as given.")
+    memories: int = Field(description="Memories removed.")
+    links: int = Field(description="Links removed with them.")
+    beliefs: int = Field(description="Beliefs removed because they derived from or used them.")
+    events: int = Field(
+        description="Context events: removed (everything), or rewritten to drop the ids of "
+        "erased memories from their detail (a filtered erase)."
+    )
+    erased_at: datetime = Field(description="When the erase ran.")
+    complete: bool = Field(
+        description="True when nothing the filter names is left; false when the call stopped at "
+        "its time budget (GRAPHSVC_ERASE_TIME_BUDGET): call erase again with the same input to "
+        "finish (it resumes where this one stopped)."
+    )
+
+    def plus(self, other: EraseReceipt) -> EraseReceipt:
+        """Two receipts of the same erase, added up (``other``'s time and completeness)."""
+        return self.model_copy(
+            update={
+                "memories": self.memories + other.memories,
+                "links": self.links + other.links,
+                "beliefs": self.beliefs + other.beliefs,
+                "events": self.events + other.events,
+                "erased_at": other.erased_at,
+                "complete": other.complete,
+            }
+        )
 
 
 class Belief(Model):
@@ -246,14 +372,14 @@ class WriteResult(Model):
 
 
 class NamespaceStats(Model):
-    """Counts for one namespace."""
+    """Counts for the caller's namespace."""
 
-    namespace: str
-    memories: int
-    links: int
-    beliefs: int
-    terms: int
-    events: int
+    namespace: str = Field(description="The namespace.")
+    memories: int = Field(description="Live memories.")
+    links: int = Field(description="Links between them.")
+    beliefs: int = Field(description="Stored beliefs.")
+    terms: int = Field(description="Distinct analysed terms.")
+    events: int = Field(description="Recorded context events.")
 
 
 def utcnow() -> datetime:

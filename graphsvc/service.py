@@ -22,6 +22,8 @@ from graphsvc.model import (
     ContextBundle,
     ContextEvent,
     ContextEventKind,
+    EraseFilter,
+    EraseReceipt,
     ForgetReceipt,
     Link,
     LinkInput,
@@ -58,7 +60,7 @@ from graphsvc.recall import (
     score_candidates,
 )
 from graphsvc.settings import Settings
-from graphsvc.store.base import Store, TermStats
+from graphsvc.store.base import Store, TermStats, nothing_to_erase
 from graphsvc.text import analyse, estimate_tokens, query_terms
 
 # Ids derived from content live in this UUIDv5 namespace, so that re-ingesting a file is a no-op.
@@ -277,6 +279,56 @@ class MemoryService:
         """Remove a memory, its links and the beliefs built on it; say what was removed."""
         self.check_namespace(namespace)
         return self.store.forget(namespace, memory_id, at=self._now())
+
+    def erase(
+        self,
+        namespace: str,
+        *,
+        everything: bool = False,
+        tag: str | None = None,
+        source: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        progress: Callable[[EraseReceipt], None] | None = None,
+    ) -> EraseReceipt:
+        """Erase the whole namespace, or every memory matching all the filters given (a tag, a
+        source, a time range ``since <= when < until`` with ``when`` = occurredAt, else
+        recordedAt), with their links and the beliefs built on them; say what was removed.
+
+        Term statistics stay exact. Context events are kept, but every id of an erased memory
+        in their detail becomes ``[erased]``; ``everything`` also removes the namespace's runs,
+        context events and statistics. Large erases work in batches of GRAPHSVC_ERASE_BATCH
+        (Neo4j), each atomic: an erase that was interrupted, or that answered ``complete=False``
+        at GRAPHSVC_ERASE_TIME_BUDGET, is finished by calling it again with the same input.
+
+        Args:
+            progress: called with the receipt so far after each durable batch.
+
+        Raises:
+            BadInputError: nothing to erase was named, ``everything`` was combined with a
+                filter, a blank tag or source, or an empty time range.
+        """
+        self.check_namespace(namespace)
+        spec = EraseFilter(everything=everything, tag=tag, source=source, since=since, until=until)
+        if spec.is_empty:
+            raise nothing_to_erase()
+        if everything and any(v is not None for v in (tag, source, since, until)):
+            raise BadInputError(
+                "everything=true erases the whole namespace: send it without tag, source, since "
+                "or until (or drop everything to erase only what the filters match)"
+            )
+        for name, value in (("tag", tag), ("source", source)):
+            if value is not None and not value.strip():
+                raise BadInputError(f"{name} is empty: name the {name} to erase, or leave it out")
+        if spec.since is not None and spec.until is not None and spec.since >= spec.until:
+            raise BadInputError(
+                f"since ({spec.since.isoformat()}) must be before until ({spec.until.isoformat()})"
+            )
+        s = self.settings
+        return self.store.erase(
+            namespace, spec, at=self._now(), batch_size=s.erase_batch,
+            time_budget=s.erase_time_budget, progress=progress,
+        )  # fmt: skip
 
     # -- reads -----------------------------------------------------------------------------------
 

@@ -47,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "The belief memory supports about CUE: top hits plus the causal context around them.",
     ),
     "remember": ("graphsvc.cli.commands:remember", "Write one memory."),
+    "erase": (
+        "graphsvc.cli.erase:erase",
+        "Erase the namespace, or the memories of a tag, source or time range; print a receipt.",
+    ),
     "link": ("graphsvc.cli.commands:link", "Link memory SOURCE to TARGET with KIND."),
     "forget": (
         "graphsvc.cli.commands:forget",

@@ -30,6 +30,8 @@ from graphsvc.errors import (
 from graphsvc.model import (
     ContextBundle,
     ContextEvent,
+    EraseFilter,
+    EraseReceipt,
     ForgetReceipt,
     Link,
     LinkInput,
@@ -91,6 +93,11 @@ RECEIPT_FIELDS = (
     "memoryId namespace removedBeliefIds forgottenAt removedLinks { source target kind }"
 )
 
+ERASE_FIELDS = (
+    "namespace memories links beliefs events erasedAt complete "
+    "filter { everything tag source since until }"
+)
+
 REMEMBER = f"""mutation Remember($input: MemoryInput!, $runId: String, $step: Int! = 0) {{
   result: remember(input: $input, runId: $runId, step: $step) {{ {MEMORY_FIELDS} }}
 }}"""
@@ -106,6 +113,9 @@ LINK_MANY = f"""mutation LinkMany($inputs: [LinkInput!]!) {{
 }}"""
 FORGET = f"""mutation Forget($id: UUID!) {{
   result: forget(id: $id) {{ {RECEIPT_FIELDS} }}
+}}"""
+ERASE = f"""mutation Erase($input: EraseInput!) {{
+  result: erase(input: $input) {{ {ERASE_FIELDS} }}
 }}"""
 RECONSTRUCT = f"""mutation Reconstruct($cue: String!, $k: Int, $depth: Int, $runId: String,
     $step: Int! = 0) {{
@@ -235,6 +245,21 @@ def link_many_op(items: Sequence[LinkInput]) -> Operation[list[Link]]:
 
 def forget_op(memory_id: UUID) -> Operation[ForgetReceipt]:
     return Operation(FORGET, {"id": str(memory_id)}, ForgetReceipt.model_validate)
+
+
+def erase_op(
+    *,
+    everything: bool = False,
+    tag: str | None = None,
+    source: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> Operation[EraseReceipt]:
+    try:
+        spec = EraseFilter(everything=everything, tag=tag, source=source, since=since, until=until)
+    except ValidationError as exc:
+        raise BadInputError(validation_message(exc)) from exc
+    return Operation(ERASE, {"input": spec.to_json_dict()}, EraseReceipt.model_validate)
 
 
 def reconstruct_op(

@@ -19,6 +19,7 @@ from graphsvc.client._operations import (
     Operation,
     bundle_op,
     drift_op,
+    erase_op,
     events_op,
     forget_op,
     link_many_op,
@@ -37,6 +38,7 @@ from graphsvc.client._operations import (
 from graphsvc.model import (
     ContextBundle,
     ContextEvent,
+    EraseReceipt,
     ForgetReceipt,
     Link,
     LinkInput,
@@ -219,6 +221,27 @@ class GraphsvcClient:
             NotFoundError: the memory does not exist.
         """
         return self._run(forget_op(memory_id))
+
+    def erase(
+        self,
+        *,
+        everything: bool = False,
+        tag: str | None = None,
+        source: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> EraseReceipt:
+        """Erase the whole namespace (``everything``), or every memory matching all the filters
+        given (a tag, a source, a time range ``since <= when < until``), with their links and the
+        beliefs built on them; say what was removed. When the receipt says ``complete=False``
+        the server stopped at its time budget: call again with the same arguments to finish.
+
+        Raises:
+            BadInputError: nothing to erase was named, or ``everything`` with a filter.
+        """
+        return self._run(
+            erase_op(everything=everything, tag=tag, source=source, since=since, until=until)
+        )
 
     def memory(self, memory_id: UUID) -> Memory | None:
         """A memory by id, or None."""

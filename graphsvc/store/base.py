@@ -9,6 +9,7 @@ data. Every method is scoped to exactly one namespace.
 from __future__ import annotations
 
 import math
+import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -22,6 +23,8 @@ from graphsvc.errors import BadInputError, ConflictError, NotFoundError
 from graphsvc.model import (
     Belief,
     ContextEvent,
+    EraseFilter,
+    EraseReceipt,
     ForgetReceipt,
     Link,
     Memory,
@@ -174,6 +177,34 @@ class Store(ABC):
         """Remove a memory, its links, and the beliefs that derived from or used it."""
 
     @abstractmethod
+    def erase(
+        self,
+        namespace: str,
+        spec: EraseFilter,
+        *,
+        at: datetime,
+        batch_size: int,
+        time_budget: float | None = None,
+        progress: Callable[[EraseReceipt], None] | None = None,
+    ) -> EraseReceipt:
+        """Remove what ``spec`` names (it is never empty: the service refuses that), and say what
+        was removed.
+
+        A filter removes every memory of the namespace it matches (:meth:`EraseFilter.matches`),
+        their links and the beliefs that derived from or used them, keeps term statistics exact,
+        and rewrites context events whose detail names an erased memory (the id becomes
+        :data:`ERASED`). ``everything`` removes the namespace's memories, links, beliefs, runs,
+        context events and statistics.
+
+        A store may work in batches of ``batch_size`` memories, each atomic and idempotent, with
+        statistics updated in the batch's transaction: an erase interrupted between batches leaves
+        exact statistics, and the same call again finishes it (its receipt counts what that call
+        removed). Past ``time_budget`` seconds it stops after the current batch and answers
+        ``complete=False``. ``progress`` is called after each durable batch with the receipt so
+        far; an exception it raises stops the erase there (and propagates).
+        """
+
+    @abstractmethod
     def save_belief(self, belief: Belief) -> None:
         """Store a belief with ``DERIVED_FROM`` its sources and ``USED_CONTEXT`` its context."""
 
@@ -298,28 +329,24 @@ def sort_links(links: Sequence[Link]) -> tuple[Link, ...]:
 def split_upsert(
     memories: Sequence[Memory],
     stored: Callable[[UUID], Memory | None],
-    taken_elsewhere: Callable[[UUID], bool],
 ) -> tuple[list[Memory], list[UUID]]:
     """Which memories of a write are new (``created``) and which are already there with the same
     content (``unchanged``), in input order; a repeat inside the batch counts as unchanged.
 
+    Ids are scoped to the namespace: the same id may name a memory in another namespace, and
+    nothing here (no answer, no error) depends on whether it does.
+
     Args:
         stored: the namespace's memory with an id, or None.
-        taken_elsewhere: whether an id belongs to a memory of another namespace.
 
     Raises:
-        ConflictError: an id another namespace holds, or an id stored with other content.
+        ConflictError: an id the namespace holds with other content.
     """
     created: list[Memory] = []
     unchanged: list[UUID] = []
     batch: dict[UUID, Memory] = {}
     for memory in memories:
         old = stored(memory.id) or batch.get(memory.id)
-        if old is None and taken_elsewhere(memory.id):
-            raise ConflictError(
-                f"memory id {memory.id} is already taken; write under another id (or none, to "
-                "derive one from the content)"
-            )
         if old is not None:
             if not old.same_content(memory):
                 raise ConflictError(
@@ -331,6 +358,29 @@ def split_upsert(
         batch[memory.id] = memory
         created.append(memory)
     return created, unchanged
+
+
+#: What an erase leaves in a context event's detail in place of an erased memory's id.
+ERASED = "[erased]"
+_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def uuids_in(detail: str | None) -> set[str]:
+    """The UUIDs (lowercase, hyphenated: how graphsvc writes ids) a context event's detail
+    names."""
+    return set(_UUID_RE.findall(detail)) if detail else set()
+
+
+def redact(detail: str, erased: Callable[[str], bool]) -> str:
+    """A detail with every id ``erased`` says was erased replaced by :data:`ERASED`."""
+    return _UUID_RE.sub(lambda found: ERASED if erased(found.group(0)) else found.group(0), detail)
+
+
+def nothing_to_erase() -> BadInputError:
+    return BadInputError(
+        "say what to erase: everything=true for the whole namespace, or a tag, a source, or a "
+        "time range (since, until)"
+    )
 
 
 def link_end_missing(link: Link, end: UUID, namespace: str) -> NotFoundError:
@@ -364,6 +414,7 @@ def no_assembled_event(run_id: str, step: int) -> NotFoundError:
 
 __all__ = [
     "EPOCH",
+    "ERASED",
     "Candidate",
     "Store",
     "TermStats",
@@ -373,7 +424,10 @@ __all__ = [
     "memory_missing",
     "micros",
     "no_assembled_event",
+    "nothing_to_erase",
+    "redact",
     "sort_links",
     "split_upsert",
     "supersedes_cycle",
+    "uuids_in",
 ]

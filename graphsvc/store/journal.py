@@ -1,3 +1,4 @@
+# Size earned: the whole on-disk format (frames, segments, snapshot, marker, chain) in one place.
 """The embedded store's files: checksummed frames, log segments, the snapshot and the clean-close
 marker, and how a data directory's files fit together. No state of the store lives here: the
 mirror (:mod:`graphsvc.store.mirror`) applies what this module reads, and

@@ -1,0 +1,46 @@
+"""The mirror: the embedded store. A networkx graph of memories and links, an inverted index with
+exact term statistics kept up to date on every write and delete, and a log that can be trusted.
+
+Persistence (the file format is :mod:`graphsvc.store.journal`):
+
+- Every acknowledged write is one checksummed frame appended to ``log.jsonl`` and fsynced before
+  the call returns, with ``seq`` one more than the write before.
+- A write that fails (a full disk, an I/O error) is rolled back: the file is cut back to the last
+  acknowledged record before anything else is written, and the call raises
+  :class:`StoreUnavailableError` saying nothing was written. The store stays usable.
+- Past ``snapshot_bytes`` of log, a compaction starts: under the store's lock (milliseconds) the
+  log is switched to a new segment and the state is captured by reference (memories, links,
+  beliefs and events are immutable); a background thread then writes ``snapshot.json`` from that
+  capture while reads and writes go on, renames it into place and deletes the retired segment.
+  A crash at any point leaves files that open to the same state (old snapshot + retired segment +
+  new segment, replayed by ``seq``).
+- On open, the snapshot is loaded and the segments replayed; a torn last record (a write that
+  was never acknowledged) is cut with a WARNING saying what was cut; damage (a record whose
+  checksum fails, anything after it, a gap in ``seq``) refuses to open with
+  :class:`StoreCorruptError` naming ``file:line`` and how to recover (``graphsvc repair``, see
+  :mod:`graphsvc.store.repair`). A missing or foreign log is refused the same way.
+- Version-1 data directories (bare JSON lines, no checksums) still load; a writer migrates them
+  at open: it takes a snapshot at once, which rewrites the state in the new format.
+
+One process writes a data directory at a time (an exclusive ``flock`` on ``LOCK``); read-only opens
+take no lock, change no file, and see the state as of their open.
+
+The package: :mod:`~graphsvc.store.mirror.state` (the namespaces and their changes, no I/O)
+and :mod:`~graphsvc.store.mirror.rows` (the log's compact JSON forms), then three layers, each a
+subclass of the one before: :mod:`~graphsvc.store.mirror.writer` (appends, rollback,
+compaction), :mod:`~graphsvc.store.mirror.loader` (open, replay, close) and
+:mod:`~graphsvc.store.mirror.store` (:class:`MirrorStore`, the store interface).
+"""
+
+from graphsvc.store.mirror.loader import Replayed, lock_data_dir, lock_used, repair_hint
+from graphsvc.store.mirror.store import MirrorStore
+from graphsvc.store.mirror.writer import FORMAT_VERSION
+
+__all__ = [
+    "FORMAT_VERSION",
+    "MirrorStore",
+    "Replayed",
+    "lock_data_dir",
+    "lock_used",
+    "repair_hint",
+]

@@ -1,0 +1,509 @@
+"""Opening the mirror's data directory: the writer's lock, the snapshot, the replay of the log
+segments, the checks that refuse damage, and the cut of a torn tail before appends; and closing
+it. ``graphsvc repair`` (:mod:`graphsvc.store.repair`) shares :class:`Replayed`,
+:func:`lock_data_dir`, :func:`lock_used` and :func:`repair_hint`."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import gc
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from graphsvc.errors import StoreCorruptError, StoreUnavailableError
+from graphsvc.model import Belief, ContextEvent
+from graphsvc.store import journal
+from graphsvc.store.journal import (
+    CLEAN_NAME,
+    LOCK_NAME,
+    LOG_NAME,
+    NEW_LOG_NAME,
+    SNAPSHOT_NAME,
+    SNAPSHOT_TMP_NAME,
+    Chain,
+    LogError,
+    LogHead,
+    Problem,
+)
+from graphsvc.store.mirror.rows import _link_from_row, _memory_from_row
+from graphsvc.store.mirror.writer import FORMAT_VERSION, MirrorWriter
+
+logger = logging.getLogger("graphsvc.store")
+
+
+def repair_hint(root: Path) -> str:
+    """What to do about damaged or missing files (every corruption message ends with it)."""
+    return (
+        f"run `graphsvc repair --data-dir {root}` to keep every record that verifies and move "
+        "the rest aside (it reports what it kept and what it cut)"
+    )
+
+
+def _snapshot_hint(path: Path) -> str:
+    return (
+        f"restore {path} from a backup: `graphsvc repair` keeps verified log records but cannot "
+        "rebuild a snapshot"
+    )
+
+
+@dataclass
+class Replayed:
+    """What a replay applied, and where it stopped.
+
+    Attributes:
+        applied: records applied.
+        first_seq: ``seq`` of the first record applied, or None.
+        last_seq: ``seq`` of the last record applied, or None.
+        problem: the first problem (``torn`` or ``damaged``), or None.
+        problem_segment: index in :attr:`Chain.segments` of the segment with the problem.
+        kept: per segment index, the byte offset just after its last good record.
+        frames: per segment index, the frames (header included) that were applied or that
+            the snapshot already held.
+        after: frames after the problem that verify (header frames of later segments
+            included): what a cut there loses.
+    """
+
+    applied: int = 0
+    first_seq: int | None = None
+    last_seq: int | None = None
+    problem: Problem | None = None
+    problem_segment: int | None = None
+    kept: dict[int, int] = field(default_factory=dict)
+    frames: dict[int, list[journal.Frame]] = field(default_factory=dict)
+    after: list[journal.Frame] = field(default_factory=list)
+
+    @property
+    def verified_after(self) -> int:
+        """How many frames after the problem verify."""
+        return len(self.after)
+
+
+def lock_data_dir(root: Path) -> IO[str]:
+    """Take the writer's exclusive ``flock`` on ``root/LOCK`` (the file records the pid); closing
+    the returned file releases it.
+
+    Raises:
+        StoreUnavailableError: another process holds it (the message names its pid).
+        OSError: the lock file cannot be opened or locked.
+    """
+    lock_file = open(root / LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115 - held open
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        lock_file.seek(0)
+        holder = lock_file.read().strip() or "unknown"
+        lock_file.close()
+        if exc.errno in (errno.EAGAIN, errno.EACCES):
+            raise StoreUnavailableError(
+                f"data dir {root} is in use by another graphsvc process (pid {holder}); "
+                "stop it, or use another --data-dir"
+            ) from exc
+        raise
+    try:
+        lock_file.seek(0)
+        lock_file.truncate()
+        lock_file.write(str(os.getpid()))
+        lock_file.flush()
+    except OSError:
+        lock_file.close()
+        raise
+    return lock_file
+
+
+def lock_used(root: Path) -> bool:
+    """Whether a writer has held this directory: ``LOCK`` holds a pid (written before any log
+    is created; an empty one is a first open that failed before it)."""
+    try:
+        return (root / LOCK_NAME).stat().st_size > 0
+    except FileNotFoundError:
+        return False
+
+
+class MirrorLoader(MirrorWriter):
+    """Opening a data directory (lock, snapshot, replay, checks, getting the log ready for
+    appends) and closing it. A layer of :class:`~graphsvc.store.mirror.MirrorStore` (whose
+    constructor sets the attributes)."""
+
+    _lock_file: IO[str] | None
+    _created_lock: bool
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Load the data directory (see the module docstring).
+
+        Raises:
+            StoreUnavailableError: another process writes the directory, or a file cannot be
+                read or written.
+            StoreCorruptError: damage, or a missing or foreign log; the message names the file
+                and line and says how to recover.
+        """
+        with self._lock:
+            if self._open:
+                return
+            if self._dir is not None:
+                self._load_dir(self._dir)
+            self._open = True
+
+    def close(self) -> None:
+        """Finish a running compaction, leave the clean-close marker, release the lock."""
+        with self._lock:
+            self.wait_for_compaction()
+            if self._log_fd is not None:
+                clean = self._open and self._broken is None and self._log_head is not None
+                try:
+                    if clean:
+                        os.fsync(self._log_fd)
+                except OSError as exc:
+                    clean = False
+                    logger.error("cannot sync %s at close (%s)", self._log_path(), exc.strerror)
+                finally:
+                    os.close(self._log_fd)
+                    self._log_fd = None
+                if clean and self._dir is not None and self._log_head is not None:
+                    marker = journal.Marker(log=str(self._log_head.log), seq=self._seq)
+                    try:
+                        journal.write_marker(self._dir, marker)
+                    except OSError as exc:
+                        logger.warning(
+                            "could not write %s in %s (%s): the next open cannot tell a torn "
+                            "write from damage at the end of the log",
+                            CLEAN_NAME, self._dir, exc.strerror,
+                        )  # fmt: skip
+            if self._lock_file is not None:
+                self._lock_file.close()  # releases the flock
+                self._lock_file = None
+            self._open = False
+
+    def ping(self) -> None:
+        if not self._open:
+            raise StoreUnavailableError("the embedded store is not open: call open() first")
+
+    def _load_dir(self, root: Path) -> None:
+        # Loading creates millions of objects that all live on: the cyclic garbage collector
+        # would traverse them again and again for nothing (a third of the time). It is paused
+        # for the load (process-wide, for those seconds) and left as it was.
+        paused = gc.isenabled()
+        gc.disable()
+        try:
+            self._load_files(root)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _load_files(self, root: Path) -> None:
+        try:
+            lock_existed = lock_used(root)
+            if self._read_only:
+                if not root.exists():
+                    return  # a brand-new store, seen read-only: empty, and nothing is created
+            else:
+                root.mkdir(parents=True, exist_ok=True)
+                self._take_lock(root)
+                self._created_lock = not lock_existed
+            chain = self._inspect(root, lock_existed)
+            if chain.refusal is not None:
+                raise StoreCorruptError(f"cannot open {root}: {chain.refusal}; {repair_hint(root)}")
+            if chain.snapshot is not None:
+                self._load_snapshot(chain.snapshot)
+            replayed = self.replay(chain)
+            self._check_replay(chain, replayed)
+            if not self._read_only:
+                self._prepare_writes(chain, replayed)
+            elif replayed.problem is not None and chain.active is not None:
+                logger.info(
+                    "%s ends with an incomplete record (%s, line %d): a write in progress or one "
+                    "that was never acknowledged; a read-only open leaves it",
+                    chain.active.path, replayed.problem.reason, replayed.problem.line,
+                )  # fmt: skip
+        except LogError as exc:
+            self._abandon()
+            hint = _snapshot_hint(exc.path) if exc.path.name == SNAPSHOT_NAME else repair_hint(root)
+            raise StoreCorruptError(f"{exc}; {hint}") from exc
+        except OSError as exc:
+            self._abandon()
+            raise StoreUnavailableError(
+                f"cannot open data dir {root}: {exc.strerror or exc}"
+            ) from exc
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        """After a failed open: release the lock (the directory can be repaired and reopened)
+        and forget what was loaded, so that another open() starts afresh. A lock file this open
+        created goes too when no log was made: it would otherwise say the store had one."""
+        root = self._dir
+        held = self._created_lock and self._lock_file is not None
+        if held and root is not None and not (root / LOG_NAME).exists():
+            with contextlib.suppress(OSError):
+                (root / LOCK_NAME).unlink()
+        self._created_lock = False
+        self.close()
+        self._spaces = {}
+        self._seq = self._gen = self._log_end = 0
+        self._log_head = None
+        self._broken = self._broken_offset = None
+
+    def _inspect(self, root: Path, lock_existed: bool) -> Chain:
+        """What to load. A read-only open races the writer's compaction (a segment renamed, a
+        snapshot replaced between two reads), so it reads again before it believes a problem."""
+        attempts = 1 if not self._read_only else 4
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            try:
+                chain = journal.inspect(root, lock_existed=lock_existed)
+            except (FileNotFoundError, LogError):
+                if last:
+                    raise
+            else:
+                if chain.refusal is None or last:
+                    return chain
+            time.sleep(0.05 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def _take_lock(self, root: Path) -> None:
+        self._lock_file = lock_data_dir(root)
+
+    # -- loading ---------------------------------------------------------------------------------
+
+    def _load_snapshot(self, snapshot: journal.Snapshot) -> None:
+        """Load a verified snapshot into an empty store.
+
+        Raises:
+            LogError: a frame that verifies but holds no valid rows.
+        """
+        self._seq = snapshot.head.seq
+        self._gen = snapshot.head.gen
+        if snapshot.legacy is not None:
+            try:
+                self._load_legacy_snapshot(snapshot.legacy)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise LogError(snapshot.path, 1, 0, f"not a valid snapshot ({exc!r})") from exc
+            return
+        for frame in snapshot.frames:
+            try:
+                value = frame.record()
+                op, ns = value["op"], value["ns"]
+                space = self._space(ns)
+                rows = value["rows"]
+                if op == "memories":
+                    self._add_memories(space, [_memory_from_row(ns, row) for row in rows])
+                elif op == "links":
+                    for row in rows:
+                        self._add_link(space, _link_from_row(row))
+                elif op == "beliefs":
+                    for row in rows:
+                        self._add_belief(space, Belief.model_validate(row))
+                elif op == "events":
+                    run = space.events.setdefault(value["run"], [])
+                    run.extend(ContextEvent.model_validate(row) for row in rows)
+                else:
+                    raise ValueError(f"unknown snapshot record {op!r}")
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                raise LogError(
+                    snapshot.path,
+                    frame.line,
+                    frame.offset,
+                    f"not a valid snapshot record ({exc!r})",
+                ) from exc
+
+    def _load_legacy_snapshot(self, data: dict[str, Any]) -> None:
+        for ns, body in data["namespaces"].items():
+            space = self._space(ns)
+            self._add_memories(space, [_memory_from_row(ns, row) for row in body["memories"]])
+            for row in body["links"]:
+                self._add_link(space, _link_from_row(row))
+            for row in body["beliefs"]:
+                self._add_belief(space, Belief.model_validate(row))
+            for run_id, rows in body["events"].items():
+                space.events[run_id] = [ContextEvent.model_validate(r) for r in rows]
+
+    def replay(self, chain: Chain) -> Replayed:
+        """Apply the chain's log records after the snapshot, in ``seq`` order, up to the first
+        problem: a frame that does not verify, a record that is no valid write, or a ``seq``
+        that does not follow the one before. Nothing is raised for problems: they are reported
+        in the result (:meth:`open` refuses them, ``repair`` cuts there)."""
+        out = Replayed()
+        last = len(chain.segments) - 1
+        for index, segment in enumerate(chain.segments):
+            scan = segment.scan
+            frames = scan.frames
+            skip = 1 if scan.version == FORMAT_VERSION else 0  # the header
+            out.frames[index] = list(frames[:skip])
+            out.kept[index] = min(frames[0].end + 1, scan.size) if skip else 0
+            for position in range(skip, len(frames)):
+                frame = frames[position]
+                reason = self._replay_frame(frame, out)
+                if reason is not None:
+                    out.problem = Problem("damaged", frame.line, frame.offset, reason)
+                    out.problem_segment = index
+                    out.after = [*frames[position + 1 :], *scan.after]
+                    for later in chain.segments[index + 1 :]:
+                        out.after += [*later.scan.frames, *later.scan.after]
+                    return out
+                out.frames[index].append(frame)
+                out.kept[index] = min(frame.end + 1, scan.size)
+            if scan.problem is not None:
+                problem = scan.problem
+                if problem.kind == "torn" and index != last:
+                    problem = Problem(
+                        "damaged", problem.line, problem.offset,
+                        f"{problem.reason}, in a segment that is not the last one",
+                    )  # fmt: skip
+                out.problem = problem
+                out.problem_segment = index
+                out.after = list(scan.after)
+                for later in chain.segments[index + 1 :]:
+                    out.after += [*later.scan.frames, *later.scan.after]
+                return out
+        return out
+
+    def _replay_frame(self, frame: journal.Frame, out: Replayed) -> str | None:
+        """Apply one record; the reason it cannot be applied, or None."""
+        try:
+            record = frame.record()
+            seq = record["seq"]
+            if not isinstance(seq, int):
+                return f"not a valid log record (seq {seq!r})"
+            if seq <= self._seq:
+                if out.applied:
+                    return f"seq {seq} does not follow seq {self._seq}"
+                return None  # already in the snapshot (a compaction was cut short)
+            if seq != self._seq + 1:
+                return (
+                    f"seq {seq} follows seq {self._seq}: records {self._seq + 1}..{seq - 1} are "
+                    "missing"
+                )
+            self._apply(record)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            return f"not a valid log record ({type(exc).__name__}: {exc})"
+        except StoreCorruptError as exc:
+            return str(exc)
+        self._seq = seq
+        out.applied += 1
+        if out.first_seq is None:
+            out.first_seq = seq
+        out.last_seq = seq
+        return None
+
+    def _check_replay(self, chain: Chain, replayed: Replayed) -> None:
+        """Refuse what a replay found, except a torn tail after a crash (cut with a warning by
+        :meth:`_prepare_writes`).
+
+        Raises:
+            LogError: damage, or a log that does not match its clean-close marker.
+        """
+        if chain.segments:
+            self._log_head = chain.segments[-1].head
+            self._gen = max(self._gen, self._log_head.gen)
+        problem = replayed.problem
+        marker = chain.marker
+        if problem is not None and replayed.problem_segment is not None:
+            path = chain.segments[replayed.problem_segment].path
+            after = replayed.verified_after
+            if problem.kind == "damaged":
+                lost = (
+                    f"; {after} later record(s) verify but cannot be applied past it"
+                    if after
+                    else ""
+                )
+                raise LogError(
+                    path, problem.line, problem.offset, f"damaged: {problem.reason}{lost}"
+                )
+            if marker is not None:
+                raise LogError(
+                    path, problem.line, problem.offset,
+                    f"damaged: {problem.reason} at the end of a log that was closed cleanly at "
+                    f"seq {marker.seq}: it is not a torn write, the file was changed after close",
+                )  # fmt: skip
+        active = chain.active
+        if marker is not None and active is not None:
+            if active.head.log != marker.log:
+                raise LogError(
+                    active.path, 1, 0,
+                    f"the store was closed cleanly with log {marker.log}, but this is "
+                    f"{active.describe()}: the log was replaced",
+                )  # fmt: skip
+            if self._seq != marker.seq:
+                scan = active.scan
+                raise LogError(
+                    active.path, len(scan.frames) + 1, scan.end,
+                    f"the log ends at seq {self._seq} but the store was closed cleanly at seq "
+                    f"{marker.seq}: acknowledged records are missing (the file was cut)",
+                )  # fmt: skip
+
+    def _prepare_writes(self, chain: Chain, replayed: Replayed) -> None:
+        """Make the directory ready for appends: drop the clean-close marker, finish an
+        interrupted segment switch, cut a torn tail (with a warning), complete a missing final
+        newline, open the active log, and finish an interrupted compaction or migrate a
+        version-1 log.
+
+        Raises:
+            OSError: a file cannot be changed.
+        """
+        root = chain.root
+        if chain.marker is not None:
+            (root / CLEAN_NAME).unlink()
+            journal.fsync_dir(root)
+        if chain.roll_forward is not None:
+            os.replace(chain.roll_forward, root / LOG_NAME)
+            journal.fsync_dir(root)
+            logger.warning(
+                "finished an interrupted log switch in %s: %s is now %s",
+                root, NEW_LOG_NAME, LOG_NAME,
+            )  # fmt: skip
+            chain.segments[-1].path = root / LOG_NAME
+        if chain.leftover_new is not None:
+            chain.leftover_new.unlink()
+        for stale in chain.stale:
+            stale.unlink()
+            logger.info("deleted %s: the snapshot holds every record in it", stale)
+        try:
+            (root / SNAPSHOT_TMP_NAME).unlink(missing_ok=True)  # a compaction cut short
+        except OSError as exc:
+            logger.warning("cannot delete %s (%s)", root / SNAPSHOT_TMP_NAME, exc.strerror)
+        log_path = root / LOG_NAME
+        if not chain.segments:  # a brand-new store
+            head = LogHead(journal.new_log_id(), gen=0, base=0, prev=None)
+            self._install_segment(head)
+            return
+        active = chain.segments[-1]
+        scan = active.scan
+        problem = replayed.problem
+        end = scan.size
+        if problem is not None:  # a torn tail after a crash: _check_replay refused the rest
+            end = replayed.kept[len(chain.segments) - 1]
+            os.truncate(log_path, end)
+            logger.warning(
+                "cut a torn last record from %s: %d bytes from byte %d (line %d), a write that "
+                "was never acknowledged (%s); the %d records replayed before it are intact",
+                log_path, scan.size - end, end, problem.line, problem.reason, replayed.applied,
+            )  # fmt: skip
+        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+        self._log_fd = fd
+        if problem is None and scan.missing_newline:
+            journal.write_all(fd, b"\n")
+            end += 1
+            logger.warning(
+                "%s: the last record verifies but its final newline was missing; added it",
+                log_path,
+            )
+        if self._fsync or problem is not None or scan.missing_newline:
+            os.fsync(fd)
+        self._log_end = end
+        if active.head.log is None:
+            logger.warning(
+                "%s is a version-1 log (no checksums): migrating it by taking a snapshot now",
+                log_path,
+            )
+            self._compact(rotate=True, background=False, raise_errors=False)
+        elif len(chain.segments) > 1:
+            logger.warning("%s: finishing a compaction that was cut short", root)
+            self._compact(rotate=False, background=False, raise_errors=False)

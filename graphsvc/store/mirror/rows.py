@@ -1,0 +1,54 @@
+"""The compact JSON forms of memories, links, beliefs and events in the mirror's log and
+snapshot (faster than pydantic's for the log's hot path)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from graphsvc.model import Belief, ContextEvent, Link, LinkKind, Memory
+
+
+def _dt(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _parse_dt(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _memory_row(m: Memory) -> list[Any]:
+    return [
+        str(m.id), m.text, m.kind, _dt(m.occurred_at), _dt(m.recorded_at), _dt(m.invalidated_at),
+        list(m.tags), m.source, m.confidence, m.tokens, list(m.terms),
+    ]  # fmt: skip
+
+
+def _memory_from_row(ns: str, row: list[Any]) -> Memory:
+    mid, text, kind, occ, rec, inv, tags, source, conf, tokens, terms = row
+    return Memory.model_construct(
+        id=UUID(mid), namespace=ns, text=text, kind=kind, occurred_at=_parse_dt(occ),
+        recorded_at=_parse_dt(rec), invalidated_at=_parse_dt(inv), tags=tuple(tags),
+        source=source, confidence=conf, tokens=tokens, terms=tuple(terms),
+    )  # fmt: skip
+
+
+def _link_row(lk: Link) -> list[Any]:
+    return [str(lk.source), str(lk.target), lk.kind.value, lk.weight, _dt(lk.created_at), lk.note]
+
+
+def _link_from_row(row: list[Any]) -> Link:
+    src, dst, kind, weight, created, note = row
+    return Link.model_construct(
+        source=UUID(src), target=UUID(dst), kind=LinkKind(kind), weight=weight,
+        created_at=_parse_dt(created), note=note,
+    )  # fmt: skip
+
+
+def _belief_row(b: Belief) -> dict[str, Any]:
+    return b.model_dump(mode="json")
+
+
+def _event_row(e: ContextEvent) -> dict[str, Any]:
+    return e.model_dump(mode="json")

@@ -1,0 +1,493 @@
+"""The embedded store's :class:`~graphsvc.store.base.Store` interface: reads of the in-memory
+state under the store's lock, and writes that check, log and apply one record each."""
+
+from __future__ import annotations
+
+import heapq
+import math
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import IO
+from uuid import UUID
+
+from graphsvc.model import (
+    Belief,
+    ContextEvent,
+    ContextEventKind,
+    EraseFilter,
+    EraseReceipt,
+    ForgetReceipt,
+    Link,
+    LinkKind,
+    LinkRef,
+    Memory,
+    NamespaceStats,
+    WriteResult,
+)
+from graphsvc.store.base import (
+    Candidate,
+    Store,
+    TermStats,
+    Walk,
+    belief_memory_missing,
+    link_end_missing,
+    memory_missing,
+    micros,
+    no_assembled_event,
+    sort_links,
+    split_upsert,
+    supersedes_cycle,
+)
+from graphsvc.store.journal import LogHead
+from graphsvc.store.mirror.loader import MirrorLoader
+from graphsvc.store.mirror.rows import _belief_row, _event_row, _link_row, _memory_row
+from graphsvc.store.mirror.state import _Namespace
+
+# BM25 parameters of native_top_k (Lucene's defaults).
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+class MirrorStore(MirrorLoader, Store):
+    """The embedded store, persisted under ``data_dir``.
+
+    Args:
+        data_dir: folder for ``log.jsonl``, ``snapshot.json`` and ``LOCK`` (created on open).
+            ``None`` keeps everything in memory only (nothing persists).
+        fsync: fsync the log on every write (turn off only for throwaway data).
+        snapshot_bytes: compact the log into a snapshot past this size (in the background).
+        read_only: take no lock, change no file, and refuse writes.
+    """
+
+    kind = "embedded"
+
+    def __init__(
+        self,
+        data_dir: Path | None,
+        *,
+        fsync: bool = True,
+        snapshot_bytes: int = 64 * 1024 * 1024,
+        read_only: bool = False,
+    ) -> None:
+        self._dir = data_dir
+        self._fsync = fsync
+        self._snapshot_bytes = snapshot_bytes
+        self._read_only = read_only
+        self._lock = threading.RLock()
+        self._spaces: dict[str, _Namespace] = {}
+        self._seq = 0
+        self._gen = 0
+        self._log_fd: int | None = None
+        self._log_end = 0  # bytes of the active log that hold acknowledged records
+        self._log_head: LogHead | None = None
+        # Why writes are refused after a failure that could not be rolled back, or None; with
+        # the offset to cut back to when a retry may clear it.
+        self._broken: str | None = None
+        self._broken_offset: int | None = None
+        self._compactor: threading.Thread | None = None
+        self._compact_after = 0  # after a failed compaction: log size before the next attempt
+        self._lock_file: IO[str] | None = None
+        self._created_lock = False  # this open created LOCK (a brand-new directory)
+        self._open = False
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def upsert_memories(
+        self, namespace: str, memories: Sequence[Memory], *, max_memories: int
+    ) -> WriteResult:
+        with self._lock:
+            space = self._space(namespace)
+            created, unchanged = split_upsert(
+                memories,
+                stored=lambda mid: space.memories.get(mid.int),
+            )
+            overflow = len(space.memories) + len(created) - max_memories
+            evict: list[UUID] = []
+            if overflow > 0:
+                keep = {mid.int for mid in unchanged}
+                for _, old in space.order:
+                    if len(evict) == overflow:
+                        break
+                    if old not in keep:
+                        evict.append(space.memories[old].id)
+
+            def apply() -> None:
+                for mid in evict:
+                    self._remove_memory(space, mid.int)
+                self._add_memories(space, created)
+
+            if created or evict:
+                record = {
+                    "op": "upsert", "ns": namespace,
+                    "memories": [_memory_row(m) for m in created],
+                    "evict": [str(mid) for mid in evict],
+                }  # fmt: skip
+                self._write(record, apply)
+            return WriteResult(
+                created=tuple(m.id for m in created), unchanged=tuple(unchanged),
+                evicted=tuple(evict),
+            )  # fmt: skip
+
+    def add_links(self, namespace: str, links: Sequence[Link]) -> None:
+        with self._lock:
+            space = self._space(namespace)
+            for link in links:
+                for end in (link.source, link.target):
+                    if end.int not in space.memories:
+                        raise link_end_missing(link, end, namespace)
+            self._check_supersedes_acyclic(space, links)
+            rows = []
+            for link in links:
+                old = space.graph.get_edge_data(link.source.int, link.target.int, link.kind.value)
+                if old is not None:  # keep the original creation time
+                    link = link.model_copy(update={"created_at": old["link"].created_at})
+                rows.append(_link_row(link))
+            if rows:
+                self._write({"op": "link", "ns": namespace, "links": rows})
+
+    @staticmethod
+    def _check_supersedes_acyclic(space: _Namespace, links: Sequence[Link]) -> None:
+        pending: dict[int, set[int]] = {}
+        for link in links:
+            if link.kind is LinkKind.SUPERSEDES:
+                pending.setdefault(link.source.int, set()).add(link.target.int)
+        if not pending:
+            return
+        graph = space.graph
+
+        def successors(node: int) -> set[int]:
+            nxt = {v for _, v, k in graph.out_edges(node, keys=True) if k == "SUPERSEDES"}
+            return nxt | pending.get(node, set())
+
+        for start in pending:
+            stack, seen = list(pending[start]), set()
+            while stack:
+                node = stack.pop()
+                if node == start:
+                    raise supersedes_cycle(UUID(int=start))
+                if node not in seen:
+                    seen.add(node)
+                    stack.extend(successors(node))
+
+    def forget(self, namespace: str, memory_id: UUID, *, at: datetime) -> ForgetReceipt:
+        with self._lock:
+            space = self._space(namespace)
+            if memory_id.int not in space.memories:
+                raise memory_missing(memory_id, namespace)
+            links = sort_links(self._links_touching(space, memory_id.int))
+            beliefs = sorted(space.beliefs_of.get(memory_id.int, set()), key=str)
+            self._write({"op": "forget", "ns": namespace, "id": str(memory_id)})
+            return ForgetReceipt(
+                memory_id=memory_id,
+                namespace=namespace,
+                removed_links=tuple(
+                    LinkRef(source=lk.source, target=lk.target, kind=lk.kind) for lk in links
+                ),
+                removed_belief_ids=tuple(beliefs),
+                forgotten_at=at,
+            )
+
+    def erase(
+        self,
+        namespace: str,
+        spec: EraseFilter,
+        *,
+        at: datetime,
+        batch_size: int,
+        time_budget: float | None = None,
+        progress: Callable[[EraseReceipt], None] | None = None,
+    ) -> EraseReceipt:
+        """As :meth:`Store.erase`, in one logged step: the whole erase is one record (the ids it
+        removes, or the namespace it drops), so it is all or nothing and always complete;
+        ``batch_size`` and ``time_budget`` do not apply."""
+        del batch_size, time_budget
+        with self._lock:
+            receipt = EraseReceipt(
+                namespace=namespace, filter=spec, memories=0, links=0, beliefs=0, events=0,
+                erased_at=at, complete=True,
+            )  # fmt: skip
+            space = self._spaces.get(namespace)
+            if space is None:
+                return receipt
+            if spec.everything:
+                if not (space.memories or space.beliefs or space.events):
+                    return receipt
+                links = space.graph.number_of_edges()
+                counts = {
+                    "memories": len(space.memories), "links": links,
+                    "beliefs": len(space.beliefs),
+                    "events": sum(len(events) for events in space.events.values()),
+                }  # fmt: skip
+                self._write({"op": "drop", "ns": namespace})
+            else:
+                order = [key for _, key in space.order]  # oldest first: the log names them so
+                keys = [key for key in order if spec.matches(space.memories[key])]
+                if not keys:
+                    return receipt
+                record = {"op": "erase", "ns": namespace, "ids": [str(UUID(int=k)) for k in keys]}
+                removed: list[int] = []
+
+                def apply() -> None:
+                    removed.extend(self._erase_memories(space, keys))
+
+                self._write(record, apply)
+                links, beliefs, events = removed
+                counts = {"memories": len(keys), "links": links, "beliefs": beliefs,
+                          "events": events}  # fmt: skip
+            receipt = receipt.model_copy(update=counts)
+        if progress is not None:
+            progress(receipt)
+        return receipt
+
+    def save_belief(self, belief: Belief) -> None:
+        with self._lock:
+            space = self._space(belief.namespace)
+            missing = [
+                m for m in (*belief.source_ids, *belief.linked_context_ids)
+                if m.int not in space.memories
+            ]  # fmt: skip
+            if missing:
+                raise belief_memory_missing(missing[0])
+            self._write({"op": "belief", "ns": belief.namespace, "belief": _belief_row(belief)})
+
+    def append_event(
+        self,
+        namespace: str,
+        run_id: str,
+        *,
+        step: int,
+        kind: str,
+        detail: str | None,
+        est_tokens: int | None,
+        at: datetime,
+    ) -> ContextEvent:
+        with self._lock:
+            space = self._space(namespace)
+            event = ContextEvent(
+                run_id=run_id,
+                seq=len(space.events.get(run_id, ())),
+                step=step,
+                kind=ContextEventKind(kind),
+                detail=detail,
+                est_tokens=est_tokens,
+                reported_tokens=None,
+                recorded_at=at,
+            )
+            self._write({"op": "event", "ns": namespace, "event": _event_row(event)})
+            return event
+
+    def set_reported_tokens(
+        self, namespace: str, run_id: str, step: int, reported_tokens: int
+    ) -> ContextEvent:
+        with self._lock:
+            events = self._space(namespace).events.get(run_id, [])
+            target = self._assembled(events, step)
+            if target is None:
+                raise no_assembled_event(run_id, step)
+            self._write({
+                "op": "report", "ns": namespace, "run": run_id,
+                "eventSeq": target.seq, "tokens": reported_tokens,
+            })  # fmt: skip
+            return events[target.seq]
+
+    @staticmethod
+    def _assembled(events: Sequence[ContextEvent], step: int) -> ContextEvent | None:
+        found = [e for e in events if e.step == step and e.kind is ContextEventKind.ASSEMBLED]
+        return found[-1] if found else None
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def get_memories(self, namespace: str, ids: Sequence[UUID]) -> list[Memory]:
+        with self._lock:
+            memories = self._space(namespace).memories
+            found = (memories.get(i.int) for i in ids)
+            return [m for m in found if m is not None]
+
+    def term_stats(self, namespace: str, terms: Sequence[str]) -> TermStats:
+        with self._lock:
+            space = self._space(namespace)
+            df = {t: len(space.postings.get(t, ())) for t in terms}
+            return TermStats(len(space.memories), space.total_length, df)
+
+    @staticmethod
+    def _candidates(
+        space: _Namespace, keys: Sequence[int], score_terms: Sequence[str]
+    ) -> list[Candidate]:
+        lists = [space.postings.get(t, {}) for t in score_terms]
+        memories = space.memories
+        meta = space.meta
+        found = []
+        for key in keys:
+            length, recorded, occurred, confidence = meta[key]
+            if len(lists) == 1:
+                tf: tuple[int, ...] = (lists[0].get(key, 0),)
+            else:
+                tf = tuple([posting.get(key, 0) for posting in lists])
+            found.append(Candidate(memories[key].id, tf, length, recorded, occurred, confidence))
+        return found
+
+    def candidates(
+        self, namespace: str, terms: Sequence[str], score_terms: Sequence[str]
+    ) -> list[Candidate]:
+        with self._lock:
+            space = self._space(namespace)
+            keys: set[int] = set()
+            for term in terms:
+                keys.update(space.postings.get(term, ()))
+            return self._candidates(space, sorted(keys), score_terms)
+
+    def recent_candidates(
+        self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
+    ) -> list[Candidate]:
+        with self._lock:
+            space = self._space(namespace)
+            meta = space.meta
+            newest = heapq.nsmallest(
+                limit, space.postings.get(term, ()), key=lambda k: (-meta[k][1], k)
+            )
+            return self._candidates(space, newest, score_terms)
+
+    def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
+        with self._lock:
+            graph = self._space(namespace).graph
+            wanted = {i.int for i in ids}
+            pairs = sorted(
+                (u, v)
+                for u in wanted
+                if u in graph
+                for _, v, k in graph.out_edges(u, keys=True)
+                if k == "SUPERSEDES" and v in wanted
+            )
+            return [(UUID(int=u), UUID(int=v)) for u, v in pairs]
+
+    def walk(self, namespace: str, start: Sequence[UUID], depth: int, max_nodes: int) -> Walk:
+        with self._lock:
+            space = self._space(namespace)
+            graph = space.graph
+            starts = {s.int for s in start if s.int in graph}
+            frontier = set(starts)
+            seen = set(frontier)
+            reached: list[tuple[int, int]] = []
+            for distance in range(1, depth + 1):
+                if not frontier or len(reached) >= max_nodes:
+                    break
+                layer: set[int] = set()
+                for node in frontier:
+                    layer.update(graph.succ[node])
+                    layer.update(graph.pred[node])
+                layer -= seen
+                seen |= layer
+                reached += [(n, distance) for n in sorted(layer)]
+                frontier = layer
+            reached = reached[:max_nodes]
+            members = starts | {n for n, _ in reached}
+            links = [
+                data["link"]
+                for u in members
+                for _, v, data in graph.out_edges(u, data=True)
+                if v in members
+            ]
+            return Walk(
+                reached=tuple((space.memories[n], d) for n, d in reached),
+                links=sort_links(links),
+            )
+
+    def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
+        with self._lock:
+            space = self._space(namespace)
+            found: dict[tuple[UUID, UUID, str], Link] = {}
+            for mid in ids:
+                if mid.int in space.graph:
+                    for link in self._links_touching(space, mid.int):
+                        found[(link.source, link.target, link.kind.value)] = link
+            return list(sort_links(list(found.values())))
+
+    def get_belief(self, namespace: str, belief_id: UUID) -> Belief | None:
+        with self._lock:
+            return self._space(namespace).beliefs.get(belief_id)
+
+    def events(self, namespace: str, run_id: str) -> list[ContextEvent]:
+        with self._lock:
+            return list(self._space(namespace).events.get(run_id, ()))
+
+    def stats(self, namespace: str) -> NamespaceStats:
+        with self._lock:
+            space = self._space(namespace)
+            return NamespaceStats(
+                namespace=namespace,
+                memories=len(space.memories),
+                links=space.graph.number_of_edges(),
+                beliefs=len(space.beliefs),
+                terms=len(space.postings),
+                events=sum(len(ev) for ev in space.events.values()),
+            )
+
+    def list_memories(
+        self,
+        namespace: str,
+        *,
+        after: tuple[datetime, str] | None,
+        limit: int,
+        kind: str | None,
+        tag: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[Memory]:
+        with self._lock:
+            space = self._space(namespace)
+            order = space.order  # (recordedAt micros, id.int), oldest first
+            end = (
+                len(order)
+                if after is None
+                else order.bisect_left((micros(after[0]), UUID(after[1]).int))
+            )
+            page: list[Memory] = []
+            for index in range(end - 1, -1, -1):
+                memory = space.memories[order[index][1]]
+                if kind is not None and memory.kind != kind:
+                    continue
+                if tag is not None and tag not in memory.tags:
+                    continue
+                if (since is not None and memory.when < since) or (
+                    until is not None and memory.when >= until
+                ):
+                    continue
+                page.append(memory)
+                if len(page) == limit:
+                    break
+            return page
+
+    def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
+        """A plain BM25 top ``k`` over the inverted index (k1 1.2, b 0.75, BM25's IDF
+        ``ln(1 + (N - df + 0.5) / (df + 0.5))``; each distinct term counted once), ties by id:
+        the embedded store's own baseline for benchmarks. Not used by recall."""
+        with self._lock:
+            space = self._space(namespace)
+            n_docs = len(space.memories)
+            if not n_docs or k <= 0:
+                return []
+            avg_length = space.total_length / n_docs or 1.0
+            meta = space.meta
+            scores: dict[int, float] = {}
+            for term in dict.fromkeys(terms):
+                posting = space.postings.get(term)
+                if not posting:
+                    continue
+                df = len(posting)
+                idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+                for key, tf in posting.items():
+                    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * meta[key][0] / avg_length)
+                    gain = idf * tf * (BM25_K1 + 1.0) / (tf + norm)
+                    scores[key] = scores.get(key, 0.0) + gain
+            best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
+            return [space.memories[key].id for key, _ in best]
+
+    def export(self, namespace: str) -> Iterator[Memory | Link]:
+        with self._lock:
+            space = self._space(namespace)
+            memories = list(space.memories.values())
+            links = sort_links(self._all_links(space))
+        yield from memories
+        yield from links

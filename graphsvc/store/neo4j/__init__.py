@@ -1,0 +1,30 @@
+"""The Neo4j store: graphsvc's system of record.
+
+All retrieval work happens in the database: candidates come from the ``memory_terms`` full-text
+index, exact term statistics (``:TermStat`` df per term, ``:NamespaceStat`` N and total length) are
+kept in the same transaction as every write and delete, and graph walks are bounded breadth-first
+hops in Cypher. Writes are explicit transactions batched with ``UNWIND``; reads are single
+auto-commit queries.
+
+Outages are bounded: every store call has a total time budget (``timeout``,
+``GRAPHSVC_STORE_TIMEOUT``). Connection acquisition (which includes connecting) never waits past
+it, and graphsvc's own retry loop (not the driver's, whose loop can run well past its nominal retry
+time) retries transient failures with short backoff until the budget is spent, then raises
+:class:`~graphsvc.errors.StoreUnavailableError` naming the real cause (connection refused at
+host:port, timed out, authentication failed, database unavailable) and a ``retry_after`` hint. A
+write that fails that way may or may not have been applied (the connection can be lost after the
+server committed but before it answered, and a server shutting down has been seen to commit and
+still answer "database unavailable"); it is never half-applied, and because every write is
+idempotent the caller resends it with the same ids. The budget does not cut short a call that a
+live server is working on (a large batch), nor one a starting or stopping server holds while it
+waits for its database. ``ping`` makes one attempt, no retries, on a checked connection.
+
+This package is the only code that imports ``neo4j``; driver errors become graphsvc errors at
+one boundary, :mod:`~graphsvc.store.neo4j.boundary` (the drivers, the retry loop, the
+translation). :mod:`~graphsvc.store.neo4j.rows` converts records to domain models and
+:mod:`~graphsvc.store.neo4j.store` holds :class:`Neo4jStore`, the store interface.
+"""
+
+from graphsvc.store.neo4j.store import Neo4jStore
+
+__all__ = ["Neo4jStore"]

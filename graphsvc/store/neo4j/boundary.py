@@ -1,0 +1,378 @@
+"""The boundary between graphsvc and the Neo4j driver: opening and closing the drivers, one
+bounded retry loop for every store call (the outage budget, see :mod:`graphsvc.store.neo4j`), and
+the translation of driver errors into graphsvc errors (``raise ... from`` the driver's)."""
+
+from __future__ import annotations
+
+import random
+import socket
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import neo4j
+from neo4j import READ_ACCESS, WRITE_ACCESS, GraphDatabase, Transaction
+from neo4j import exceptions as neo4j_errors
+from pydantic import SecretStr
+
+from graphsvc.errors import BadInputError, ConflictError, GraphsvcError, StoreUnavailableError
+from graphsvc.store.cypher import query, schema_statements
+
+T = TypeVar("T")
+# The outage budget: a store call answers within about ``timeout`` seconds when Neo4j is down.
+DEFAULT_TIMEOUT = 5.0
+# The longest a single ping (/readyz) waits for a connection and its answer.
+PING_TIMEOUT = 2.0
+# graphsvc's retry backoff: first pause, growth, cap (seconds), with +-20% jitter.
+RETRY_FIRST, RETRY_GROWTH, RETRY_CAP = 0.2, 2.0, 1.0
+# The least time an attempt gets to acquire a connection, even at the very end of the budget.
+MIN_ACQUIRE = 0.25
+# Retry-After hints (seconds): the server is not reachable (a restart takes a while) / it is up
+# but refused this attempt (lock contention, a database still starting, a dropped connection).
+RETRY_AFTER_DOWN = 5.0
+RETRY_AFTER_BUSY = 1.0
+# Server error codes (parts of) that mean "not available now", not "your request is wrong".
+UNAVAILABLE_CODES = ("DatabaseNotFound", "DatabaseUnavailable", "TransactionTimedOut")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what caused it, outermost first (the driver wraps socket errors)."""
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and link not in chain and len(chain) < 16:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    return chain
+
+
+_ESTABLISHING = (
+    ConnectionRefusedError,
+    TimeoutError,
+    socket.gaierror,
+    neo4j_errors.ConnectionAcquisitionTimeoutError,
+    neo4j_errors.AuthError,
+)
+
+
+def _retryable(exc: Exception) -> bool:
+    """The driver's own verdict: transient errors and lost connections are worth another attempt;
+    a commit whose outcome is unknown (``IncompleteCommit`` anywhere in the chain, even under an
+    error closing the session) is not."""
+    if any(isinstance(link, neo4j_errors.IncompleteCommit) for link in _chain(exc)):
+        return False
+    return isinstance(exc, neo4j_errors.Neo4jError | neo4j_errors.DriverError) and (
+        exc.is_retryable()
+    )
+
+
+def _commit(tx: Transaction) -> None:
+    """Commit. A connection that fails once COMMIT may have been sent leaves the outcome unknown:
+    that is an ``IncompleteCommit``, never retried, whatever form the driver's error took."""
+    try:
+        tx.commit()
+    except neo4j_errors.IncompleteCommit:
+        raise
+    except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired, OSError) as exc:
+        raise neo4j_errors.IncompleteCommit(f"the connection failed during COMMIT: {exc}") from exc
+
+
+def _stale_connection(exc: Exception) -> bool:
+    """A connection that was already open broke (a pooled connection to a server that restarted
+    or died), as opposed to a new connection that could not be made: a fresh one may work now."""
+    chain = _chain(exc)
+    lost = any(
+        isinstance(link, neo4j_errors.SessionExpired | neo4j_errors.ServiceUnavailable)
+        for link in chain
+    )
+    return (
+        lost
+        and not any(isinstance(link, _ESTABLISHING) for link in chain)
+        and not any(isinstance(link, neo4j_errors.IncompleteCommit) for link in chain)
+    )
+
+
+class Neo4jBoundary:
+    """The drivers, the bounded retry loop and the translation of driver errors: every call of
+    the store goes through :meth:`_read`, :meth:`_write` or :meth:`_run`. A layer of
+    :class:`~graphsvc.store.neo4j.Neo4jStore` (whose constructor sets the attributes)."""
+
+    uri: str
+    _user: str
+    _password: SecretStr
+    _database: str
+    _timeout: float
+    _ping_timeout: float
+    _driver: neo4j.Driver | None
+    _ping_driver: neo4j.Driver | None
+
+    # -- the boundary: driver errors become graphsvc errors --------------------------------------
+
+    def _where(self) -> str:
+        """``host:port`` of the server, for messages."""
+        try:
+            parts = urlsplit(self.uri)
+            return f"{parts.hostname or '?'}:{parts.port or 7687}"
+        except ValueError:
+            return self.uri
+
+    def _cause(self, exc: BaseException) -> tuple[str, float | None]:
+        """What really went wrong, in words, and a Retry-After hint (None: retrying won't help).
+
+        The driver wraps the socket error it hit (refused, timed out, unresolvable) in its own;
+        the whole chain is searched, most telling cause first.
+        """
+        chain = _chain(exc)
+        where = self._where()
+
+        def find(kind: type[BaseException] | tuple[type[BaseException], ...]) -> Any:
+            return next((link for link in chain if isinstance(link, kind)), None)
+
+        if find(neo4j_errors.AuthError) is not None:
+            return (
+                f"authentication failed at {where}: check GRAPHSVC_NEO4J_USER and "
+                "GRAPHSVC_NEO4J_PASSWORD",
+                None,
+            )
+        if find(neo4j_errors.IncompleteCommit) is not None:
+            return f"the connection to {where} was lost while a commit was in flight", (
+                RETRY_AFTER_DOWN
+            )
+        if find(ConnectionRefusedError) is not None:
+            return (
+                f"connection refused at {where} (is it running? bash scripts/neo4j.sh start)",
+                RETRY_AFTER_DOWN,
+            )
+        if find(socket.gaierror) is not None:
+            return f"cannot resolve the host of {where}: check GRAPHSVC_NEO4J_URI", None
+        for link in chain:
+            code = getattr(link, "code", None) or ""
+            if isinstance(link, neo4j_errors.Neo4jError) and "DatabaseNotFound" in code:
+                return (
+                    f"database {self._database!r} does not exist at {where}: check "
+                    "GRAPHSVC_NEO4J_DATABASE",
+                    None,
+                )
+            if isinstance(link, neo4j_errors.Neo4jError) and "DatabaseUnavailable" in code:
+                return f"database {self._database!r} is unavailable at {where}", RETRY_AFTER_BUSY
+            if isinstance(link, neo4j_errors.Neo4jError) and "TransactionTimedOut" in code:
+                return f"{where} did not answer within the time limit", RETRY_AFTER_BUSY
+        if find(neo4j_errors.ConnectionAcquisitionTimeoutError) is not None:
+            return f"timed out waiting for a connection to {where}", RETRY_AFTER_DOWN
+        if find(TimeoutError) is not None:
+            return f"timed out connecting to {where}", RETRY_AFTER_DOWN
+        transient = find(neo4j_errors.TransientError)
+        if transient is not None:
+            return f"{transient.code}: {transient.message}", RETRY_AFTER_BUSY
+        if find((neo4j_errors.SessionExpired, neo4j_errors.ServiceUnavailable)) is not None:
+            return f"the connection to {where} was lost", RETRY_AFTER_DOWN
+        os_error = find(OSError)
+        if os_error is not None:
+            return f"{os_error.strerror or os_error} ({where})", RETRY_AFTER_DOWN
+        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", (
+            RETRY_AFTER_BUSY
+        )
+
+    def _translate(self, exc: Exception, *, write: bool = False) -> GraphsvcError:
+        """The graphsvc error for a driver error; ``write``: the failed call was a write."""
+        if isinstance(exc, GraphsvcError):
+            return exc
+        if isinstance(exc, neo4j_errors.ConstraintError):
+            return ConflictError(f"the write conflicts with existing data: {exc.message}")
+        database_down = isinstance(exc, neo4j_errors.Neo4jError) and any(
+            word in (exc.code or "") for word in UNAVAILABLE_CODES
+        )
+        if database_down or isinstance(
+            exc,
+            neo4j_errors.AuthError
+            | neo4j_errors.ServiceUnavailable
+            | neo4j_errors.SessionExpired
+            | neo4j_errors.TransientError
+            | neo4j_errors.DriverError
+            | OSError,
+        ):
+            cause, retry_after = self._cause(exc)
+            message = f"Neo4j at {self.uri} is unavailable: {cause}"
+            if write:
+                message += (
+                    ". The write may or may not have been applied (it is never half-applied): "
+                    "resend it with the same ids (writes are idempotent)"
+                )
+            elif retry_after is not None:
+                message += f"; retry in {retry_after:g} s"
+            return StoreUnavailableError(message, retry_after=retry_after)
+        if isinstance(exc, neo4j_errors.Neo4jError):
+            return GraphsvcError(f"Neo4j error {exc.code}: {exc.message}")
+        raise exc
+
+    def _require(self) -> neo4j.Driver:
+        if self._driver is None:
+            raise StoreUnavailableError(
+                f"the Neo4j store for {self.uri} is not open: call open() first"
+            )
+        return self._driver
+
+    def _run(self, action: Callable[[neo4j.Driver], T]) -> T:
+        """One attempt of ``action``, its errors translated (no retry)."""
+        driver = self._require()
+        try:
+            return action(driver)
+        except Exception as exc:  # translated at this one boundary
+            raise self._translate(exc) from exc
+
+    def _call(self, attempt: Callable[[neo4j.Driver, float], T], *, write: bool) -> T:
+        """Run ``attempt(driver, acquisition_timeout)`` within the store's timeout, retrying what
+        the driver calls retryable, then translate what is left.
+
+        Each attempt may wait for a connection only until the budget is spent (at least
+        :data:`MIN_ACQUIRE`). Between attempts graphsvc pauses with a short capped backoff,
+        except once after a stale pooled connection (a fresh one is tried at once). Bad
+        credentials, an unknown host or database, and a commit whose outcome is unknown are not
+        retried.
+        """
+        driver = self._require()
+        deadline = time.monotonic() + self._timeout
+        pause = RETRY_FIRST
+        fresh_tried = False
+        while True:
+            try:
+                return attempt(driver, max(deadline - time.monotonic(), MIN_ACQUIRE))
+            except GraphsvcError:
+                raise
+            except Exception as exc:  # translated at this one boundary
+                left = deadline - time.monotonic()
+                stale = not fresh_tried and _stale_connection(exc)
+                hopeless = self._cause(exc)[1] is None  # bad credentials, host or database
+                if left <= 0 or hopeless or not _retryable(exc):
+                    raise self._translate(exc, write=write) from exc
+            if stale:
+                fresh_tried = True
+            else:
+                time.sleep(min(pause * random.uniform(0.8, 1.2), left))
+                pause = min(pause * RETRY_GROWTH, RETRY_CAP)
+
+    def _read(self, name: str, **params: Any) -> list[neo4j.Record]:
+        text = query(name)
+
+        def attempt(driver: neo4j.Driver, acquire: float) -> list[neo4j.Record]:
+            with driver.session(
+                database=self._database,
+                default_access_mode=READ_ACCESS,
+                connection_acquisition_timeout=acquire,
+                disable_auto_commit_retries=True,
+            ) as session:
+                return list(session.run(text, params))
+
+        return self._call(attempt, write=False)
+
+    def _write(self, work: Callable[[Transaction], T]) -> T:
+        def attempt(driver: neo4j.Driver, acquire: float) -> T:
+            done: list[T] = []
+            try:
+                with (
+                    driver.session(
+                        database=self._database,
+                        default_access_mode=WRITE_ACCESS,
+                        connection_acquisition_timeout=acquire,
+                    ) as session,
+                    session.begin_transaction() as tx,
+                ):
+                    result = work(tx)
+                    _commit(tx)
+                    done.append(result)
+            except Exception:
+                # COMMIT answered, so the write is applied, whatever closing the session said:
+                # retrying would apply a write that is not idempotent (an event) twice.
+                if done:
+                    return done[0]
+                raise
+            return done[0]
+
+        return self._call(attempt, write=True)
+
+    @staticmethod
+    def _tx(tx: Transaction, name: str, **params: Any) -> list[neo4j.Record]:
+        return list(tx.run(query(name), params))
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def open(self) -> None:
+        if self._driver is not None:
+            return
+        secret = self._password.get_secret_value()
+        auth = (self._user, secret) if secret else None
+        # "property/label does not exist yet" on a fresh database is expected, not news.
+        quiet = [neo4j.NotificationDisabledClassification.UNRECOGNIZED]
+        try:
+            driver = GraphDatabase.driver(
+                self.uri,
+                auth=auth,
+                # graphsvc retries itself (bounded by the budget); these bound what is left to
+                # the driver: a managed transaction's retries, one connect, one acquisition.
+                max_transaction_retry_time=self._timeout,
+                connection_timeout=min(5.0, self._timeout),
+                connection_acquisition_timeout=self._timeout,
+                notifications_disabled_classifications=quiet,
+            )
+            ping_driver = GraphDatabase.driver(
+                self.uri,
+                auth=auth,
+                connection_timeout=self._ping_timeout,
+                connection_acquisition_timeout=self._ping_timeout,
+                liveness_check_timeout=0.0,
+                max_connection_pool_size=4,
+                notifications_disabled_classifications=quiet,
+            )
+        except (ValueError, neo4j_errors.ConfigurationError) as exc:
+            raise BadInputError(f"invalid Neo4j URI {self.uri!r}: {exc}") from exc
+        self._driver = driver
+        self._ping_driver = ping_driver
+        try:
+            self._read("ping")
+            self._ensure_schema()
+        except GraphsvcError:
+            self.close()
+            raise
+
+    def _ensure_schema(self) -> None:
+        def attempt(driver: neo4j.Driver, acquire: float) -> None:
+            with driver.session(
+                database=self._database, connection_acquisition_timeout=acquire
+            ) as session:
+                for statement in schema_statements():
+                    session.run(statement).consume()
+                session.run("CALL db.awaitIndexes(120)").consume()
+
+        self._call(attempt, write=False)
+
+    def close(self) -> None:
+        for driver in (self._driver, self._ping_driver):
+            if driver is not None:
+                driver.close()
+        self._driver = self._ping_driver = None
+
+    def ping(self) -> None:
+        """One query (``RETURN 1``): no retry, bounded by ``ping_timeout``, on a connection that
+        is checked first (a pooled connection to a server that died or froze is not trusted).
+
+        Raises:
+            StoreUnavailableError: the server does not answer now, with the real cause
+                (connection refused at host:port, timed out, authentication failed, database
+                unavailable).
+        """
+        driver = self._ping_driver
+        if driver is None:
+            raise StoreUnavailableError(
+                f"the Neo4j store for {self.uri} is not open: call open() first"
+            )
+        budget = self._ping_timeout
+        try:
+            with driver.session(
+                database=self._database,
+                default_access_mode=READ_ACCESS,
+                connection_acquisition_timeout=budget,
+                disable_auto_commit_retries=True,
+            ) as session:
+                session.run(neo4j.Query(query("ping"), timeout=budget)).consume()
+        except Exception as exc:  # translated at this one boundary
+            raise self._translate(exc) from exc

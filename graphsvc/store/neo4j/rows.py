@@ -1,0 +1,133 @@
+"""Conversions between Neo4j records and graphsvc's domain models, and the keys and full-text
+queries that the named queries take."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+import neo4j
+
+from graphsvc.errors import GraphsvcError
+from graphsvc.model import ContextEvent, ContextEventKind, Link, LinkKind, Memory, as_utc
+from graphsvc.store.base import EPOCH, Candidate, micros
+
+KEY_SEP = "\x1f"
+
+
+def _key(namespace: str, name: str) -> str:
+    return f"{namespace}{KEY_SEP}{name}"
+
+
+def _native(value: Any) -> datetime | None:
+    """A Neo4j temporal value as an aware UTC datetime."""
+    if value is None:
+        return None
+    if isinstance(value, neo4j.time.DateTime):
+        value = value.to_native()
+    if not isinstance(value, datetime):
+        raise GraphsvcError(f"expected a DateTime from Neo4j, got {type(value).__name__}")
+    return as_utc(value)
+
+
+def _memory_props(memory: Memory) -> dict[str, Any]:
+    return {
+        "id": str(memory.id),
+        "text": memory.text,
+        "kind": memory.kind,
+        "occurredAt": memory.occurred_at,
+        "recordedAt": memory.recorded_at,
+        "invalidatedAt": memory.invalidated_at,
+        "tags": list(memory.tags),
+        "source": memory.source,
+        "confidence": memory.confidence,
+        "tokens": memory.tokens,
+        "terms": list(memory.terms),
+        "length": len(memory.terms),
+        # What the full-text index sees: the distinct analysed terms, space separated.
+        "termText": " ".join(sorted(set(memory.terms))),
+        # Epoch microseconds for the candidate query: integers cross Bolt far faster than
+        # DateTimes, which stay the readable form for people and Cypher.
+        "recordedUs": micros(memory.recorded_at),
+        "occurredUs": None if memory.occurred_at is None else micros(memory.occurred_at),
+    }
+
+
+def _time(props: dict[str, Any], name: str) -> datetime | None:
+    """A time property, from its epoch-microseconds copy when the query returned that."""
+    micros = props.get(f"{name}Us")
+    if micros is not None:
+        return _frommicros(micros)
+    return _native(props.get(f"{name}At"))
+
+
+def _memory(ns: str, props: dict[str, Any]) -> Memory:
+    recorded = _time(props, "recorded")
+    if recorded is None:
+        raise GraphsvcError(f"memory {props.get('id')} has no recordedAt")
+    return Memory.model_construct(
+        id=UUID(props["id"]),
+        namespace=ns,
+        text=props["text"],
+        kind=props["kind"],
+        occurred_at=_time(props, "occurred"),
+        recorded_at=recorded,
+        invalidated_at=_native(props.get("invalidatedAt")),
+        tags=tuple(props.get("tags") or ()),
+        source=props.get("source"),
+        confidence=float(props.get("confidence", 1.0)),
+        tokens=int(props["tokens"]),
+        terms=tuple(props.get("terms") or ()),
+    )
+
+
+def _frommicros(value: int) -> datetime:
+    return EPOCH + timedelta(microseconds=value)
+
+
+def _candidate(row: Any) -> Candidate:
+    occurred = row["occurredUs"]
+    return Candidate(
+        id=UUID(row["id"]),
+        tf=tuple(row["tf"]),
+        length=int(row["length"]),
+        recorded_us=int(row["recordedUs"]),
+        occurred_us=None if occurred is None else int(occurred),
+        confidence=float(row["confidence"]),
+    )
+
+
+def _link(row: Any) -> Link:
+    created = _native(row["createdAt"])
+    if created is None:
+        raise GraphsvcError(f"link {row['source']} -> {row['target']} has no createdAt")
+    return Link.model_construct(
+        source=UUID(row["source"]),
+        target=UUID(row["target"]),
+        kind=LinkKind(row["kind"]),
+        weight=float(row["weight"]),
+        created_at=created,
+        note=row["note"],
+    )
+
+
+def _event(props: dict[str, Any]) -> ContextEvent:
+    recorded = _native(props.get("recordedAt"))
+    return ContextEvent.model_construct(
+        run_id=props["runId"],
+        seq=int(props["seq"]),
+        step=int(props["step"]),
+        kind=ContextEventKind(props["kind"]),
+        detail=props.get("detail"),
+        est_tokens=props.get("estTokens"),
+        reported_tokens=props.get("reportedTokens"),
+        recorded_at=recorded,
+    )
+
+
+def _lucene(namespace: str, terms: Sequence[str]) -> str:
+    """A full-text query for memories of ``namespace`` containing any of ``terms``. Namespaces are
+    ``[A-Za-z0-9_-]`` and analysed terms are letters and digits only, so nothing needs escaping."""
+    return f'+namespace:"{namespace}" +termText:({" ".join(terms)})'

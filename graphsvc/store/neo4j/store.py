@@ -1,0 +1,579 @@
+"""The Neo4j store's :class:`~graphsvc.store.base.Store` interface: each method runs named
+queries (``cypher/``) through :mod:`graphsvc.store.neo4j.boundary` and converts the records with
+:mod:`graphsvc.store.neo4j.rows`."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import neo4j
+from neo4j import Transaction
+from pydantic import SecretStr
+
+from graphsvc.errors import BadInputError, GraphsvcError
+from graphsvc.model import (
+    Belief,
+    ContextEvent,
+    ContextEventKind,
+    EraseFilter,
+    EraseReceipt,
+    ForgetReceipt,
+    Link,
+    LinkKind,
+    LinkRef,
+    Memory,
+    NamespaceStats,
+    WriteResult,
+)
+from graphsvc.store.base import (
+    Candidate,
+    Store,
+    TermStats,
+    Walk,
+    belief_memory_missing,
+    link_end_missing,
+    memory_missing,
+    no_assembled_event,
+    redact,
+    sort_links,
+    split_upsert,
+    supersedes_cycle,
+    uuids_in,
+)
+from graphsvc.store.neo4j.boundary import DEFAULT_TIMEOUT, PING_TIMEOUT, Neo4jBoundary
+from graphsvc.store.neo4j.rows import (
+    KEY_SEP,
+    _candidate,
+    _event,
+    _key,
+    _link,
+    _lucene,
+    _memory,
+    _memory_props,
+    _native,
+)
+
+# Terms per full-text query: Lucene refuses more than 1024 clauses, and some versions return
+# nothing for very long queries; chunks stay well below both.
+TERMS_PER_QUERY = 100
+EXPORT_PAGE = 1_000
+# A context event detail that names an id (Java regex, matches the whole detail): what an erase
+# reads once to find the events it rewrites.
+DETAIL_WITH_ID = r"(?s).*[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}.*"
+# Where an erase's first batch starts: before any recordedAt.
+ERASE_START = datetime.min.replace(tzinfo=UTC)
+# What erasing everything removes after the memories, in this order, a batch at a time.
+ERASE_AFTER_MEMORIES = ("beliefs", "events", "runs", "statistics")
+
+
+class Neo4jStore(Neo4jBoundary, Store):
+    """The store on a Neo4j server (5.26 LTS or newer).
+
+    Args:
+        uri: Bolt URI, e.g. ``bolt://127.0.0.1:7687`` or ``neo4j://host``.
+        user: user name (ignored when ``password`` is empty: no authentication).
+        password: the password, kept secret in logs and reprs.
+        database: database name (Community has one user database, ``neo4j``).
+        timeout: the outage budget of one store call, in seconds (``GRAPHSVC_STORE_TIMEOUT``):
+            connecting, waiting for a pooled connection and retrying transient failures all
+            fit in it, then the call raises :class:`StoreUnavailableError`. Work on a live
+            server (a large batch) is not cut short by it.
+        ping_timeout: the most one :meth:`ping` waits (capped by ``timeout``).
+    """
+
+    kind = "neo4j"
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        user: str = "neo4j",
+        password: SecretStr | None = None,
+        database: str = "neo4j",
+        timeout: float = DEFAULT_TIMEOUT,
+        ping_timeout: float = PING_TIMEOUT,
+    ) -> None:
+        if timeout <= 0 or ping_timeout <= 0:
+            raise BadInputError(
+                f"the Neo4j store timeouts must be positive, got {timeout} and {ping_timeout}: "
+                "check GRAPHSVC_STORE_TIMEOUT"
+            )
+        self.uri = uri
+        self._user = user
+        self._password = password or SecretStr("")
+        self._database = database
+        self._timeout = timeout
+        self._ping_timeout = min(ping_timeout, timeout)
+        self._driver: neo4j.Driver | None = None
+        # Pings get a driver of their own: one that checks a pooled connection before using it
+        # (a frozen server then times out instead of hanging) and never waits past its bound.
+        self._ping_driver: neo4j.Driver | None = None
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _term_deltas(
+        ns: str, added: Sequence[Sequence[str]], removed: Sequence[Sequence[str]]
+    ) -> list[dict[str, Any]]:
+        counts: Counter[str] = Counter()
+        for terms in added:
+            counts.update(set(terms))
+        for terms in removed:
+            counts.subtract(set(terms))
+        return [
+            {"key": _key(ns, term), "term": term, "delta": delta}
+            for term, delta in sorted(counts.items())
+            if delta != 0
+        ]
+
+    def _apply_stats(
+        self,
+        tx: Transaction,
+        ns: str,
+        added: Sequence[Sequence[str]],
+        removed: Sequence[Sequence[str]],
+    ) -> None:
+        """Term statistics after memories with these analysed terms were added and removed (in
+        the transaction that adds and removes them)."""
+        deltas = self._term_deltas(ns, added, removed)
+        if deltas:
+            self._tx(tx, "bump_term_stats", ns=ns, deltas=deltas)
+        length = sum(len(t) for t in added) - sum(len(t) for t in removed)
+        self._tx(
+            tx, "bump_namespace_stat", ns=ns, memories=len(added) - len(removed), length=length
+        )
+
+    def upsert_memories(
+        self, namespace: str, memories: Sequence[Memory], *, max_memories: int
+    ) -> WriteResult:
+        def work(tx: Transaction) -> WriteResult:
+            ids = sorted({str(m.id) for m in memories})
+            here = {
+                row["memory"]["id"]: row["memory"]
+                for row in self._tx(tx, "existing_memories", ns=namespace, ids=ids)
+            }
+            created, unchanged = split_upsert(
+                memories,
+                stored=lambda mid: _memory(namespace, here[str(mid)]) if str(mid) in here else None,
+            )
+            stat = self._tx(tx, "term_stats", ns=namespace, keys=[])[0]
+            overflow = stat["memories"] + len(created) - max_memories
+            evicted: list[Memory] = []
+            if overflow > 0:
+                skip = [str(mid) for mid in unchanged]
+                rows = self._tx(tx, "oldest_memories", ns=namespace, skip=skip, limit=overflow)
+                evicted = [_memory(namespace, row["memory"]) for row in rows]
+                self._tx(tx, "delete_memories", ns=namespace, ids=[str(m.id) for m in evicted])
+            if created:
+                props = [_memory_props(m) for m in created]
+                self._tx(tx, "create_memories", ns=namespace, rows=props)
+            if created or evicted:
+                self._apply_stats(
+                    tx, namespace, [m.terms for m in created], [m.terms for m in evicted]
+                )
+            return WriteResult(
+                created=tuple(m.id for m in created),
+                unchanged=tuple(unchanged),
+                evicted=tuple(m.id for m in evicted),
+            )
+
+        return self._write(work)
+
+    def add_links(self, namespace: str, links: Sequence[Link]) -> None:
+        if not links:
+            return
+
+        def work(tx: Transaction) -> None:
+            ends = sorted({str(e) for lk in links for e in (lk.source, lk.target)})
+            found = {row["id"] for row in self._tx(tx, "memory_ids", ns=namespace, ids=ends)}
+            for link in links:
+                for end in (link.source, link.target):
+                    if str(end) not in found:
+                        raise link_end_missing(link, end, namespace)
+            rows = [
+                {"source": str(lk.source), "target": str(lk.target), "kind": lk.kind.value,
+                 "weight": lk.weight, "note": lk.note, "createdAt": lk.created_at}
+                for lk in links
+            ]  # fmt: skip
+            self._tx(tx, "merge_links", ns=namespace, links=rows)
+            sources = list(
+                dict.fromkeys(str(lk.source) for lk in links if lk.kind is LinkKind.SUPERSEDES)
+            )
+            if sources:
+                cycle = self._tx(tx, "supersedes_cycle", ns=namespace, ids=sources)
+                if cycle:
+                    raise supersedes_cycle(cycle[0]["id"])
+
+        self._write(work)
+
+    def forget(self, namespace: str, memory_id: UUID, *, at: datetime) -> ForgetReceipt:
+        def work(tx: Transaction) -> ForgetReceipt:
+            rows = self._tx(tx, "forget_receipt", ns=namespace, id=str(memory_id))
+            if not rows:
+                raise memory_missing(memory_id, namespace)
+            row = rows[0]
+            memory = _memory(namespace, row["memory"])
+            refs = sorted(
+                (LinkRef(source=UUID(r["source"]), target=UUID(r["target"]), kind=r["kind"])
+                 for r in row["links"] if r["kind"] is not None),
+                key=lambda lk: (str(lk.source), str(lk.target), lk.kind.value),
+            )  # fmt: skip
+            self._tx(tx, "delete_memories", ns=namespace, ids=[str(memory_id)])
+            self._apply_stats(tx, namespace, [], [memory.terms])
+            return ForgetReceipt(
+                memory_id=memory_id,
+                namespace=namespace,
+                removed_links=tuple(refs),
+                removed_belief_ids=tuple(sorted((UUID(b) for b in row["beliefs"]), key=str)),
+                forgotten_at=at,
+            )
+
+        return self._write(work)
+
+    def erase(
+        self,
+        namespace: str,
+        spec: EraseFilter,
+        *,
+        at: datetime,
+        batch_size: int,
+        time_budget: float | None = None,
+        progress: Callable[[EraseReceipt], None] | None = None,
+    ) -> EraseReceipt:
+        """As :meth:`Store.erase`: batches of ``batch_size`` memories, oldest first, each one
+        transaction that deletes them with their links and beliefs, updates the term statistics
+        and rewrites the context events naming them. ``everything`` then removes strays of
+        beliefs, the events, the runs and the statistics, a batch at a time. A batch is
+        idempotent (it selects what is still there), so after an interruption the same call
+        finishes the work; no transaction grows with the namespace."""
+        started = time.monotonic()
+        receipt = EraseReceipt(
+            namespace=namespace, filter=spec, memories=0, links=0, beliefs=0, events=0,
+            erased_at=at, complete=False,
+        )  # fmt: skip
+
+        def done(**more: int) -> None:
+            nonlocal receipt
+            receipt = receipt.model_copy(
+                update={name: getattr(receipt, name) + n for name, n in more.items()}
+            )
+            if progress is not None:
+                progress(receipt)
+
+        def out_of_time() -> bool:
+            return time_budget is not None and time.monotonic() - started >= time_budget
+
+        # The events whose detail names an id, read once (erasing everything removes them all).
+        details: dict[tuple[str, int], str] = {}
+        if not spec.everything:
+            rows = self._read("erase_event_mentions", ns=namespace, pattern=DETAIL_WITH_ID)
+            details = {(row["key"], int(row["seq"])): row["detail"] for row in rows}
+        naming: dict[str, list[tuple[str, int]]] = {}
+        for event, detail in details.items():
+            for mid in uuids_in(detail):
+                naming.setdefault(mid, []).append(event)
+        rewritten: set[tuple[str, int]] = set()
+        after = ERASE_START
+        while True:
+            batch = functools.partial(
+                self._erase_batch, namespace=namespace, spec=spec, after=after,
+                limit=batch_size, details=details, naming=naming,
+            )  # fmt: skip
+            count, links, beliefs, last, new = self._write(batch)
+            if count == 0:
+                break
+            details.update(new)
+            done(memories=count, links=links, beliefs=beliefs, events=len(new.keys() - rewritten))
+            rewritten |= new.keys()
+            if count < batch_size:
+                break
+            after = last
+            if out_of_time():
+                return receipt
+        if spec.everything:
+            for name in ERASE_AFTER_MEMORIES:
+                while True:
+                    step = functools.partial(self._erase_nodes, name, namespace, batch_size)
+                    removed = self._write(step)
+                    if removed and name in ("beliefs", "events"):  # counted in the receipt
+                        done(**{name: removed})
+                    if removed < batch_size:
+                        break
+                    if out_of_time():
+                        return receipt
+        return receipt.model_copy(update={"complete": True})
+
+    def _erase_batch(
+        self,
+        tx: Transaction,
+        *,
+        namespace: str,
+        spec: EraseFilter,
+        after: datetime,
+        limit: int,
+        details: Mapping[tuple[str, int], str],
+        naming: Mapping[str, Sequence[tuple[str, int]]],
+    ) -> tuple[int, int, int, datetime, dict[tuple[str, int], str]]:
+        """One batch of an erase (a transaction function: it changes nothing outside the
+        transaction, so a retry is safe). Returns the memories, links and beliefs removed, the
+        newest recordedAt of the batch, and the events rewritten with their new details."""
+        row = self._tx(
+            tx, "erase_select", ns=namespace, after=after, limit=limit, tag=spec.tag,
+            source=spec.source, since=spec.since, until=spec.until,
+        )[0]  # fmt: skip
+        batch = row["memories"]
+        if not batch:
+            return 0, 0, 0, after, {}
+        ids = [memory["id"] for memory in batch]
+        self._tx(tx, "delete_memories", ns=namespace, ids=ids)
+        self._apply_stats(tx, namespace, [], [memory["terms"] or () for memory in batch])
+        erased = set(ids)
+        events = sorted({event for mid in ids for event in naming.get(mid, ())})
+        new = {event: redact(details[event], erased.__contains__) for event in events}
+        if new:
+            rows = [{"key": key, "seq": seq, "detail": d} for (key, seq), d in new.items()]
+            self._tx(tx, "erase_rewrite_events", rows=rows)
+        last = _native(batch[-1]["recordedAt"]) or after
+        return len(ids), int(row["links"]), int(row["beliefs"]), last, new
+
+    def _erase_nodes(self, what: str, namespace: str, limit: int, tx: Transaction) -> int:
+        """One batch of what erasing everything removes after the memories (``what`` is one of
+        :data:`ERASE_AFTER_MEMORIES`); how many nodes it removed."""
+        if what == "beliefs":
+            rows = self._tx(tx, "erase_beliefs", ns=namespace, limit=limit)
+        elif what == "events":
+            rows = self._tx(tx, "erase_events", ns=namespace, limit=limit)
+        elif what == "runs":
+            rows = self._tx(tx, "erase_runs", ns=namespace, limit=limit)
+        else:
+            rows = self._tx(tx, "erase_statistics", ns=namespace, limit=limit)
+        return int(rows[0]["removed"])
+
+    def save_belief(self, belief: Belief) -> None:
+        ns = belief.namespace
+
+        def work(tx: Transaction) -> None:
+            wanted = [str(m) for m in (*belief.source_ids, *belief.linked_context_ids)]
+            found = {r["id"] for r in self._tx(tx, "memory_ids", ns=ns, ids=wanted)}
+            missing = [m for m in wanted if m not in found]
+            if missing:
+                raise belief_memory_missing(missing[0])
+            props = {
+                "id": str(belief.id), "cue": belief.cue, "summary": belief.summary,
+                "confidence": belief.confidence, "createdAt": belief.created_at,
+            }  # fmt: skip
+            self._tx(
+                tx, "save_belief", ns=ns, belief=props,
+                sources=[str(m) for m in belief.source_ids],
+                context=[str(m) for m in belief.linked_context_ids],
+            )  # fmt: skip
+
+        self._write(work)
+
+    def append_event(
+        self,
+        namespace: str,
+        run_id: str,
+        *,
+        step: int,
+        kind: str,
+        detail: str | None,
+        est_tokens: int | None,
+        at: datetime,
+    ) -> ContextEvent:
+        props = {
+            "step": step, "kind": ContextEventKind(kind).value, "detail": detail,
+            "estTokens": est_tokens, "reportedTokens": None, "recordedAt": at,
+        }  # fmt: skip
+
+        def work(tx: Transaction) -> int:
+            rows = self._tx(
+                tx, "append_event", ns=namespace, key=_key(namespace, run_id), runId=run_id,
+                event=props,
+            )  # fmt: skip
+            return int(rows[0]["seq"])
+
+        seq = self._write(work)
+        return ContextEvent(
+            run_id=run_id, seq=seq, step=step, kind=ContextEventKind(kind), detail=detail,
+            est_tokens=est_tokens, reported_tokens=None, recorded_at=at,
+        )  # fmt: skip
+
+    def set_reported_tokens(
+        self, namespace: str, run_id: str, step: int, reported_tokens: int
+    ) -> ContextEvent:
+        def work(tx: Transaction) -> ContextEvent:
+            rows = self._tx(
+                tx, "report_tokens", key=_key(namespace, run_id), step=step, tokens=reported_tokens
+            )
+            if not rows:
+                raise no_assembled_event(run_id, step)
+            return _event(rows[0]["event"])
+
+        return self._write(work)
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def get_memories(self, namespace: str, ids: Sequence[UUID]) -> list[Memory]:
+        if not ids:
+            return []
+        rows = self._read("get_memories", ns=namespace, ids=[str(i) for i in ids])
+        by_id = {row["memory"]["id"]: _memory(namespace, row["memory"]) for row in rows}
+        return [by_id[str(i)] for i in ids if str(i) in by_id]
+
+    def term_stats(self, namespace: str, terms: Sequence[str]) -> TermStats:
+        keys = [_key(namespace, t) for t in dict.fromkeys(terms)]
+        row = self._read("term_stats", ns=namespace, keys=keys)[0]
+        df = {item["key"].split(KEY_SEP, 1)[1]: int(item["df"]) for item in row["df"]}
+        return TermStats(int(row["memories"]), int(row["totalLength"]), df)
+
+    def candidates(
+        self, namespace: str, terms: Sequence[str], score_terms: Sequence[str]
+    ) -> list[Candidate]:
+        unique = list(dict.fromkeys(terms))
+        found: dict[str, Candidate] = {}
+        for start in range(0, len(unique), TERMS_PER_QUERY):
+            chunk = unique[start : start + TERMS_PER_QUERY]
+            rows = self._read(
+                "candidates", ns=namespace, query=_lucene(namespace, chunk),
+                terms=list(score_terms),
+            )  # fmt: skip
+            for row in rows:
+                if row["id"] not in found:
+                    found[row["id"]] = _candidate(row)
+        return [found[key] for key in sorted(found)]
+
+    def recent_candidates(
+        self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
+    ) -> list[Candidate]:
+        rows = self._read(
+            "recent_candidates", ns=namespace, query=_lucene(namespace, [term]), limit=limit,
+            terms=list(score_terms),
+        )  # fmt: skip
+        return [_candidate(row) for row in rows]
+
+    def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
+        """The full-text index's own top ``k`` (Lucene's BM25) for analysed terms: the raw
+        baseline of ``graphsvc bench`` on Neo4j. Not used by recall."""
+        if not terms:
+            return []
+        query = _lucene(namespace, list(dict.fromkeys(terms))[:TERMS_PER_QUERY])
+        rows = self._read("fulltext_top_k", ns=namespace, query=query, k=k)
+        return [UUID(row["id"]) for row in rows]
+
+    def window(
+        self, namespace: str, ids: Sequence[UUID]
+    ) -> tuple[list[Memory], list[tuple[UUID, UUID]]]:
+        if not ids:
+            return [], []
+        row = self._read("window", ns=namespace, ids=[str(i) for i in ids])[0]
+        by_id = {props["id"]: _memory(namespace, props) for props in row["memories"]}
+        memories = [by_id[str(i)] for i in ids if str(i) in by_id]
+        pairs = sorted((p["newer"], p["older"]) for p in row["supersessions"])
+        return memories, [(UUID(a), UUID(b)) for a, b in pairs]
+
+    def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
+        if not ids:
+            return []
+        rows = self._read("supersessions", ns=namespace, ids=[str(i) for i in ids])
+        return [(UUID(row["newer"]), UUID(row["older"])) for row in rows]
+
+    def walk(self, namespace: str, start: Sequence[UUID], depth: int, max_nodes: int) -> Walk:
+        # Ids that are no memory of the namespace expand to nothing and match no link.
+        starts = list(dict.fromkeys(str(s) for s in start))
+        seen = set(starts)
+        frontier = list(starts)
+        reached: list[tuple[str, int]] = []
+        for distance in range(1, depth + 1):
+            if not frontier or len(reached) >= max_nodes:
+                break
+            rows = self._read(
+                "walk_layer", ns=namespace, frontier=frontier, seen=sorted(seen),
+                limit=max_nodes - len(reached),
+            )  # fmt: skip
+            layer = [row["id"] for row in rows]
+            seen.update(layer)
+            reached += [(node, distance) for node in layer]
+            frontier = layer
+        members = starts + [n for n, _ in reached]
+        row = self._read(
+            "walk_members", ns=namespace, reached=[n for n, _ in reached], members=members
+        )[0]
+        memories = {props["id"]: _memory(namespace, props) for props in row["memories"]}
+        links = [_link(link) for link in row["links"]]
+        return Walk(
+            reached=tuple((memories[n], d) for n, d in reached),
+            links=sort_links(links),
+        )
+
+    def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
+        if not ids:
+            return []
+        rows = self._read("links_touching", ns=namespace, ids=[str(i) for i in ids])
+        return list(sort_links([_link(row) for row in rows]))
+
+    def get_belief(self, namespace: str, belief_id: UUID) -> Belief | None:
+        rows = self._read("get_belief", ns=namespace, id=str(belief_id))
+        if not rows:
+            return None
+        props = rows[0]["belief"]
+        created = _native(props["createdAt"])
+        if created is None:
+            raise GraphsvcError(f"belief {belief_id} has no createdAt")
+        return Belief(
+            id=UUID(props["id"]), namespace=namespace, cue=props["cue"],
+            summary=props["summary"], confidence=float(props["confidence"]),
+            created_at=created, source_ids=tuple(UUID(s) for s in rows[0]["sources"]),
+            linked_context_ids=tuple(UUID(s) for s in rows[0]["context"]),
+        )  # fmt: skip
+
+    def events(self, namespace: str, run_id: str) -> list[ContextEvent]:
+        rows = self._read("run_events", key=_key(namespace, run_id))
+        return [_event(row["event"]) for row in rows]
+
+    def stats(self, namespace: str) -> NamespaceStats:
+        row = self._read("namespace_stats", ns=namespace)[0]
+        return NamespaceStats(
+            namespace=namespace, memories=row["memories"], links=row["links"],
+            beliefs=row["beliefs"], terms=row["terms"], events=row["events"],
+        )  # fmt: skip
+
+    def list_memories(
+        self,
+        namespace: str,
+        *,
+        after: tuple[datetime, str] | None,
+        limit: int,
+        kind: str | None,
+        tag: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[Memory]:
+        rows = self._read(
+            "list_memories", ns=namespace, after=after[0] if after else None,
+            afterId=after[1] if after else "", limit=limit, kind=kind, tag=tag, since=since,
+            until=until,
+        )  # fmt: skip
+        return [_memory(namespace, row["memory"]) for row in rows]
+
+    def export(self, namespace: str) -> Iterator[Memory | Link]:
+        after: datetime | None = None
+        after_id = ""
+        while True:
+            rows = self._read(
+                "export_memories", ns=namespace, after=after, afterId=after_id, limit=EXPORT_PAGE
+            )
+            for row in rows:
+                memory = _memory(namespace, row["memory"])
+                after, after_id = memory.recorded_at, str(memory.id)
+                yield memory
+            if len(rows) < EXPORT_PAGE:
+                break
+        for row in self._read("export_links", ns=namespace):
+            yield _link(row)
