@@ -1,14 +1,22 @@
 """The ASGI application: GraphQL at ``/graphql`` (GraphiQL for browsers), ``/healthz``, ``/readyz``.
 
-Layers, outermost first:
+Layers, outermost first (the middleware is :mod:`graphsvc.api.middleware`):
 
 1. :class:`RequestLog`: a request id (the caller's ``X-Request-Id`` when it is sane, else a new
    one), returned in ``X-Request-Id``, and one JSON log line per request (``graphsvc.access``).
 2. CORS (Starlette's), when ``GRAPHSVC_CORS_ORIGINS`` names origins.
-3. :class:`BodyLimit`: 413 (``LIMIT_EXCEEDED``) past ``GRAPHSVC_MAX_BODY_BYTES``.
-4. The routes; ``/graphql`` behind :class:`AuthGate` (``Authorization: Bearer <key>``; a missing,
-   malformed or unknown key is HTTP 401 with a GraphQL-shaped body, ``code: UNAUTHENTICATED``;
-   the GraphiQL page itself needs no key).
+3. :class:`BodyLimit`: 413 (``LIMIT_EXCEEDED``) past ``GRAPHSVC_MAX_BODY_BYTES``; 408 when the
+   body takes longer than ``GRAPHSVC_BODY_TIMEOUT`` to arrive.
+4. The routes; ``/graphql`` behind :class:`AuthGate`: rate limits per client address, per API
+   key and on failed authentications (:mod:`graphsvc.api.ratelimit`: 429 with ``Retry-After``),
+   then ``Authorization: Bearer <key>`` (a missing, malformed or unknown key is HTTP 401 with a
+   GraphQL-shaped body, ``code: UNAUTHENTICATED``; the GraphiQL page itself needs no key).
+   :class:`GraphQLView` decodes the body strictly (:mod:`graphsvc.api.body`, 400/413), bounds the
+   request's time (``GRAPHSVC_REQUEST_TIMEOUT``: 503 ``UNAVAILABLE`` with ``Retry-After``), and
+   answers ``Retry-After`` when a store error says when to retry.
+
+Every error body, from any layer, is GraphQL-shaped with ``extensions.code``; a GraphQL error that
+reached the response without a code is masked and logged (:meth:`GraphQLView.process_result`).
 
 The store is opened in the lifespan (in a worker thread) and closed on shutdown, after uvicorn has
 let in-flight requests finish. Nothing here does I/O at import or in a constructor.
@@ -16,14 +24,14 @@ let in-flight requests finish. Nothing here does I/O at import or in a construct
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
-import re
 import sys
-import time
 import traceback
 from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -33,49 +41,50 @@ import anyio.to_thread
 from anyio import CapacityLimiter
 from cross_web import HTTPException
 from starlette.applications import Starlette
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLHTTPResponse
+from strawberry.http.parse_content_type import parse_content_type
+from strawberry.http.types import QueryParams as StrawberryQueryParams
+from strawberry.types import ExecutionResult
 
-from graphsvc.api.auth import ApiKeys, Principal, UnauthenticatedError, anonymous
-from graphsvc.api.schema import GraphsvcSchema, Limits, RequestContext, make_schema, new_request_id
+from graphsvc.api.auth import ApiKeys
+from graphsvc.api.body import SMALL_BODY_BYTES, decode_body, decode_parameter
+from graphsvc.api.context import Limits, RequestContext, new_request_id
+from graphsvc.api.errors import MASKED_CODE, GraphsvcSchema, retry_after_of
+from graphsvc.api.middleware import (
+    CLIENT_CLOSED,
+    LOG_FIELDS,
+    PRINCIPAL,
+    REQUEST_ID,
+    RETRY_AFTER,
+    AuthGate,
+    BodyLimit,
+    RequestLog,
+    access_logger,
+    error_response,
+    is_ide_request,
+)
+from graphsvc.api.ratelimit import RateLimits, retry_after
+from graphsvc.api.schema import make_schema
+from graphsvc.api.web import graphiql_html, graphiql_response, web_routes
 from graphsvc.bootstrap import bootstrap, store_label
-from graphsvc.errors import GraphsvcError
+from graphsvc.errors import GraphsvcError, LimitExceededError
+from graphsvc.mcp.http import McpHttp
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 
 logger = logging.getLogger("graphsvc.api")
-access_logger = logging.getLogger("graphsvc.access")
 
-# Keys this app adds to the ASGI scope.
-REQUEST_ID = "graphsvc.request_id"
-LOG_FIELDS = "graphsvc.log"
-PRINCIPAL = "graphsvc.principal"
-
-_REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-_STATUS_CODES = {
-    401: "UNAUTHENTICATED",
-    403: "FORBIDDEN",
-    413: "LIMIT_EXCEEDED",
-    503: "UNAVAILABLE",
-}
-
-
-def limits_of(settings: Settings) -> Limits:
-    """The GraphQL limits the settings name."""
-    return Limits(
-        max_depth=settings.max_query_depth,
-        max_tokens=settings.max_query_tokens,
-        max_aliases=settings.max_aliases,
-        default_page_size=min(settings.default_page_size, settings.max_page_size),
-        max_page_size=settings.max_page_size,
-    )
+#: Retry-After of a request that ran out of GRAPHSVC_REQUEST_TIMEOUT (the store said nothing).
+TIMEOUT_RETRY_AFTER = 5.0
 
 
 # -- logging --------------------------------------------------------------------------------------
@@ -112,188 +121,6 @@ def configure_logging(level: str) -> None:
         logging.getLogger(name).propagate = True
 
 
-# -- responses ------------------------------------------------------------------------------------
-
-
-def error_response(
-    status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None
-) -> JSONResponse:
-    """A GraphQL-shaped error body (``{"errors": [{message, extensions: {code}}]}``), so GraphQL
-    clients read the code the same way for HTTP-level refusals."""
-    body = {
-        "data": None,
-        "errors": [
-            {
-                "message": message,
-                "extensions": {"code": code or _STATUS_CODES.get(status, "BAD_INPUT")},
-            }
-        ],
-    }
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
-# -- middleware -----------------------------------------------------------------------------------
-
-
-class RequestLog:
-    """Request id in and out (``X-Request-Id``) and one JSON access-log line per request."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        incoming = Headers(scope=scope).get("x-request-id", "")
-        request_id = incoming if _REQUEST_ID_RE.match(incoming) else new_request_id()
-        fields: dict[str, Any] = {}
-        scope[REQUEST_ID] = request_id
-        scope[LOG_FIELDS] = fields
-        status = 500
-        sent = 0
-        started = False
-        began = time.perf_counter()
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status, sent, started
-            if message["type"] == "http.response.start":
-                started = True
-                status = message["status"]
-                MutableHeaders(scope=message)["x-request-id"] = request_id
-            elif message["type"] == "http.response.body":
-                sent += len(message.get("body", b""))
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_wrapper)
-        except Exception:
-            logger.exception("unhandled error", extra={"fields": {"request_id": request_id}})
-            if not started:
-                response = error_response(
-                    500, f"Unexpected error; request id {request_id}", "INTERNAL"
-                )
-                await response(scope, receive, send_wrapper)
-        finally:
-            client = scope.get("client")
-            line = {
-                "request_id": request_id,
-                "method": scope.get("method"),
-                "path": scope.get("path"),
-                "status": status,
-                "duration_ms": round((time.perf_counter() - began) * 1000, 2),
-                "bytes_out": sent,
-                "client": client[0] if client else None,
-                **fields,
-            }
-            access_logger.log(
-                logging.WARNING if status >= 500 else logging.INFO,
-                "request",
-                extra={"fields": line},
-            )
-
-
-class _BodyTooLargeError(Exception):
-    """Raised from ``receive`` once the body passes the limit."""
-
-
-class BodyLimit:
-    """Refuse request bodies over ``max_bytes`` with 413, by Content-Length or while reading."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    def _refusal(self) -> JSONResponse:
-        return error_response(
-            413,
-            f"the request body is larger than {self.max_bytes} bytes (GRAPHSVC_MAX_BODY_BYTES): "
-            "split the request, e.g. rememberMany in smaller batches",
-        )
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = Headers(scope=scope).get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refusal()(scope, receive, send)
-            return
-        received = 0
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise _BodyTooLargeError
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _BodyTooLargeError:
-            if started:  # pragma: no cover - the app answers only after reading the body
-                raise
-            await self._refusal()(scope, receive, send)
-
-
-def is_ide_request(scope: Scope) -> bool:
-    """A browser asking for the GraphiQL page (what strawberry renders it for)."""
-    if scope.get("method") != "GET":
-        return False
-    if b"query=" in scope.get("query_string", b""):
-        return False
-    accept = Headers(scope=scope).get("accept", "")
-    return "text/html" in accept or "*/*" in accept
-
-
-class AuthGate:
-    """Authenticate ``/graphql`` requests; the principal goes into the scope.
-
-    With no keys configured every request is the ``anonymous`` principal (write role) of the
-    default namespace; the ``serve`` command then binds loopback only.
-    """
-
-    def __init__(self, app: ASGIApp, keys: ApiKeys, default_namespace: str) -> None:
-        self.app = app
-        self.keys = keys
-        self.default = anonymous(default_namespace)
-
-    def principal(self, scope: Scope) -> Principal:
-        if not len(self.keys):
-            return self.default
-        return self.keys.authenticate_header(Headers(scope=scope).get("authorization"))
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] == "http"
-            and scope.get("method") != "OPTIONS"
-            and not is_ide_request(scope)
-        ):
-            try:
-                principal = self.principal(scope)
-            except UnauthenticatedError as exc:
-                response = error_response(
-                    401, str(exc), headers={"WWW-Authenticate": 'Bearer realm="graphsvc"'}
-                )
-                await response(scope, receive, send)
-                return
-            scope[PRINCIPAL] = principal
-            fields = scope.get(LOG_FIELDS)
-            if isinstance(fields, dict):
-                fields["namespace"] = principal.namespace
-                fields["key_id"] = principal.key_id
-        await self.app(scope, receive, send)
-
-
 # -- the application ------------------------------------------------------------------------------
 
 
@@ -307,10 +134,53 @@ class AppState:
     store_label: str = ""
 
 
-class GraphQLView(GraphQL[RequestContext, None]):
-    """Strawberry's ASGI GraphQL view with graphsvc's context and JSON error bodies."""
+# The decoded JSON of the request being answered: (the body's bytes, the object).
+_DECODED_BODY: ContextVar[tuple[bytes, dict[str, Any]] | None] = ContextVar(
+    "graphsvc_decoded_body", default=None
+)
 
-    def __init__(self, schema: GraphsvcSchema, state: AppState, *, graphiql: bool) -> None:
+
+def _media_type(request: Request) -> str:
+    """The request's media type, as strawberry reads it (``""`` when the header is unreadable:
+    strawberry then answers 400, unsupported content type)."""
+    try:
+        return parse_content_type(request.headers.get("content-type", ""))[0]
+    except Exception:  # the email parser fails in several ways on odd headers
+        return ""
+
+
+def _status_of(exc: GraphsvcError) -> int:
+    return 413 if isinstance(exc, LimitExceededError) else 400
+
+
+def _forget(task: asyncio.Future[Response]) -> None:
+    """Retrieve the outcome of a request abandoned at its deadline (so asyncio does not warn)."""
+    if not task.cancelled() and task.exception() is not None:
+        logger.debug("an abandoned request ended with %r", task.exception())
+
+
+class GraphQLView(GraphQL[RequestContext, None]):
+    """Strawberry's ASGI GraphQL view with graphsvc's context, a strict JSON decoder, a time
+    bound, and GraphQL-shaped error bodies with a code.
+
+    Args:
+        schema: the schema (:func:`~graphsvc.api.schema.make_schema`).
+        state: what the lifespan opens.
+        graphiql: serve GraphiQL to browsers.
+        max_input_values: most JSON values in a request (``GRAPHSVC_MAX_INPUT_VALUES``).
+        request_timeout: seconds a request may run after its body arrived
+            (``GRAPHSVC_REQUEST_TIMEOUT``); ``None``: unbounded.
+    """
+
+    def __init__(
+        self,
+        schema: GraphsvcSchema,
+        state: AppState,
+        *,
+        graphiql: bool,
+        max_input_values: int,
+        request_timeout: float | None,
+    ) -> None:
         super().__init__(
             schema,
             graphql_ide="graphiql" if graphiql else None,
@@ -318,6 +188,75 @@ class GraphQLView(GraphQL[RequestContext, None]):
             subscription_protocols=(),
         )
         self.state = state
+        self.max_input_values = max_input_values
+        self.request_timeout = request_timeout
+
+    def parse_json(self, data: str | bytes) -> Any:
+        """The request body, decoded strictly (:func:`~graphsvc.api.body.decode_body`); the body
+        :meth:`__call__` decoded already is not decoded again.
+
+        Raises:
+            BadInputError: the body is not a JSON object of the right shape, or not Unicode.
+            LimitExceededError: too many values, or nested too deeply.
+        """
+        decoded = _DECODED_BODY.get()
+        if decoded is not None and decoded[0] is data:
+            return decoded[1]
+        return decode_body(data, self.max_input_values)
+
+    def parse_query_params(self, params: StrawberryQueryParams) -> dict[str, Any]:
+        """A GET's parameters, with ``variables`` and ``extensions`` decoded strictly.
+
+        Raises:
+            BadInputError: a JSON parameter is malformed or not Unicode.
+            LimitExceededError: too many values, or nested too deeply.
+        """
+        parsed: dict[str, Any] = dict(params)
+        for name in ("variables", "extensions"):
+            text = parsed.get(name)
+            if text:
+                parsed[name] = decode_parameter(text, name, self.max_input_values)
+        return parsed
+
+    async def process_result(
+        self, request: Request, result: ExecutionResult
+    ) -> GraphQLHTTPResponse:
+        """Strawberry's result, with two guarantees: every error carries ``extensions.code`` (one
+        that reached here without a code is masked as INTERNAL and logged), and an UNAVAILABLE
+        error whose store said when to retry sets the response's ``Retry-After``."""
+        response = await super().process_result(request, result)
+        errors = response.get("errors")
+        if errors:
+            response["errors"] = [self._coded(error, request) for error in errors]
+        wait = retry_after_of(result.errors or [])
+        if wait is not None:
+            request.scope[RETRY_AFTER] = wait
+        return response
+
+    @staticmethod
+    def _coded(error: object, request: Request) -> object:
+        if isinstance(error, dict):
+            extensions = error.get("extensions")
+            if isinstance(extensions, dict) and "code" in extensions:
+                return error
+        request_id = str(request.scope.get(REQUEST_ID) or "-")
+        logger.error(
+            "an error without a code reached a response: %r",
+            error,
+            extra={"fields": {"request_id": request_id}},
+        )
+        return {
+            "message": f"Unexpected error; request id {request_id}",
+            "extensions": {"code": MASKED_CODE, "requestId": request_id},
+        }
+
+    @property
+    def graphql_ide_html(self) -> str:
+        """GraphiQL with same-origin assets (strawberry's own page loads them from unpkg)."""
+        return graphiql_html()
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return graphiql_response()
 
     async def get_context(
         self, request: Request | WebSocket, response: Response | WebSocket
@@ -336,15 +275,79 @@ class GraphQLView(GraphQL[RequestContext, None]):
             log=log if isinstance(log, dict) else {},
         )
 
+    async def _decode_body(self, request: Request) -> None:
+        """Read and decode a JSON body before strawberry does: a large one in a worker thread
+        (``json.loads`` and the inspection are CPU work proportional to the body)."""
+        if request.method != "POST" or "application/json" not in _media_type(request):
+            return
+        body = await request.body()
+        if len(body) <= SMALL_BODY_BYTES:
+            value = decode_body(body, self.max_input_values)
+        else:
+            value = await anyio.to_thread.run_sync(
+                decode_body, body, self.max_input_values, abandon_on_cancel=True
+            )
+        _DECODED_BODY.set((body, value))
+
+    async def _run_bounded(self, request: Request) -> Response:
+        """Strawberry's ``run``, abandoned at ``request_timeout`` with 503 UNAVAILABLE.
+
+        The request runs as its own task, so the answer does not wait for a store call that
+        cannot be interrupted (a worker thread): the task is cancelled and ends when that call
+        returns; its thread slot stays taken until then.
+        """
+        if self.request_timeout is None:
+            return await self.run(request)
+        task = asyncio.ensure_future(self.run(request))
+        try:
+            await asyncio.wait({task}, timeout=self.request_timeout)
+        except BaseException:
+            task.cancel()
+            raise
+        if task.done():
+            return task.result()
+        task.cancel()
+        task.add_done_callback(_forget)
+        request_id = request.scope.get(REQUEST_ID)
+        logger.warning(
+            "request abandoned after %g s (GRAPHSVC_REQUEST_TIMEOUT)",
+            self.request_timeout,
+            extra={"fields": {"request_id": request_id}},
+        )
+        request.scope[RETRY_AFTER] = TIMEOUT_RETRY_AFTER
+        return error_response(
+            503,
+            f"the request did not finish within {self.request_timeout:g} s "
+            "(GRAPHSVC_REQUEST_TIMEOUT): the store is slow or unavailable; retry after the "
+            "Retry-After seconds (a write may still complete: writes are idempotent, so sending "
+            "it again is safe)",
+            "UNAVAILABLE",
+        )
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await send({"type": "websocket.close", "code": 1008})
             return
+        request = Request(scope=scope, receive=receive)
         try:
-            response = await self.run(Request(scope=scope, receive=receive))
+            await self._decode_body(request)
+            response = await self._run_bounded(request)
         except HTTPException as exc:
             response = error_response(exc.status_code, exc.reason)
+        except GraphsvcError as exc:  # the body or the query string, refused by graphsvc.api.body
+            response = error_response(_status_of(exc), str(exc), exc.code)
+        wait = scope.get(RETRY_AFTER)
+        if wait is not None:
+            response.headers["Retry-After"] = retry_after(wait)
         await response(scope, receive, send)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own refusals (no such route: 404, wrong method: 405) GraphQL-shaped too."""
+    if not isinstance(exc, StarletteHTTPException):  # pragma: no cover - registered for it
+        raise exc
+    headers = dict(exc.headers) if exc.headers else None
+    return error_response(exc.status_code, str(exc.detail), headers=headers)
 
 
 def create_app(
@@ -357,9 +360,20 @@ def create_app(
     """The ASGI app. The store opens in the lifespan: ``open_service`` (default
     ``bootstrap(settings)``) runs in a worker thread at startup, and the store is closed at
     shutdown when ``owns_store``."""
-    state = AppState(limits=limits_of(settings), store_label=store_label(settings))
-    schema = make_schema(limits_of(settings))
+    limits = Limits.from_settings(settings)
+    state = AppState(limits=limits, store_label=store_label(settings))
+    schema = make_schema(limits, settings)
     opener = open_service or (lambda: bootstrap(settings))
+    # MCP (streamable HTTP) at /mcp: the same service, keys and limits as /graphql.
+    # /graphql and /mcp share one set of rate limits (per key, per client, failed authentications).
+    rate_limits = RateLimits.from_settings(settings)
+    mcp = McpHttp(
+        lambda: state.service,
+        keys,
+        settings,
+        limiter_of=lambda: state.limiter,
+        limits=rate_limits,
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -385,7 +399,8 @@ def create_app(
             },
         )
         try:
-            yield
+            async with mcp.run():
+                yield
         finally:
             state.service = None
             if owns_store:
@@ -417,7 +432,13 @@ def create_app(
     async def root(request: Request) -> Response:
         return RedirectResponse("/graphql")
 
-    view = GraphQLView(schema, state, graphiql=settings.graphiql)
+    view = GraphQLView(
+        schema,
+        state,
+        graphiql=settings.graphiql,
+        max_input_values=settings.max_input_values,
+        request_timeout=settings.request_timeout,
+    )
     middleware = [Middleware(RequestLog)]
     if settings.cors_origins:
         middleware.append(
@@ -430,26 +451,42 @@ def create_app(
                 max_age=600,
             )
         )
-    middleware.append(Middleware(BodyLimit, max_bytes=settings.max_body_bytes))
+    middleware.append(
+        Middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
+    )
     app = Starlette(
         routes=[
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
-            Route("/graphql", AuthGate(view, keys, settings.namespace)),
+            Route("/graphql", AuthGate(view, keys, settings.namespace, rate_limits)),
+            mcp.route,
+            *web_routes(),
             Route("/", root, methods=["GET"]),
         ],
         middleware=middleware,
         lifespan=lifespan,
+        exception_handlers={StarletteHTTPException: http_error},
     )
     app.state.graphsvc = state
     return app
 
 
+# The middleware's names stay importable from here (they lived here before
+# graphsvc.api.middleware).
 __all__ = [
+    "CLIENT_CLOSED",
+    "LOG_FIELDS",
+    "PRINCIPAL",
+    "REQUEST_ID",
+    "RETRY_AFTER",
     "AppState",
+    "AuthGate",
+    "BodyLimit",
     "JsonFormatter",
+    "RequestLog",
+    "access_logger",
     "configure_logging",
     "create_app",
     "error_response",
-    "limits_of",
+    "is_ide_request",
 ]

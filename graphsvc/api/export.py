@@ -4,7 +4,7 @@
     python -m graphsvc.api.export --check    # exit 1 when ./schema.graphql is stale
 
 The same text as ``strawberry export-schema graphsvc.api.schema:schema``: ``schema.as_str()`` and
-a final newline. ``tests/test_api_schema.py`` fails when the checked-in file differs.
+a final newline. ``tests/api/test_api_schema.py`` fails when the checked-in file differs.
 """
 
 from __future__ import annotations

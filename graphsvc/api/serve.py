@@ -5,7 +5,9 @@ set. API keys come from ``GRAPHSVC_API_KEYS`` and/or ``GRAPHSVC_API_KEYS_FILE``;
 server serves one namespace (``GRAPHSVC_NAMESPACE``, ``default``) with write access to anyone who
 can connect, so it refuses to bind anything but a loopback address. SIGINT/SIGTERM stop it
 gracefully: no new connections, in-flight requests get ``GRAPHSVC_SHUTDOWN_TIMEOUT`` seconds,
-then the store is closed.
+then the store is closed. A connection that does not send a request's headers within
+``GRAPHSVC_HEADER_TIMEOUT`` seconds is answered 408 and closed
+(:class:`~graphsvc.api.protocol.HeaderDeadlineProtocol`).
 
 Exit status: 0 after a clean stop, 2 for bad settings or arguments, 3 when the store cannot be
 opened (the log says why).
@@ -14,8 +16,10 @@ opened (the log says why).
 from __future__ import annotations
 
 import contextlib
+import gc
 import ipaddress
 import logging
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +30,7 @@ import uvicorn
 
 from graphsvc.api.app import configure_logging, create_app
 from graphsvc.api.auth import ApiKeys
+from graphsvc.api.protocol import ServerConfig
 from graphsvc.bootstrap import store_label
 from graphsvc.cli.common import BAD_INPUT_EXIT, UNAVAILABLE_EXIT, data_dir_option, make_settings
 from graphsvc.errors import BadInputError
@@ -44,12 +49,23 @@ def is_loopback(host: str) -> bool:
 
 
 class Server(uvicorn.Server):
-    """uvicorn's server, but a clean stop exits 0.
+    """uvicorn's server, but a clean stop exits 0, and the garbage collector leaves what startup
+    built alone.
 
     After a graceful shutdown on SIGTERM or SIGINT, uvicorn re-raises the signal, so the process
     dies of it (exit status 143 for SIGTERM) although it stopped cleanly. graphsvc promises exit 0
     after a clean stop: the captured signals are dropped once the shutdown has finished.
+
+    Once started (modules, schema and the opened store in memory), every object is moved to the
+    collector's permanent generation (``gc.freeze``): a full collection, which a request that
+    allocates a lot triggers in whatever thread it runs, then scans only what requests made since.
+    Without it such a collection paused the event loop for 100-350 ms, with it a few ms.
     """
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        gc.collect()
+        gc.freeze()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -115,8 +131,9 @@ def serve(host: str | None, port: int | None, data_dir: Path | None, log_level: 
         logger.info("%d API key(s) for namespace(s) %s", len(keys), ", ".join(keys.namespaces))
     logger.info("store: %s", store_label(settings))
     app = create_app(settings, keys)
-    config = uvicorn.Config(
+    config = ServerConfig(
         app,
+        header_timeout=settings.header_timeout,
         host=settings.host,
         port=settings.port,
         log_config=None,

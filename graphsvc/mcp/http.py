@@ -29,21 +29,17 @@ from typing import Any
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
-from graphsvc.api.auth import ApiKeys, Principal, UnauthenticatedError, anonymous
+from graphsvc.api.auth import ApiKeys, Principal, UnauthenticatedError
+from graphsvc.api.middleware import PRINCIPAL, AuthGate
+from graphsvc.api.ratelimit import RateLimits
 from graphsvc.mcp.server import LimiterSource, ServiceSource, build_server
 from graphsvc.settings import Settings
 
 MCP_PATH = "/mcp"
-#: The ASGI scope key holding the request's :class:`Principal`.
-PRINCIPAL = "graphsvc.mcp.principal"
-#: The access-log fields dict that :class:`graphsvc.api.app.RequestLog` puts in the scope
-#: (``graphsvc.api.app.LOG_FIELDS``; a test pins the two equal).
-LOG_FIELDS = "graphsvc.log"
 
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
@@ -74,46 +70,16 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
     )
 
 
-class McpAuthGate:
-    """Authenticate every ``/mcp`` request; its principal goes into the scope.
-
-    Args:
-        app: the MCP endpoint.
-        keys: the configured API keys; none: every request is ``anonymous(default_namespace)``.
-        default_namespace: the namespace of the anonymous caller.
-    """
-
-    def __init__(self, app: ASGIApp, keys: ApiKeys, default_namespace: str) -> None:
-        self.app = app
-        self.keys = keys
-        self.default = anonymous(default_namespace)
-
-    def principal(self, scope: Scope) -> Principal:
-        if not len(self.keys):
-            return self.default
-        return self.keys.authenticate_header(Headers(scope=scope).get("authorization"))
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        try:
-            principal = self.principal(scope)
-        except UnauthenticatedError as exc:
-            body = {"error": "invalid_token", "error_description": str(exc), "code": exc.code}
-            challenge = 'Bearer realm="graphsvc", error="invalid_token"'
-            await _json(401, body, {"WWW-Authenticate": challenge})(scope, receive, send)
-            return
-        scope[PRINCIPAL] = principal
-        fields = scope.get(LOG_FIELDS)
-        if isinstance(fields, dict):
-            fields["namespace"] = principal.namespace
-            fields["key_id"] = principal.key_id
-        await self.app(scope, receive, send)
+def mcp_refusal(status: int, message: str, code: str, headers: dict[str, str]) -> Response:
+    """How ``/mcp`` answers the gate's refusals (401, 429): JSON with an OAuth-style ``error`` and
+    graphsvc's ``code``, the shape MCP clients read."""
+    error = "invalid_token" if status == 401 else "rate_limited" if status == 429 else "refused"
+    return _json(status, {"error": error, "error_description": message, "code": code}, headers)
 
 
 def request_principal(ctx: ServerRequestContext[Any, Any]) -> Principal:
-    """The principal :class:`McpAuthGate` put in the scope of the request being served.
+    """The principal the gate (:class:`graphsvc.api.middleware.AuthGate`) put in the scope of the
+    request being served.
 
     Raises:
         UnauthenticatedError: the request did not pass the gate (no HTTP request, no principal).
@@ -137,6 +103,7 @@ class McpHttp:
         keys: the configured API keys.
         settings: the namespace of anonymous callers, the body size limit, the bind address.
         limiter_of: the worker-thread limiter store calls share with GraphQL.
+        limits: the rate limits (shared with ``/graphql``); ``None``: none.
         path: where to route it.
     """
 
@@ -147,12 +114,14 @@ class McpHttp:
         settings: Settings,
         *,
         limiter_of: LimiterSource = _no_limiter,
+        limits: RateLimits | None = None,
         path: str = MCP_PATH,
     ) -> None:
         self.server = build_server(service_of, request_principal, limiter_of)
         self.settings = settings
         self.path = path
-        self.gate = McpAuthGate(self._endpoint, keys, settings.namespace)
+        # The same gate as /graphql: rate limits, failed-authentication limits, keys.
+        self.gate = AuthGate(self._endpoint, keys, settings.namespace, limits, refuse=mcp_refusal)
         #: The route to add to the app (every method: POST, GET, DELETE).
         self.route = Route(path, endpoint=self.gate)
         self._manager: StreamableHTTPSessionManager | None = None
@@ -197,12 +166,11 @@ def mcp_http(
 
 
 __all__ = [
-    "LOG_FIELDS",
     "MCP_PATH",
     "PRINCIPAL",
-    "McpAuthGate",
     "McpHttp",
     "mcp_http",
+    "mcp_refusal",
     "request_principal",
     "transport_security",
 ]

@@ -294,7 +294,13 @@ def bench_http(
     key = secrets.token_urlsafe(24)
     namespace = f"benchhttp{seed}_{secrets.token_hex(4)}"
     neo4j = Settings().neo4j_uri is not None
-    env = {**os.environ, "GRAPHSVC_API_KEYS": f"{key}={namespace}:write"}
+    # The benchmark measures throughput: the server's per-key and per-client rate limits are off.
+    env = {
+        **os.environ,
+        "GRAPHSVC_API_KEYS": f"{key}={namespace}:write",
+        "GRAPHSVC_RATE_LIMIT_PER_KEY": "0",
+        "GRAPHSVC_RATE_LIMIT_PER_CLIENT": "0",
+    }
     env.pop("GRAPHSVC_API_KEYS_FILE", None)
     corpus = make_corpus(seed, memories, 500, 30_000, links_per_memory=1.0)
     texts = [q.text for q in corpus.queries]

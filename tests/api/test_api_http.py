@@ -4,9 +4,12 @@ uvicorn process with a real GraphQL client (``gql``), on both stores (``slow``).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import json
 import logging
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,9 +21,11 @@ from click.testing import CliRunner
 from gql import Client, gql
 from gql.transport.exceptions import TransportQueryError
 from gql.transport.httpx import HTTPXTransport
-from graphql import GraphQLObjectType, build_schema
+from graphql import GraphQLError, GraphQLObjectType, build_schema, get_introspection_query
+from starlette.requests import Request
+from strawberry.types import ExecutionResult
 
-from graphsvc.api.app import JsonFormatter, create_app
+from graphsvc.api.app import AppState, GraphQLView, JsonFormatter, create_app, is_ide_request
 from graphsvc.api.auth import (
     ApiKeys,
     ForbiddenError,
@@ -29,7 +34,11 @@ from graphsvc.api.auth import (
     UnauthenticatedError,
     hash_key,
 )
-from graphsvc.api.schema import schema
+from graphsvc.api.context import Limits
+from graphsvc.api.errors import classify
+from graphsvc.api.limits import DocumentLimits, prepare
+from graphsvc.api.ratelimit import Rate, TokenBuckets, retry_after
+from graphsvc.api.schema import make_schema, schema
 from graphsvc.api.serve import is_loopback, serve
 from graphsvc.errors import BadInputError, StoreUnavailableError
 from graphsvc.service import MemoryService
@@ -287,6 +296,371 @@ def test_a_store_that_cannot_open_fails_startup(tmp_path: Path) -> None:
     app = create_app(settings, ApiKeys(), open_service=broken)
     with pytest.raises(StoreUnavailableError), in_process(app):
         pass  # pragma: no cover
+
+
+# -- the edge: document limits, strict bodies, rate limits, time bounds --------------------------
+
+
+def fragment_bomb(levels: int, name: str = "F") -> str:
+    """Each fragment spreads the next twice: 2^levels spreads once expanded."""
+    chain = " ".join(
+        f"fragment {name}{i} on Query {{ ...{name}{i + 1} ...{name}{i + 1} }}"
+        for i in range(levels)
+    )
+    return f"query {{ ...{name}0 }} {chain} fragment {name}{levels} on Query {{ __typename }}"
+
+
+DEFAULT_DOCUMENT_LIMITS = DocumentLimits.of(Limits.defaults())
+
+
+def prepared_codes(document: str, limits: DocumentLimits = DEFAULT_DOCUMENT_LIMITS) -> list[str]:
+    prepared = prepare(document, schema._schema, limits)
+    return [(classify(error) or ("INTERNAL", ""))[0] for error in prepared.errors]
+
+
+def test_a_fragment_bomb_is_refused_in_milliseconds() -> None:
+    began = time.perf_counter()
+    prepared = prepare(fragment_bomb(30), schema._schema, DEFAULT_DOCUMENT_LIMITS)
+    assert time.perf_counter() - began < 0.2  # strawberry's depth limiter: over ten minutes
+    assert [classify(error) for error in prepared.errors] == [
+        (
+            "LIMIT_EXCEEDED",
+            "the document spreads fragments over 1000000000 times (a spread inside a fragment "
+            "counts each time that fragment is spread); the limit is 100 "
+            "(GRAPHSVC_MAX_FRAGMENT_SPREADS): spread fewer fragments, or split the request",
+        )
+    ]
+    assert prepared_codes(fragment_bomb(5)) == []  # 62 spreads: within the limit, and valid
+
+
+def memory_chain(fragments: int) -> str:
+    """memories(0) nodes(1), then per fragment links(+1) sourceMemory(+1), then id."""
+    chain = " ".join(
+        f"fragment L{i} on Memory {{ links {{ sourceMemory {{ ...L{i + 1} }} }} }}"
+        for i in range(fragments)
+    )
+    last = f"fragment L{fragments} on Memory {{ id }}"
+    return f"{{ memories {{ nodes {{ ...L0 }} }} }} {chain} {last}"
+
+
+def test_depth_and_aliases_are_counted_through_fragments_once_each() -> None:
+    tight = DocumentLimits.of(Limits.defaults(), make_settings(Path(), max_fragment_spreads=10))
+    assert prepared_codes(memory_chain(4), tight) == []  # id at level 10: the limit
+    assert prepared_codes(memory_chain(5), tight) == ["LIMIT_EXCEEDED"]  # id at level 12
+    assert prepared_codes(memory_chain(11), tight) == ["LIMIT_EXCEEDED"]  # 12 spreads
+    # aliases: 4, and a fragment of 3 spread 4 times: 16 aliases, over the 15 allowed
+    aliased = (
+        "{ v: viewer { ...A } w: viewer { ...A } x: viewer { ...A } y: viewer { ...A } }"
+        " fragment A on Viewer { a: role b: role c: namespace }"
+    )
+    prepared = prepare(aliased, schema._schema, tight)
+    assert [classify(e) for e in prepared.errors] == [
+        ("LIMIT_EXCEEDED", "the query uses 16 aliases; the limit is 15: split it into several "
+                           "requests")
+    ]  # fmt: skip
+    # introspection fields count as leaves: the full introspection query passes
+    assert prepared_codes(get_introspection_query(descriptions=True)) == []
+
+
+@pytest.mark.parametrize(
+    ("document", "code", "fragment"),
+    [
+        ("{ ...Nope }", "BAD_INPUT", "Unknown fragment 'Nope'"),  # was {"message": "'Nope'"}
+        ("{ ...A } fragment A on Query { ...A }", "BAD_INPUT", "within itself"),
+        ("{ " + "viewer " * 900 + "}", "LIMIT_EXCEEDED", "ask for each field once"),  # aborted
+        ("{ " + " ".join(f"f{i}" for i in range(150)) + " }", "BAD_INPUT", "f0"),
+        ("{ " + "viewer { role } " * 51 + "}", "LIMIT_EXCEEDED", "'viewer' 51 times"),
+        ("{ " + "a" * 300_000 + " }", "LIMIT_EXCEEDED", "GRAPHSVC_MAX_QUERY_CHARS"),
+        ("{ a" + " { a" * 300 + " }" * 301, "LIMIT_EXCEEDED", "nests selections"),
+        ("{ bundle(query: ", "BAD_INPUT", "Syntax Error"),
+    ],
+)
+def test_every_document_error_has_a_code(document: str, code: str, fragment: str) -> None:
+    prepared = prepare(document, schema._schema, DEFAULT_DOCUMENT_LIMITS)
+    found = [classify(error) for error in prepared.errors]
+    assert found and all(f is not None for f in found), found
+    assert found[0] is not None
+    assert found[0][0] == code
+    assert fragment in found[0][1]
+    # graphql-core stops at 100 errors: the last one then says what to do
+    last = found[-1]
+    assert last is not None
+    assert "Validation aborted" not in last[1]
+
+
+def test_too_many_validation_errors_say_what_to_do() -> None:
+    document = "{ " + " ".join(f"f{i}" for i in range(150)) + " }"
+    prepared = prepare(document, schema._schema, DEFAULT_DOCUMENT_LIMITS)
+    assert len(prepared.errors) == 101
+    assert classify(prepared.errors[-1]) == (
+        "BAD_INPUT",
+        "the document has too many errors to list them all (the first ones are above): fix "
+        "those and send it again",
+    )
+
+
+def test_documents_are_prepared_once_per_schema() -> None:
+    built = make_schema()
+    assert built.documents is not None
+    document = "query CacheProbe { __typename }"
+    for _ in range(3):
+        result = asyncio.run(built.execute(document))
+        assert result.errors is None
+    assert (built.documents.misses, built.documents.hits) == (1, 2)
+    broken = asyncio.run(built.execute("query Broken { __typename ", operation_name="Broken"))
+    assert [e.extensions for e in broken.errors or []] == [{"code": "BAD_INPUT"}]
+
+
+def test_errors_reach_the_client_with_codes_over_http(client: httpx.Client) -> None:
+    for document, name, code in [
+        ("{ ...Nope }", None, "BAD_INPUT"),
+        (fragment_bomb(30), None, "LIMIT_EXCEEDED"),
+        ("query Named { broken", "Named", "BAD_INPUT"),  # no document: the name is kept
+    ]:
+        response = post(client, document, WRITER, operationName=name)
+        assert response.status_code == 200, response.text
+        assert codes(response) == [code], response.text
+    by_get = client.get("/graphql", params={"query": "mutation { x"}, headers=_bearer(WRITER))
+    assert codes(by_get) == ["BAD_INPUT"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code", "fragment"),
+    [
+        (b'{"query": "{ viewer { role } }\xff"}', 400, "BAD_INPUT", "not valid UTF-8 (byte 0xff"),
+        (b"123", 400, "BAD_INPUT", "is a number, not a JSON object"),
+        (b"true", 400, "BAD_INPUT", "is a boolean, not a JSON object"),
+        (b"null", 400, "BAD_INPUT", "is null, not a JSON object"),
+        (b"[]", 400, "BAD_INPUT", "batched operations are not supported"),
+        (b"[" * 100_000 + b"]" * 100_000, 413, "LIMIT_EXCEEDED", "deeper than 64 levels"),
+        (b'{"query": "{ viewer { role } }", "variables": ' + b'{"a": ' * 80 + b"1" + b"}" * 81,
+         413, "LIMIT_EXCEEDED", "variables.a.a.a"),
+        (b'{"query": "x", "variables": {"n": ' + b"9" * 5000 + b"}}", 400, "BAD_INPUT",
+         "not valid JSON"),
+        (b'{"query": "x", "variables": {"n": NaN}}', 400, "BAD_INPUT", "NaN is not JSON"),
+        (b'{"query": 5}', 400, "BAD_INPUT", "query must be a string"),
+        (b'{"query": "{ viewer { role } }", "operationName": []}', 400, "BAD_INPUT",
+         "operationName must be a string"),
+        (b'{"query": "{ viewer { role } }", "variables": "x"}', 400, "BAD_INPUT",
+         "variables must be an object"),
+        (b"{not json", 400, "BAD_INPUT", "not valid JSON"),
+    ],
+)  # fmt: skip
+def test_malformed_bodies_are_refused_with_a_reason(
+    client: httpx.Client, body: bytes, status: int, code: str, fragment: str
+) -> None:
+    response = client.post(
+        "/graphql", content=body, headers={**_bearer(WRITER), "Content-Type": "application/json"}
+    )
+    assert response.status_code == status, response.text
+    assert codes(response) == [code]
+    assert fragment in response.json()["errors"][0]["message"]
+
+
+def test_too_many_values_are_refused_before_graphql_coerces_them(
+    store: Store, tmp_path: Path, keys: ApiKeys
+) -> None:
+    with in_process(app_on(store, tmp_path, keys, max_input_values=1000)) as client:
+        many = {"in": [{"text": "x", "tags": ["t"] * 2000}]}
+        response = post(
+            client,
+            "mutation($in: [MemoryInput!]!) { rememberMany(inputs: $in) { id } }",
+            WRITER,
+            variables=many,
+        )
+        assert response.status_code == 413
+        assert codes(response) == ["LIMIT_EXCEEDED"]
+        assert "GRAPHSVC_MAX_INPUT_VALUES" in response.json()["errors"][0]["message"]
+
+
+def test_lone_surrogates_are_refused_naming_the_field(client: httpx.Client) -> None:
+    remember = "mutation($t: String!) { remember(input: {text: $t}) { id } }"
+    event = (
+        'mutation($d: String) { recordContextEvent(runId: "r", step: 0, kind: "note", '
+        "detail: $d) { kind } }"
+    )
+    for document, variables, field in [
+        (remember, {"t": "a\udfffb"}, "variables.t"),
+        (event, {"d": "x\ud800"}, "variables.d"),
+        (remember, {"t": "ok", "\udfff": 1}, "variables.\\udfff"),
+    ]:
+        body = json.dumps({"query": document, "variables": variables})  # escapes: \\udfff
+        response = client.post(
+            "/graphql",
+            content=body,
+            headers={**_bearer(WRITER), "Content-Type": "application/json"},
+        )
+        assert response.status_code == 400, response.text
+        assert codes(response) == ["BAD_INPUT"]
+        message = response.json()["errors"][0]["message"]
+        assert message.startswith(f"{field}: the text holds an unpaired surrogate"), message
+    # in the document itself (an escape or the character): graphql-core's lexer refuses both
+    for literal in ('"a\\udfffb"', '"a\udfffb"', '"""a\udfffb"""'):
+        document = "mutation { remember(input: {text: %s}) { id } }" % literal  # noqa: UP031
+        response = client.post(
+            "/graphql",
+            content=json.dumps({"query": document}),
+            headers={**_bearer(WRITER), "Content-Type": "application/json"},
+        )
+        assert codes(response) == ["BAD_INPUT"], response.text
+    as_get = client.get(
+        "/graphql",
+        params={"query": remember, "variables": '{"t": "\\udfff"}'},
+        headers=_bearer(WRITER),
+    )
+    assert as_get.status_code == 400
+    assert as_get.json()["errors"][0]["message"].startswith("variables.t: ")
+    # a valid pair escaped in JSON is one character, and welcome
+    fine = post(client, remember, WRITER, variables={"t": "rocket \U0001f680"})
+    assert fine.json()["data"]["remember"]["id"]
+    stats = post(client, "{ stats { memories } }", WRITER).json()["data"]["stats"]
+    assert stats == {"memories": 1}
+
+
+@pytest.mark.parametrize(
+    "query_string",
+    [
+        "%71uery=%7B__schema%7Btypes%7Bname%7D%7D%7D",
+        "query=",
+        "query",
+        "a=1&query=%7B__typename%7D",
+    ],
+)
+def test_any_query_parameter_needs_a_key(client: httpx.Client, query_string: str) -> None:
+    response = client.get(f"/graphql?{query_string}", headers={"Accept": "text/html"})
+    assert response.status_code == 401, response.text
+    assert codes(response) == ["UNAUTHENTICATED"]
+    assert client.get("/graphql", headers={"Accept": "text/html"}).status_code == 200
+    assert is_ide_request({"type": "http", "method": "GET", "query_string": b"QUERY=x",
+                           "headers": [(b"accept", b"text/html")]})  # fmt: skip
+
+
+def test_token_buckets() -> None:
+    now = [100.0]
+    buckets = TokenBuckets(Rate(per_second=2.0, burst=3), max_names=2, clock=lambda: now[0])
+    assert [buckets.take("a") for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert buckets.take("a") == pytest.approx(0.5)
+    assert buckets.wait("a") == pytest.approx(0.5)
+    now[0] += 0.5
+    assert buckets.take("a") == 0.0
+    assert buckets.take("b") == 0.0
+    assert buckets.take("c") == 0.0  # past max_names: "a", the least recently used, is forgotten
+    assert buckets.wait("a") == 0.0
+    assert retry_after(0.01) == "1"
+    assert retry_after(6.2) == "7"
+    unlimited = TokenBuckets(Rate(per_second=0.0, burst=1))
+    assert all(unlimited.take("x") == 0.0 for _ in range(1000))
+
+
+def test_rate_limits_answer_429_with_retry_after(
+    store: Store, tmp_path: Path, keys: ApiKeys
+) -> None:
+    app = app_on(
+        store, tmp_path, keys, auth_failures_per_minute=3, rate_limit_per_key=1,
+        rate_limit_per_key_burst=4, rate_limit_per_client=0,
+    )  # fmt: skip
+    with in_process(app) as client:
+        wrong = [post(client, VIEWER, "wrong-key-0000000000000000").status_code for _ in range(5)]
+        assert wrong == [401, 401, 401, 429, 429]
+        blocked = post(client, VIEWER, WRITER)  # checked before the key: a guesser learns nothing
+        assert blocked.status_code == 429
+        assert codes(blocked) == ["LIMIT_EXCEEDED"]
+        assert int(blocked.headers["retry-after"]) >= 1
+        assert "GRAPHSVC_AUTH_FAILURES_PER_MINUTE" in blocked.json()["errors"][0]["message"]
+        assert client.get("/healthz").status_code == 200  # probes are never limited
+    app = app_on(
+        store, tmp_path, keys, rate_limit_per_key=1, rate_limit_per_key_burst=4,
+        rate_limit_per_client=1, rate_limit_per_client_burst=6,
+    )  # fmt: skip
+    with in_process(app) as client:
+        statuses = [post(client, VIEWER, WRITER).status_code for _ in range(5)]
+        assert statuses == [200, 200, 200, 200, 429]
+        limited = post(client, VIEWER, WRITER)
+        assert "GRAPHSVC_RATE_LIMIT_PER_KEY" in limited.json()["errors"][0]["message"]
+        assert post(client, VIEWER, READER).status_code == 429  # the address's 6 are spent
+        assert "GRAPHSVC_RATE_LIMIT_PER_CLIENT" in post(client, VIEWER, READER).text
+
+
+def _service_on(store: Store, tmp_path: Path, **api: Any) -> tuple[MemoryService, Any]:
+    settings = make_settings(tmp_path, **api)
+    service = MemoryService(store, settings, clock=fixed_clock())
+    return service, settings
+
+
+def test_unavailable_answers_carry_the_stores_retry_after(
+    store: Store, tmp_path: Path, keys: ApiKeys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service, settings = _service_on(store, tmp_path)
+    app = create_app(settings, keys, open_service=lambda: service, owns_store=False)
+
+    def down(namespace: str, *, retry_after: float | None) -> None:
+        raise StoreUnavailableError("Neo4j is unavailable", retry_after=retry_after)
+
+    with in_process(app) as client:
+        monkeypatch.setattr(service, "stats", functools.partial(down, retry_after=7.2))
+        told = post(client, "{ stats { memories } }", WRITER)
+        assert told.status_code == 200  # a GraphQL-level error keeps HTTP 200
+        assert codes(told) == ["UNAVAILABLE"]
+        assert told.headers["retry-after"] == "8"
+        monkeypatch.setattr(service, "stats", functools.partial(down, retry_after=None))
+        untold = post(client, "{ stats { memories } }", WRITER)
+        assert codes(untold) == ["UNAVAILABLE"]
+        assert "retry-after" not in untold.headers
+
+
+def test_a_request_is_bounded_in_time(
+    store: Store, tmp_path: Path, keys: ApiKeys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service, settings = _service_on(store, tmp_path, request_timeout=0.3)
+    app = create_app(settings, keys, open_service=lambda: service, owns_store=False)
+    stats = service.stats
+
+    def slow(namespace: str) -> Any:
+        time.sleep(1.5)
+        return stats(namespace)
+
+    with in_process(app) as client:
+        monkeypatch.setattr(service, "stats", slow)
+        began = time.perf_counter()
+        response = post(client, "{ stats { memories } }", WRITER)
+        assert time.perf_counter() - began < 1.2
+        assert response.status_code == 503
+        assert codes(response) == ["UNAVAILABLE"]
+        assert response.headers["retry-after"] == "5"
+        assert "GRAPHSVC_REQUEST_TIMEOUT" in response.json()["errors"][0]["message"]
+        assert post(client, VIEWER, WRITER).status_code == 200  # the next request is served
+        time.sleep(1.5)  # let the abandoned store call finish before the store closes
+
+
+def test_an_error_without_a_code_never_reaches_a_client(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    view = GraphQLView(
+        make_schema(),
+        AppState(limits=Limits.defaults()),
+        graphiql=False,
+        max_input_values=100,
+        request_timeout=None,
+    )
+    request = Request({"type": "http", "method": "POST", "headers": [], "query_string": b"",
+                       "graphsvc.request_id": "req-1"})  # fmt: skip
+    result = ExecutionResult(data=None, errors=[GraphQLError("'Nope'")])
+    with caplog.at_level(logging.ERROR, logger="graphsvc.api"):
+        answer = asyncio.run(view.process_result(request, result))
+    assert answer["errors"] == [
+        {"message": "Unexpected error; request id req-1",
+         "extensions": {"code": "INTERNAL", "requestId": "req-1"}}
+    ]  # fmt: skip
+    assert "without a code" in caplog.text
+
+
+def test_routing_refusals_are_graphql_shaped(client: httpx.Client) -> None:
+    missing = client.get("/no-such-page")
+    assert missing.status_code == 404
+    assert codes(missing) == ["NOT_FOUND"]
+    wrong_method = client.post("/healthz")
+    assert wrong_method.status_code == 405
+    assert codes(wrong_method) == ["BAD_INPUT"]
 
 
 # -- API keys ------------------------------------------------------------------------------------

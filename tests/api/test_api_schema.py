@@ -21,12 +21,15 @@ from graphql import (
     get_introspection_query,
 )
 
+from graphsvc.api.context import Limits, RequestContext, decode_cursor, encode_cursor
 from graphsvc.api.export import schema_text
-from graphsvc.api.schema import LinkKind, RequestContext, make_schema, schema
+from graphsvc.api.schema import make_schema, schema
+from graphsvc.api.types import LinkKind
 from graphsvc.errors import StoreCorruptError, StoreUnavailableError
 from graphsvc.model import LinkKind as ModelLinkKind
 from graphsvc.model import Memory
 from graphsvc.service import MemoryService
+from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
 from tests.api_support import context, run
@@ -458,6 +461,21 @@ def test_bad_input_has_a_code_and_says_what_to_do(
     assert service.stats(ns).memories == 0
 
 
+def test_a_null_input_field_takes_the_models_default(mirror: MemoryService) -> None:
+    ctx = context(mirror, "nulls")
+    written = run(ctx, REMEMBER, {"input": {"text": "kettle", "id": None, "source": None}}).ok()
+    assert UUID(written["remember"]["id"])
+    document = """query($input: PromptInput!) {
+      promptBundle(input: $input) { toolCatalog { name inputSchema } historyReuse }
+    }"""
+    tool = {"name": "grep", "inputSchema": None}
+    data = run(ctx, document, {"input": {"userTurn": "hi", "toolCatalog": [tool]}}).ok()
+    assert data["promptBundle"]["toolCatalog"] == [
+        {"name": "grep", "inputSchema": {"type": "object"}}
+    ]
+    assert data["promptBundle"]["historyReuse"] == "UNAVAILABLE"
+
+
 def test_a_link_to_itself_and_a_conflicting_rewrite_are_bad_input(
     service: MemoryService, ns: str
 ) -> None:
@@ -538,15 +556,24 @@ def test_depth_alias_and_token_limits(mirror: MemoryService) -> None:
     assert "variables" in outcome.messages[0]
 
 
-def test_limits_follow_the_settings(mirror: MemoryService) -> None:
-    from graphsvc.api.schema import Limits
-
-    tight = make_schema(Limits(max_depth=2, max_tokens=50, max_aliases=1))
+def test_limits_follow_the_settings(tmp_path: Path, mirror: MemoryService) -> None:
+    settings = make_settings(tmp_path, max_query_depth=2, max_query_tokens=50, max_aliases=1)
+    limits = Limits.from_settings(settings)
+    assert (limits.max_depth, limits.max_tokens, limits.max_aliases) == (2, 50, 1)
+    tight = make_schema(limits)
     ctx = context(mirror, "limits")
     outcome = run(ctx, "{ memories { nodes { links { source } } } }", on_schema=tight)
     assert outcome.codes == ["LIMIT_EXCEEDED"]
     outcome = run(ctx, "{ a: viewer { namespace } b: viewer { namespace } }", on_schema=tight)
     assert outcome.codes == ["LIMIT_EXCEEDED"]
+
+
+def test_default_limits_are_the_settings_defaults_not_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GRAPHSVC_MAX_ALIASES", "3")
+    assert Limits.defaults().max_aliases == Settings.model_fields["max_aliases"].default == 15
+    assert Limits.from_settings(Settings()).max_aliases == 3
 
 
 def test_introspection_passes_the_limits(mirror: MemoryService) -> None:
@@ -639,28 +666,11 @@ def test_store_calls_run_in_worker_threads(
 
 
 def test_memory_ids_of_the_page_helper_round_trip() -> None:
-    from graphsvc.api.schema import decode_cursor, encode_cursor
-
     memory = Memory(
         id=uuid4(), namespace="ns", text="t", kind="fact", tokens=1,
         recorded_at=datetime(2025, 5, 6, 7, 8, 9, 123456, tzinfo=UTC),
     )  # fmt: skip
     assert decode_cursor(encode_cursor(memory)) == (memory.recorded_at, str(memory.id))
-
-
-def test_documents_are_parsed_and_validated_once(mirror: MemoryService) -> None:
-    # The limiter rules are made once per schema, so ValidationCache hits for a document it has
-    # seen (strawberry's cache is keyed by the rules too). Uses strawberry's private cache getter.
-    from strawberry.extensions.validation_cache import _get_validate_cache
-
-    info = _get_validate_cache(256).cache_info  # type: ignore[attr-defined]
-    ctx = context(mirror, "cache")
-    document = "query CacheProbe { viewer { role namespace } }"
-    run(ctx, document).ok()
-    before = info().hits
-    run(ctx, document).ok()
-    run(ctx, document).ok()
-    assert info().hits == before + 2
 
 
 def test_the_export_command_writes_and_checks(tmp_path: Path) -> None:

@@ -568,10 +568,3 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
         assert {**without(belief, "beliefId", "memories"), "memories": mcp_memories} == gql
     finally:
         server.stop()
-
-
-def test_log_fields_key_is_the_access_logs() -> None:
-    from graphsvc.api.app import LOG_FIELDS
-    from graphsvc.mcp import http
-
-    assert http.LOG_FIELDS == LOG_FIELDS
