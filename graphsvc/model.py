@@ -50,6 +50,54 @@ class Model(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
+def invalid_unicode_at(text: str) -> int | None:
+    """The index of the first character UTF-8 cannot encode (a lone surrogate such as U+DFFF,
+    which JSON can escape and Python keeps), or None when the text is valid Unicode."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def unicode_problem(text: str) -> str | None:
+    """Why ``text`` is not valid Unicode (it holds an unpaired surrogate), or None."""
+    at = invalid_unicode_at(text)
+    if at is None:
+        return None
+    return (
+        f"the text holds an unpaired surrogate (U+{ord(text[at]):04X}) at character {at}, which "
+        "is not valid Unicode: send valid UTF-8 text"
+    )
+
+
+def _check_unicode(value: Any) -> None:
+    if isinstance(value, str):
+        problem = unicode_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+    elif isinstance(value, tuple | list):
+        for item in value:
+            _check_unicode(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_unicode(key)
+            _check_unicode(item)
+
+
+class InputModel(Model):
+    """Base of what callers send: every string, at any depth, must be valid Unicode, so that no
+    surface (GraphQL, MCP, the CLI, the Python API) can store text that cannot be encoded."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _valid_unicode(cls, value: Any) -> Any:
+        _check_unicode(value)
+        return value
+
+
 class LinkKind(StrEnum):
     """How two memories are related."""
 
@@ -68,7 +116,7 @@ LINK_KIND_DESCRIPTIONS: Mapping[LinkKind, str] = {
 }
 
 
-class MemoryInput(Model):
+class MemoryInput(InputModel):
     """What a caller writes. Length limits that depend on settings are checked by the service."""
 
     id: UUID | None = None
@@ -126,7 +174,7 @@ class Memory(Model):
         return self.occurred_at or self.recorded_at
 
 
-class LinkInput(Model):
+class LinkInput(InputModel):
     """A link to write between two memories of the caller's namespace."""
 
     source: UUID = Field(description="Id of the memory the link starts at.")
@@ -278,7 +326,7 @@ class ForgetReceipt(Model):
     forgotten_at: datetime = Field(description="When it was forgotten.")
 
 
-class EraseFilter(Model):
+class EraseFilter(InputModel):
     """What an erase removes: the whole namespace (`everything`), or every memory matching all
     of the filters given (`tag`, `source`, and a time range [`since`, `until`) on occurredAt,
     recordedAt for memories without one)."""

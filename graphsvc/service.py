@@ -33,6 +33,7 @@ from graphsvc.model import (
     NamespaceStats,
     ReconstructedBelief,
     WriteResult,
+    unicode_problem,
     utcnow,
 )
 from graphsvc.prompt import (
@@ -130,6 +131,9 @@ class MemoryService:
     def _check_text(self, text: str, what: str) -> None:
         if not text.strip():
             raise BadInputError(f"{what} is empty: send some text")
+        problem = unicode_problem(text)
+        if problem is not None:
+            raise BadInputError(f"{what}: {problem}")
         if len(text) > self.settings.max_text_chars:
             raise LimitExceededError(
                 f"{what} has {len(text)} characters; the limit is {self.settings.max_text_chars} "
@@ -608,6 +612,8 @@ class MemoryService:
                 f"detail has {len(detail)} characters; the limit is {limit} "
                 "(GRAPHSVC_MAX_TEXT_CHARS)"
             )
+        if detail is not None and (problem := unicode_problem(detail)) is not None:
+            raise BadInputError(f"detail: {problem}")
         if est_tokens is not None and est_tokens < 0:
             raise BadInputError(f"estTokens must be at least 0, got {est_tokens}")
         return self.record_event(namespace, run_id, step, kind, detail, est_tokens)

@@ -25,6 +25,7 @@ import math
 from typing import Any
 
 from graphsvc.errors import BadInputError, LimitExceededError
+from graphsvc.model import invalid_unicode_at
 
 #: Deepest nesting of lists and objects in a request (the body object is level 1).
 MAX_JSON_DEPTH = 64
@@ -64,17 +65,6 @@ def _path(parts: tuple[str | int, ...]) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _invalid_at(text: str) -> int | None:
-    """The index of the first character UTF-8 cannot encode (a lone surrogate), or None."""
-    if text.isascii():
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return exc.start
-    return None
-
-
 class _ProblemFoundError(Exception):
     """A problem seen by the quick pass of :func:`inspect` (which keeps no paths)."""
 
@@ -87,7 +77,7 @@ def _walk(value: Any, max_values: int, root: tuple[str | int, ...], named: bool)
     stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(value, len(root) + 1, root)]
     if isinstance(value, str):
         stack = []
-        if _invalid_at(value) is not None:
+        if invalid_unicode_at(value) is not None:
             _text_error(value, root, named)
     while stack:
         item, depth, parts = stack.pop()
@@ -107,10 +97,10 @@ def _walk(value: Any, max_values: int, root: tuple[str | int, ...], named: bool)
         pairs = item.items() if isinstance(item, dict) else enumerate(item)
         for key, child in pairs:
             here = (*parts, key) if named else parts
-            if isinstance(key, str) and _invalid_at(key) is not None:
+            if isinstance(key, str) and invalid_unicode_at(key) is not None:
                 _text_error(key, here, named)
             if isinstance(child, str):
-                if _invalid_at(child) is not None:
+                if invalid_unicode_at(child) is not None:
                     _text_error(child, here, named)
             elif isinstance(child, dict | list):
                 stack.append((child, depth + 1, here))
@@ -119,7 +109,7 @@ def _walk(value: Any, max_values: int, root: tuple[str | int, ...], named: bool)
 def _text_error(text: str, parts: tuple[str | int, ...], named: bool) -> None:
     if not named:
         raise _ProblemFoundError
-    at = _invalid_at(text) or 0
+    at = invalid_unicode_at(text) or 0
     raise BadInputError(
         f"{_path(parts)}: the text holds an unpaired surrogate (U+{ord(text[at]):04X}) at "
         f"character {at}, which is not valid Unicode: send valid UTF-8 text (in JSON, an escape "

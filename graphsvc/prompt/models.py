@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from graphsvc.model import ContextBundle, ContextEvent, ContextEventKind, Model
+from graphsvc.model import ContextBundle, ContextEvent, ContextEventKind, InputModel, Model
 
 # -- defaults and limits --------------------------------------------------------------------------
 
@@ -138,14 +138,14 @@ ENUM_VALUE_DESCRIPTIONS: Mapping[StrEnum, str] = {
 # -- inputs ---------------------------------------------------------------------------------------
 
 
-class FragmentInput(Model):
+class FragmentInput(InputModel):
     """A piece of system prompt (persona, rules, format...)."""
 
     name: Name = Field(description="A label, 1-128 characters.")
     text: str = Field(description="The text, rendered as sent.")
 
 
-class EnvironmentInput(Model):
+class EnvironmentInput(InputModel):
     """Where the agent runs; every field optional."""
 
     cwd: Label | None = Field(default=None, description="Working directory.")
@@ -156,7 +156,7 @@ class EnvironmentInput(Model):
     date: dt.date | None = Field(default=None, description="Today (default: the server's UTC day).")
 
 
-class ContextFileInput(Model):
+class ContextFileInput(InputModel):
     """A project context file such as AGENTS.md."""
 
     path: Annotated[str, Field(min_length=1, max_length=1024)] = Field(
@@ -168,7 +168,7 @@ class ContextFileInput(Model):
     )
 
 
-class ToolInput(Model):
+class ToolInput(InputModel):
     """A tool the model may call.
 
     ``input_schema`` left out (or null) is declared as ``{"type": "object"}``
@@ -190,7 +190,7 @@ class ToolInput(Model):
         return {"type": "object"} if self.input_schema is None else self.input_schema
 
 
-class SkillInput(Model):
+class SkillInput(InputModel):
     """A skill's metadata (its body stays with the caller)."""
 
     name: Name = Field(description="The skill's name, 1-128 characters.")
@@ -198,7 +198,7 @@ class SkillInput(Model):
     path: Label | None = Field(default=None, description="Where its body is.")
 
 
-class TranscriptEntryInput(Model):
+class TranscriptEntryInput(InputModel):
     """One entry of the conversation so far (send oldest first)."""
 
     role: TranscriptRole = Field(description="USER, ASSISTANT or TOOL.")
@@ -231,7 +231,7 @@ def normalise_hash(value: str) -> str:
     return digest
 
 
-class PromptInput(Model):
+class PromptInput(InputModel):
     """What promptBundle assembles a prompt from. Only userTurn is required. Large inputs belong
     in variables (documents are limited in tokens, not variables).
 
