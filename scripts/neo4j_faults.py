@@ -31,11 +31,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import random
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -51,86 +48,10 @@ from graphsvc.model import MemoryInput
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.text import analyse
+from graphsvc.tools.launcher import OwnNeo4j
 
-ROOT = Path(__file__).resolve().parent.parent
-LAUNCHER = ROOT / "scripts" / "neo4j.sh"
 # Every memory mentions it, so its document frequency must equal the number of memories.
 COMMON_WORD = "gearbox"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-class OwnNeo4j:
-    """The runner's Neo4j: the bundled launcher on its own home and ports."""
-
-    def __init__(self, home: Path, bolt_port: int, http_port: int, heap: str) -> None:
-        self.home = home
-        self.bolt_port = bolt_port
-        self.http_port = http_port
-        self.heap = heap
-        self.uri = f"bolt://127.0.0.1:{bolt_port}"
-
-    def launcher(self, command: str) -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ)
-        env.update(
-            GRAPHSVC_NEO4J_HOME=str(self.home),
-            GRAPHSVC_NEO4J_HOST="127.0.0.1",
-            GRAPHSVC_NEO4J_BOLT_PORT=str(self.bolt_port),
-            GRAPHSVC_NEO4J_HTTP_PORT=str(self.http_port),
-            GRAPHSVC_NEO4J_HEAP=self.heap,
-        )
-        return subprocess.run(
-            ["bash", str(LAUNCHER), command],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-            env=env,
-        )
-
-    def start(self) -> float:
-        """Start and wait until Bolt answers; the seconds it took."""
-        began = time.monotonic()
-        done = self.launcher("start")
-        if done.returncode != 0:
-            raise RuntimeError(f"the launcher could not start Neo4j:\n{done.stdout}{done.stderr}")
-        return time.monotonic() - began
-
-    def stop(self) -> float:
-        """Stop gracefully (SIGTERM, the launcher waits); the seconds it took."""
-        began = time.monotonic()
-        done = self.launcher("stop")
-        if done.returncode != 0:
-            raise RuntimeError(f"the launcher could not stop Neo4j:\n{done.stdout}{done.stderr}")
-        return time.monotonic() - began
-
-    def running(self) -> bool:
-        return self.launcher("status").returncode == 0
-
-    def pid(self) -> int:
-        """The server's pid, checked to be this runner's server (its home and Bolt port)."""
-        pid = int((self.home / "neo4j.pid").read_text().strip())
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        mine = [b"--home", str(self.home).encode(), b"--bolt-port", str(self.bolt_port).encode()]
-        if not all(arg in args for arg in mine):
-            raise RuntimeError(f"pid {pid} is not this runner's Neo4j ({args!r}): not killing it")
-        return pid
-
-    def kill(self) -> None:
-        """SIGKILL, then wait until the process is gone."""
-        pid = self.pid()
-        os.kill(pid, signal.SIGKILL)
-        cmdline = Path(f"/proc/{pid}/cmdline")
-        deadline = time.monotonic() + 30
-        while cmdline.exists() and cmdline.read_bytes():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"pid {pid} survived SIGKILL")
-            time.sleep(0.05)
 
 
 @dataclass
@@ -255,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
 
     home = args.home or Path(tempfile.mkdtemp(prefix="graphsvc-faults-"))
     server = OwnNeo4j(
-        home.resolve(), args.bolt_port or free_port(), args.http_port or free_port(), args.heap
+        home.resolve(), bolt_port=args.bolt_port, http_port=args.http_port, heap=args.heap
     )
     print(f"neo4j_faults: own Neo4j at {server.uri} (home {server.home})", flush=True)
     began = time.monotonic()

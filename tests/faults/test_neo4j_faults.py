@@ -29,76 +29,24 @@ from graphsvc.model import MemoryInput
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.neo4j import Neo4jStore
+from graphsvc.tools.launcher import OwnNeo4j, free_port
 from tests.helpers import fixed_clock
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-LAUNCHER = ROOT / "scripts" / "neo4j.sh"
 # The outage budget under test (GRAPHSVC_STORE_TIMEOUT); answers must come within twice that.
 STORE_TIMEOUT = 3.0
 WRITE_WORDING = "may or may not have been applied"
 RESEND_WORDING = "resend it with the same ids (writes are idempotent)"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-class OwnServer:
-    """A Neo4j of this test module: the bundled launcher with its own home and ports."""
+class OwnServer(OwnNeo4j):
+    """A Neo4j of this test module (its own home and free ports)."""
 
     def __init__(self, home: Path) -> None:
-        self.home = home
-        self.bolt_port = free_port()
-        self.http_port = free_port()
-        self.uri = f"bolt://127.0.0.1:{self.bolt_port}"
-
-    def launcher(self, command: str) -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ)
-        env.update(
-            GRAPHSVC_NEO4J_HOME=str(self.home),
-            GRAPHSVC_NEO4J_HOST="127.0.0.1",
-            GRAPHSVC_NEO4J_BOLT_PORT=str(self.bolt_port),
-            GRAPHSVC_NEO4J_HTTP_PORT=str(self.http_port),
-            GRAPHSVC_NEO4J_HEAP=os.environ.get("GRAPHSVC_NEO4J_FAULTS_HEAP", "512m"),
+        super().__init__(
+            home, heap=os.environ.get("GRAPHSVC_NEO4J_FAULTS_HEAP", "512m"), timeout=400
         )
-        return subprocess.run(
-            ["bash", str(LAUNCHER), command],
-            capture_output=True,
-            text=True,
-            timeout=400,
-            check=False,
-            env=env,
-        )
-
-    def start(self) -> None:
-        started = self.launcher("start")
-        assert started.returncode == 0, started.stdout + started.stderr
-
-    def stop(self) -> None:
-        stopped = self.launcher("stop")
-        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-
-    def pid(self) -> int:
-        """The server's pid, checked to be this module's server (its home and Bolt port)."""
-        pid = int((self.home / "neo4j.pid").read_text().strip())
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        mine = [b"--home", str(self.home).encode(), b"--bolt-port", str(self.bolt_port).encode()]
-        assert all(arg in args for arg in mine), f"pid {pid} is not this test's Neo4j: {args!r}"
-        return pid
-
-    def kill(self) -> None:
-        """SIGKILL, then wait until the process is gone."""
-        pid = self.pid()
-        os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while Path(f"/proc/{pid}/cmdline").exists() and Path(f"/proc/{pid}/cmdline").read_bytes():
-            assert time.monotonic() < deadline, f"pid {pid} survived SIGKILL"
-            time.sleep(0.05)
 
 
 def launcher_runs_here() -> str | None:
