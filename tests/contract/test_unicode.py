@@ -34,7 +34,7 @@ def test_input_models_refuse_lone_surrogates(build: object, field: str) -> None:
 
 
 def test_a_link_note_must_be_valid_unicode() -> None:
-    with pytest.raises(ValidationError, match="unpaired surrogate|unicode string"):
+    with pytest.raises(ValidationError, match=r"unpaired surrogate|unicode string"):
         LinkInput(
             source="00000000-0000-4000-8000-000000000001",  # type: ignore[arg-type]
             target="00000000-0000-4000-8000-000000000002",  # type: ignore[arg-type]
