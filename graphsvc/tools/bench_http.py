@@ -293,7 +293,7 @@ def bench_http(
     root = Path(tempfile.mkdtemp(prefix="graphsvc-bench-http-"))
     key = secrets.token_urlsafe(24)
     namespace = f"benchhttp{seed}_{secrets.token_hex(4)}"
-    neo4j = Settings().neo4j_uri is not None
+    neo4j = bool(Settings().neo4j_uri)  # an empty GRAPHSVC_NEO4J_URI means the embedded store
     # The benchmark measures throughput: the server's per-key and per-client rate limits are off.
     env = {
         **os.environ,
