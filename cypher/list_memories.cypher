@@ -3,6 +3,8 @@
 //         $kind: string or null, $tag: string or null, $since: datetime or null,
 //         $until: datetime or null
 // returns: memory (map of Memory properties)
+// Ordered by the index's own key (namespace, recordedAt), so the plan stops after $limit rows
+// instead of sorting the whole namespace (PartialTop, not Top).
 MATCH (m:Memory)
 WHERE m.namespace = $ns AND m.recordedAt IS NOT NULL
   AND ($after IS NULL OR m.recordedAt < $after OR (m.recordedAt = $after AND m.id < $afterId))
@@ -11,5 +13,5 @@ WHERE m.namespace = $ns AND m.recordedAt IS NOT NULL
   AND ($since IS NULL OR coalesce(m.occurredAt, m.recordedAt) >= $since)
   AND ($until IS NULL OR coalesce(m.occurredAt, m.recordedAt) < $until)
 RETURN properties(m) AS memory
-ORDER BY m.recordedAt DESC, m.id DESC
+ORDER BY m.namespace DESC, m.recordedAt DESC, m.id DESC
 LIMIT $limit
