@@ -10,7 +10,12 @@ CREATE CONSTRAINT term_stat_key IF NOT EXISTS FOR (t:TermStat) REQUIRE t.key IS 
 CREATE CONSTRAINT namespace_stat IF NOT EXISTS FOR (s:NamespaceStat) REQUIRE s.namespace IS UNIQUE;
 CREATE CONSTRAINT belief_id IF NOT EXISTS FOR (b:Belief) REQUIRE b.id IS UNIQUE;
 CREATE CONSTRAINT run_key IF NOT EXISTS FOR (r:Run) REQUIRE r.key IS UNIQUE;
+CREATE CONSTRAINT vector_model_namespace IF NOT EXISTS FOR (v:VectorModel) REQUIRE v.namespace IS UNIQUE;
 CREATE INDEX memory_namespace_recorded IF NOT EXISTS FOR (m:Memory) ON (m.namespace, m.recordedAt);
+// Memories with a vector (vectorDimension is set only on them), per namespace: clearing and
+// scanning a namespace's vectors. Each dimension's vector index is made by the store
+// (create_vector_index.cypher) when a model of that dimension is first set.
+CREATE INDEX memory_namespace_vector IF NOT EXISTS FOR (m:Memory) ON (m.namespace, m.vectorDimension);
 CREATE INDEX term_stat_namespace IF NOT EXISTS FOR (t:TermStat) ON (t.namespace);
 CREATE INDEX belief_namespace IF NOT EXISTS FOR (b:Belief) ON (b.namespace);
 CREATE INDEX run_namespace IF NOT EXISTS FOR (r:Run) ON (r.namespace);

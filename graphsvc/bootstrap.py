@@ -6,6 +6,7 @@ otherwise.
 
 from __future__ import annotations
 
+from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
@@ -39,8 +40,24 @@ def store_label(settings: Settings) -> str:
     return f"embedded store in {settings.data_dir}"
 
 
-def bootstrap(settings: Settings, *, read_only: bool = False) -> MemoryService:
-    """Open the store these settings name and return a service on it. Close with ``close()``."""
+def bootstrap(settings: Settings, *, read_only: bool = False, warm: bool = False) -> MemoryService:
+    """Open the store these settings name and return a service on it, with the encoder the
+    settings name for dense recall (GRAPHSVC_EMBED). Close with ``close()``.
+
+    ``warm`` loads the encoder now (servers: the first query does not pay for it, and
+    GRAPHSVC_EMBED=on fails at start when the model is missing); otherwise it loads on first use.
+
+    Raises:
+        StoreUnavailableError: the store cannot be opened.
+        ModelUnavailableError: ``warm`` and GRAPHSVC_EMBED=on, and the model cannot be loaded.
+    """
+    dense = DenseRecall.from_settings(settings)
     store = make_store(settings, read_only=read_only)
     store.open()
-    return MemoryService(store, settings)
+    if warm:
+        try:
+            dense.prepare()
+        except BaseException:
+            store.close()
+            raise
+    return MemoryService(store, settings, dense=dense)

@@ -232,6 +232,12 @@ class ContextBundle(Model):
 
     query: str = Field(description="The question asked.")
     stage: str = Field(description="The scoring stage used.")
+    retrieval: str = Field(
+        default="lexical",
+        description="How memories were found: `hybrid` (words, graph and meaning: capsule scores "
+        "fuse the lexical-graph score with the cosine) or `lexical` (no encoder, or the "
+        "namespace's vectors are not this model's: see `stats`).",
+    )
     budget_tokens: int = Field(description="The token budget.")
     min_score: float = Field(description="Abstention threshold on topScore.")
     used_tokens: int = Field(description="Tokens of the packed capsules.")
@@ -240,7 +246,10 @@ class ContextBundle(Model):
         description="Ranked candidates left out, each with its reason."
     )
     skipped: bool = Field(description="True when topScore is below minScore: memory abstains.")
-    top_score: float = Field(description="Best composite score before any cut.")
+    top_score: float = Field(
+        description="Best lexical-graph score before any cut: the abstention signal minScore is "
+        "compared with (with hybrid recall, capsule scores also weigh the cosine)."
+    )
     evidence_coverage: float = Field(
         description="IDF-weighted share of the discriminating query terms the capsules cover."
     )
@@ -428,6 +437,18 @@ class NamespaceStats(Model):
     beliefs: int = Field(description="Stored beliefs.")
     terms: int = Field(description="Distinct analysed terms.")
     events: int = Field(description="Recorded context events.")
+    vectors: int = Field(default=0, description="Memories with a vector (dense recall).")
+    retrieval: str = Field(
+        default="lexical", description="How bundles are answered here: `hybrid` or `lexical`."
+    )
+    embed_model: str | None = Field(
+        default=None, description="The encoder of this service (null: dense recall is off)."
+    )
+    retrieval_note: str | None = Field(
+        default=None,
+        description="Why recall is lexical, or what is missing (memories without a vector), and "
+        "the command that fixes it.",
+    )
 
 
 def utcnow() -> datetime:

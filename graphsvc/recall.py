@@ -396,6 +396,44 @@ def rank_order(items: Sequence[Scored], direct: Sequence[Scored]) -> list[Scored
     )
 
 
+def fuse(
+    ranked: Sequence[Scored],
+    cosine: Mapping[UUID, float],
+    dense_only: Sequence[Memory],
+    weight: float,
+    terms: Sequence[str],
+) -> list[Scored]:
+    """Lexical-graph scores and dense cosines in one score (docs/design.md, hybrid recall).
+
+    Each ranked memory scores ``(1 - weight) * score + weight * max(cosine, 0)``, with cosine 0
+    for a memory without a vector; ``dense_only`` memories (the nearest by meaning that no query
+    term reached) join with score 0 for the first part. Order: fused score descending; ties keep
+    the lexical ranking's order, then dense-only memories by cosine descending, newest
+    ``recordedAt`` first, then id. ``matched`` stays the query terms a memory holds.
+    """
+    keep = 1.0 - weight
+
+    def fused(score: float, memory_id: UUID) -> float:
+        return round(keep * score + weight * max(cosine.get(memory_id, 0.0), 0.0), PLACES)
+
+    items = [Scored(it.memory, fused(it.score, it.memory.id), it.matched) for it in ranked]
+    for memory in dense_only:
+        present = set(memory.terms)
+        matched = tuple(t for t in terms if t in present)
+        items.append(Scored(memory, fused(0.0, memory.id), matched))
+    position = {it.memory.id: i for i, it in enumerate(ranked)}
+    return sorted(
+        items,
+        key=lambda it: (
+            -it.score,
+            position.get(it.memory.id, len(position)),
+            -cosine.get(it.memory.id, 0.0),
+            -micros(it.memory.recorded_at),
+            it.memory.id.int,
+        ),
+    )
+
+
 def _capsule_text(memory: Memory, chronological: bool) -> str:
     if not chronological:
         return memory.text
@@ -467,6 +505,7 @@ class BundleRequest:
     max_capsules: int
     stage: Stage
     relative_floor: float = 0.0
+    retrieval: str = "lexical"
 
 
 def build_bundle(
@@ -474,20 +513,28 @@ def build_bundle(
     terms: Sequence[str],
     stats: TermStats,
     ranked: Sequence[Scored],
+    lexical_top: float | None = None,
 ) -> ContextBundle:
     """Abstain, de-duplicate, pack, measure coverage and render (docs/design.md, the bundle).
 
     ``ranked`` is the ranked window (after :func:`apply_supersessions`); each of its items ends in
-    ``capsules`` or in ``excluded`` with a reason.
+    ``capsules`` or in ``excluded`` with a reason. With hybrid recall ``ranked`` holds fused scores
+    and ``lexical_top`` is the best lexical-graph score: it alone decides abstention (the lexical
+    core measures best for that), and the relative floor is taken from the best fused score.
     """
     # Oldest first when the question asks about order, and whenever the ranked memories carry
     # dates on more than one day: a reader then sees evidence in the order it happened, with its
     # dates, wherever dates exist (on LoCoMo this took chronological tau from -0.083 to 1.0).
     chronological = asks_about_order(request.query) or spans_days(ranked)
-    top_score = max((item.score for item in ranked), default=0.0)
+    best = max((item.score for item in ranked), default=0.0)
+    top_score = best if lexical_top is None else lexical_top
     skipped = top_score < request.min_score or not ranked
     # Capsules far below the best one add noise, not evidence: they are excluded as below_floor.
-    floor = max(request.min_score, request.relative_floor * top_score)
+    # Fused scores live on another scale than minScore's, so hybrid recall floors them only
+    # relative to the best fused score.
+    floor = request.relative_floor * best
+    if lexical_top is None:
+        floor = max(request.min_score, floor)
     packed: list[ContextCapsule] = []
     excluded: list[ContextCapsule] = []
     packed_terms: list[frozenset[str]] = []
@@ -541,6 +588,7 @@ def build_bundle(
     bundle = ContextBundle(
         query=request.query,
         stage=request.stage.name,
+        retrieval=request.retrieval,
         budget_tokens=request.budget_tokens,
         min_score=request.min_score,
         used_tokens=sum(c.tokens for c in packed),

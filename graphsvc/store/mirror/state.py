@@ -1,9 +1,10 @@
 """The mirror's in-memory state: one :class:`_Namespace` per namespace (the graph, the memories,
-the inverted index with its exact statistics, beliefs and context events) and the pure state
-changes that writes, log replay and snapshot loading apply to it."""
+the inverted index with its exact statistics, beliefs, context events, the vector model and the
+vectors) and the pure state changes that writes, log replay and snapshot loading apply to it."""
 
 from __future__ import annotations
 
+import base64
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -11,12 +12,15 @@ from typing import Any
 from uuid import UUID
 
 import networkx as nx
+import numpy as np
 from sortedcontainers import SortedList
 
+from graphsvc.dense import VectorModel
 from graphsvc.errors import StoreCorruptError
 from graphsvc.model import Belief, ContextEvent, Link, Memory
 from graphsvc.store.base import micros, redact, uuids_in
-from graphsvc.store.mirror.rows import _link_from_row, _memory_from_row
+from graphsvc.store.mirror.rows import _link_from_row, _memory_from_row, _model_from_row
+from graphsvc.store.mirror.vectors import VectorTable
 
 
 @dataclass
@@ -35,6 +39,13 @@ class _Namespace:
     beliefs: dict[UUID, Belief] = field(default_factory=dict)
     beliefs_of: dict[int, set[UUID]] = field(default_factory=dict)  # memory -> beliefs using it
     events: dict[str, list[ContextEvent]] = field(default_factory=dict)
+    # The model of the namespace's vectors (None: not set, or being replaced), and the vectors
+    # (None while there is none).
+    model: VectorModel | None = None
+    vectors: VectorTable | None = None
+    # Every memory key in order (str(id) order), built by the first call that pages by id and
+    # kept up to date from then on.
+    by_id: SortedList | None = None
 
 
 class MirrorState:
@@ -60,6 +71,15 @@ class MirrorState:
             for mid in record["evict"]:
                 self._remove_memory(space, UUID(mid).int)
             self._add_memories(space, [_memory_from_row(ns, row) for row in record["memories"]])
+            if record.get("vectors"):  # absent from records written before vectors
+                self._put_vectors(space, _vectors_from_rows(record["vectors"]))
+        elif op == "vectorModel":
+            space.model = _model_from_row(record["model"])
+        elif op == "vectors":
+            self._put_vectors(space, _vectors_from_rows(record["vectors"]))
+        elif op == "clearVectors":
+            for mid in record["ids"]:
+                self._remove_vector(space, UUID(mid).int)
         elif op == "link":
             for row in record["links"]:
                 self._add_link(space, _link_from_row(row))
@@ -69,6 +89,8 @@ class MirrorState:
             self._erase_memories(space, [UUID(mid).int for mid in record["ids"]])
         elif op == "drop":
             del self._spaces[ns]
+            if space.model is not None:  # the model is the namespace's setting, not its data
+                self._space(ns).model = space.model
         elif op == "belief":
             self._add_belief(space, Belief.model_validate(record["belief"]))
         elif op == "event":
@@ -106,6 +128,8 @@ class MirrorState:
         space.order.update(order)
         space.graph.add_nodes_from(key for _, key in order)
         space.total_length += total
+        if space.by_id is not None:
+            space.by_id.update(key for _, key in order)
 
     def _remove_memory(self, space: _Namespace, key: int) -> None:
         memory = space.memories.pop(key, None)
@@ -122,6 +146,49 @@ class MirrorState:
         space.total_length -= len(memory.terms)
         for belief_id in space.beliefs_of.pop(key, set()):
             MirrorState._remove_belief(space, belief_id)
+        self._remove_vector(space, key)
+        if space.by_id is not None:
+            space.by_id.remove(key)
+
+    @staticmethod
+    def _put_vectors(space: _Namespace, vectors: Sequence[tuple[UUID, bytes]]) -> None:
+        """Store vectors (codes of the namespace's model) of memories the namespace holds.
+
+        Raises:
+            StoreCorruptError: no vector model, a wrong length, or an unknown memory (a write
+                checks all three, so only a damaged record can hold them).
+        """
+        if not vectors:
+            return
+        model = space.model
+        if model is None:
+            raise StoreCorruptError("vectors written while the namespace had no vector model")
+        table = space.vectors
+        if table is None:
+            table = VectorTable(model.dimension)
+        elif table.dimension != model.dimension:
+            raise StoreCorruptError(
+                f"vectors of dimension {model.dimension} beside stored ones of {table.dimension}"
+            )
+        ids = []
+        for mid, codes in vectors:
+            if len(codes) != model.dimension:
+                raise StoreCorruptError(
+                    f"a vector of {len(codes)} codes for a model of dimension {model.dimension}"
+                )
+            memory = space.memories.get(mid.int)
+            if memory is None:
+                raise StoreCorruptError(f"a vector for memory {mid}, which is not stored")
+            ids.append(memory.id)
+        matrix = np.frombuffer(b"".join(codes for _, codes in vectors), dtype=np.int8)
+        table.put(ids, matrix.reshape(len(ids), model.dimension))
+        space.vectors = table
+
+    @staticmethod
+    def _remove_vector(space: _Namespace, key: int) -> None:
+        table = space.vectors
+        if table is not None and table.remove(key) and not len(table):
+            space.vectors = None
 
     def _erase_memories(self, space: _Namespace, keys: Sequence[int]) -> tuple[int, int, int]:
         """Remove memories with their links and beliefs, and put ``[erased]`` in place of their
@@ -145,6 +212,13 @@ class MirrorState:
                     events[index] = event.model_copy(update={"detail": detail})
                     rewritten += 1
         return len(links), len(beliefs), rewritten
+
+    @staticmethod
+    def _by_id(space: _Namespace) -> SortedList:
+        """The namespace's memory keys in order (built on first use, then kept up to date)."""
+        if space.by_id is None:
+            space.by_id = SortedList(space.memories)
+        return space.by_id
 
     @staticmethod
     def _add_link(space: _Namespace, link: Link) -> None:
@@ -178,3 +252,8 @@ class MirrorState:
         found = [d["link"] for _, _, d in graph.out_edges(key, data=True)]
         found += [d["link"] for _, _, d in graph.in_edges(key, data=True)]
         return found
+
+
+def _vectors_from_rows(rows: list[list[str]]) -> list[tuple[UUID, bytes]]:
+    """The ``[id, base64 codes]`` pairs of a log record."""
+    return [(UUID(mid), base64.b64decode(codes, validate=True)) for mid, codes in rows]

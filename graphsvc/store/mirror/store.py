@@ -6,12 +6,15 @@ from __future__ import annotations
 import heapq
 import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from uuid import UUID
 
+import numpy as np
+
+from graphsvc.dense import VectorModel, cosines, top_k
 from graphsvc.model import (
     Belief,
     ContextEvent,
@@ -42,8 +45,21 @@ from graphsvc.store.base import (
 )
 from graphsvc.store.journal import LogHead
 from graphsvc.store.mirror.loader import MirrorLoader
-from graphsvc.store.mirror.rows import _belief_row, _event_row, _link_row, _memory_row
+from graphsvc.store.mirror.rows import (
+    _belief_row,
+    _event_row,
+    _link_row,
+    _memory_row,
+    _model_row,
+    _vector_rows,
+)
 from graphsvc.store.mirror.state import _Namespace
+from graphsvc.store.mirror.vectors import (
+    bad_model,
+    no_vector_model,
+    vectors_in_the_way,
+    wrong_length,
+)
 
 # BM25 parameters of native_top_k (Lucene's defaults).
 BM25_K1 = 1.2
@@ -95,7 +111,12 @@ class MirrorStore(MirrorLoader, Store):
     # -- writes ----------------------------------------------------------------------------------
 
     def upsert_memories(
-        self, namespace: str, memories: Sequence[Memory], *, max_memories: int
+        self,
+        namespace: str,
+        memories: Sequence[Memory],
+        *,
+        max_memories: int,
+        vectors: Mapping[UUID, bytes] | None = None,
     ) -> WriteResult:
         with self._lock:
             space = self._space(namespace)
@@ -103,6 +124,20 @@ class MirrorStore(MirrorLoader, Store):
                 memories,
                 stored=lambda mid: space.memories.get(mid.int),
             )
+            given: dict[UUID, bytes] = {}
+            if vectors:
+                self._check_vectors(namespace, space, vectors)
+                table = space.vectors
+                for memory in created:
+                    if memory.id in vectors:
+                        given[memory.id] = vectors[memory.id]
+                for mid in unchanged:  # an unchanged memory gets a vector only if it has none
+                    if (
+                        mid in vectors
+                        and mid not in given
+                        and (table is None or mid.int not in table)
+                    ):
+                        given[mid] = vectors[mid]
             overflow = len(space.memories) + len(created) - max_memories
             evict: list[UUID] = []
             if overflow > 0:
@@ -117,13 +152,16 @@ class MirrorStore(MirrorLoader, Store):
                 for mid in evict:
                     self._remove_memory(space, mid.int)
                 self._add_memories(space, created)
+                self._put_vectors(space, list(given.items()))
 
-            if created or evict:
-                record = {
+            if created or evict or given:
+                record: dict[str, Any] = {
                     "op": "upsert", "ns": namespace,
                     "memories": [_memory_row(m) for m in created],
                     "evict": [str(mid) for mid in evict],
                 }  # fmt: skip
+                if given:  # in the same record as the memories: one atomic write
+                    record["vectors"] = _vector_rows(given.items())
                 self._write(record, apply)
             return WriteResult(
                 created=tuple(m.id for m in created), unchanged=tuple(unchanged),
@@ -296,6 +334,118 @@ class MirrorStore(MirrorLoader, Store):
     def _assembled(events: Sequence[ContextEvent], step: int) -> ContextEvent | None:
         found = [e for e in events if e.step == step and e.kind is ContextEventKind.ASSEMBLED]
         return found[-1] if found else None
+
+    # -- vectors ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def _check_vectors(namespace: str, space: _Namespace, vectors: Mapping[UUID, bytes]) -> None:
+        """Raise BadInputError unless every vector fits the namespace's model."""
+        model = space.model
+        if model is None:
+            raise no_vector_model(namespace)
+        for mid, codes in vectors.items():
+            if len(codes) != model.dimension:
+                raise wrong_length(f"the vector of memory {mid}", len(codes), namespace, model)
+
+    def vector_model(self, namespace: str) -> VectorModel | None:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            return None if space is None else space.model
+
+    def set_vector_model(self, namespace: str, model: VectorModel | None) -> None:
+        with self._lock:
+            space = self._space(namespace)
+            if model == space.model:
+                return
+            if model is not None:
+                problem = bad_model(model)
+                if problem is not None:
+                    raise problem
+                if space.vectors is not None:
+                    raise vectors_in_the_way(namespace, len(space.vectors), model, space.model)
+
+            def apply() -> None:
+                space.model = model
+
+            self._write({"op": "vectorModel", "ns": namespace, "model": _model_row(model)}, apply)
+
+    def clear_vectors(self, namespace: str, limit: int) -> int:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            table = None if space is None else space.vectors
+            if space is None or table is None or limit <= 0:
+                return 0
+            # The last rows, last first: removing them moves no other row.
+            doomed = table.ids[len(table) - min(limit, len(table)) :][::-1]
+
+            def apply() -> None:
+                for mid in doomed:
+                    self._remove_vector(space, mid.int)
+
+            record = {"op": "clearVectors", "ns": namespace, "ids": [str(m) for m in doomed]}
+            self._write(record, apply)
+            return len(doomed)
+
+    def set_vectors(self, namespace: str, vectors: Mapping[UUID, bytes]) -> int:
+        with self._lock:
+            space = self._space(namespace)
+            self._check_vectors(namespace, space, vectors)
+            known = [(mid, codes) for mid, codes in vectors.items() if mid.int in space.memories]
+            if known:
+                record = {"op": "vectors", "ns": namespace, "vectors": _vector_rows(known)}
+                self._write(record, lambda: self._put_vectors(space, known))
+            return len(known)
+
+    def namespaces(self) -> list[str]:
+        with self._lock:
+            return sorted(ns for ns, space in self._spaces.items() if space.memories)
+
+    def memories_without_vectors(
+        self, namespace: str, after: UUID | None, limit: int
+    ) -> list[Memory]:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            if space is None or limit <= 0 or not space.memories:
+                return []
+            keys = self._by_id(space)
+            start = 0 if after is None else keys.bisect_right(after.int)
+            table = space.vectors
+            page: list[Memory] = []
+            for key in keys.islice(start):
+                if table is None or key not in table:
+                    page.append(space.memories[key])
+                    if len(page) == limit:
+                        break
+            return page
+
+    def vector_count(self, namespace: str) -> int:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            return 0 if space is None or space.vectors is None else len(space.vectors)
+
+    def similar(
+        self, namespace: str, query: bytes, k: int, ids: Sequence[UUID]
+    ) -> list[tuple[UUID, float]]:
+        """As :meth:`Store.similar`, exhaustively: one product of the query with every vector of
+        the namespace (:func:`graphsvc.dense.cosines`), then :func:`graphsvc.dense.top_k`."""
+        with self._lock:
+            space = self._spaces.get(namespace)
+            model = None if space is None else space.model
+            if space is None or model is None:
+                return []
+            if len(query) != model.dimension:
+                raise wrong_length("the query vector", len(query), namespace, model)
+            table = space.vectors
+            if table is None:
+                return []
+            codes = np.frombuffer(query, dtype=np.int8)
+            scores = cosines(codes, table.matrix, table.norms)
+            found = dict(top_k(table.ids, scores, k))
+            for mid in ids:
+                row = table.row_of(mid.int)
+                if row is not None and mid not in found:
+                    found[mid] = float(scores[row])
+        return sorted(found.items(), key=lambda pair: (-pair[1], pair[0]))
 
     # -- reads -----------------------------------------------------------------------------------
 

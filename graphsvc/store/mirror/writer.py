@@ -5,6 +5,7 @@ to a new segment and writes the snapshot in the background. The file format is
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
 import os
@@ -16,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from graphsvc.dense import VectorModel
 from graphsvc.errors import StoreUnavailableError
 from graphsvc.model import Belief, ContextEvent, Link, Memory
 from graphsvc.store import journal
@@ -29,8 +31,9 @@ from graphsvc.store.journal import (
     LogHead,
     SnapshotHead,
 )
-from graphsvc.store.mirror.rows import _belief_row, _event_row, _link_row, _memory_row
+from graphsvc.store.mirror.rows import _belief_row, _event_row, _link_row, _memory_row, _model_row
 from graphsvc.store.mirror.state import MirrorState
+from graphsvc.store.mirror.vectors import VectorShare
 
 logger = logging.getLogger("graphsvc.store")
 
@@ -47,6 +50,14 @@ class _Capture:
     head: SnapshotHead
     # (namespace, memories, links, beliefs, events by run)
     spaces: list[tuple[str, list[Memory], list[Link], list[Belief], dict[str, list[ContextEvent]]]]
+    # (namespace, vector model, vectors): every namespace with a model or a vector
+    vectors: list[tuple[str, VectorModel | None, VectorShare | None]]
+
+    def release(self) -> None:
+        """The snapshot is written (or abandoned): the vector tables may change rows in place."""
+        for _, _, share in self.vectors:
+            if share is not None:
+                share.table.release(share)
 
 
 def _chunks(items: Sequence[Any], size: int = SNAPSHOT_CHUNK) -> Iterator[Sequence[Any]]:
@@ -326,7 +337,12 @@ class MirrorWriter(MirrorState):
             )
             for ns, space in self._spaces.items()
         ]
-        return _Capture(head, spaces)
+        vectors = [
+            (ns, space.model, None if space.vectors is None else space.vectors.share())
+            for ns, space in self._spaces.items()
+            if space.model is not None or space.vectors is not None
+        ]
+        return _Capture(head, spaces, vectors)
 
     @staticmethod
     def _snapshot_frames(capture: _Capture) -> Iterator[bytes]:
@@ -351,6 +367,24 @@ class MirrorWriter(MirrorState):
                     rows = b",".join([dumps(row(item)) for item in chunk])
                     yield journal.encode_payload(b'{%b,"rows":[%b]}' % (head, rows))
                     count += 1
+        for ns, model, share in capture.vectors:
+            if model is not None:
+                yield journal.encode({"op": "vectorModel", "ns": ns, "model": _model_row(model)})
+                count += 1
+            if share is None:
+                continue
+            # Compact and fast to load: per chunk of rows, the ids as 16 bytes each and the int8
+            # codes, both concatenated and base64-encoded.
+            for start in range(0, len(share.ids), SNAPSHOT_CHUNK):
+                stop = min(start + SNAPSHOT_CHUNK, len(share.ids))
+                ids = b"".join([mid.bytes for mid in share.ids[start:stop]])
+                yield journal.encode({
+                    "op": "vectors", "ns": ns, "dimension": share.matrix.shape[1],
+                    "total": len(share.ids),
+                    "ids": base64.b64encode(ids).decode("ascii"),
+                    "codes": base64.b64encode(share.codes(start, stop)).decode("ascii"),
+                })  # fmt: skip
+                count += 1
         yield journal.encode({"op": "end", "frames": count + 1})
 
     def _write_snapshot(self, capture: _Capture, raise_errors: bool) -> None:
@@ -365,7 +399,10 @@ class MirrorWriter(MirrorState):
         root = self._dir
         tmp = root / SNAPSHOT_TMP_NAME
         try:
-            journal.write_file(tmp, self._snapshot_frames(capture))
+            try:
+                journal.write_file(tmp, self._snapshot_frames(capture))
+            finally:
+                capture.release()
             os.replace(tmp, root / SNAPSHOT_NAME)
             journal.fsync_dir(root)
             old = root / OLD_LOG_NAME

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -251,7 +251,7 @@ class Neo4jBoundary:
                 time.sleep(min(pause * random.uniform(0.8, 1.2), left))
                 pause = min(pause * RETRY_GROWTH, RETRY_CAP)
 
-    def _read(self, name: str, **params: Any) -> list[neo4j.Record]:
+    def _read(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         text = query(name)
 
         def attempt(driver: neo4j.Driver, acquire: float) -> list[neo4j.Record]:
@@ -291,8 +291,16 @@ class Neo4jBoundary:
         return self._call(attempt, write=True)
 
     @staticmethod
-    def _tx(tx: Transaction, name: str, **params: Any) -> list[neo4j.Record]:
-        return list(tx.run(query(name), params))
+    def _tx(
+        tx: Transaction, name: str, /, *, spliced: Mapping[str, int] | None = None, **params: Any
+    ) -> list[neo4j.Record]:
+        """Run a named query in ``tx``. ``spliced``: integers written into the text in place of
+        ``{name}`` (only where Cypher takes no parameter, an index's property name); anything
+        else is a parameter."""
+        text = query(name)
+        for key, number in (spliced or {}).items():
+            text = text.replace(f"{{{key}}}", str(int(number)))
+        return list(tx.run(text, params))
 
     # -- lifecycle -------------------------------------------------------------------------------
 

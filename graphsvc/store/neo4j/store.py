@@ -46,7 +46,7 @@ from graphsvc.store.base import (
     supersedes_cycle,
     uuids_in,
 )
-from graphsvc.store.neo4j.boundary import DEFAULT_TIMEOUT, PING_TIMEOUT, Neo4jBoundary
+from graphsvc.store.neo4j.boundary import DEFAULT_TIMEOUT, PING_TIMEOUT
 from graphsvc.store.neo4j.rows import (
     KEY_SEP,
     _candidate,
@@ -58,6 +58,7 @@ from graphsvc.store.neo4j.rows import (
     _memory_props,
     _native,
 )
+from graphsvc.store.neo4j.vectors import Neo4jVectors
 
 # Terms per full-text query: Lucene refuses more than 1024 clauses, and some versions return
 # nothing for very long queries; chunks stay well below both.
@@ -72,7 +73,7 @@ ERASE_START = datetime.min.replace(tzinfo=UTC)
 ERASE_AFTER_MEMORIES = ("beliefs", "events", "runs", "statistics")
 
 
-class Neo4jStore(Neo4jBoundary, Store):
+class Neo4jStore(Neo4jVectors, Store):
     """The store on a Neo4j server (5.26 LTS or newer).
 
     Args:
@@ -115,6 +116,18 @@ class Neo4jStore(Neo4jBoundary, Store):
         # (a frozen server then times out instead of hanging) and never waits past its bound.
         self._ping_driver: neo4j.Driver | None = None
 
+    def open(self) -> None:
+        """Connect, make sure of the schema (idempotent migrations, and the vector index of
+        every dimension a namespace's model has)."""
+        if self._driver is not None:
+            return
+        super().open()
+        try:
+            self._ensure_vector_indexes()
+        except GraphsvcError:
+            self.close()
+            raise
+
     # -- writes ----------------------------------------------------------------------------------
 
     @staticmethod
@@ -138,19 +151,46 @@ class Neo4jStore(Neo4jBoundary, Store):
         ns: str,
         added: Sequence[Sequence[str]],
         removed: Sequence[Sequence[str]],
+        vectors: int = 0,
     ) -> None:
-        """Term statistics after memories with these analysed terms were added and removed (in
-        the transaction that adds and removes them)."""
+        """Term statistics after memories with these analysed terms were added and removed, and
+        ``vectors`` more (or fewer) stored vectors (in the transaction that makes the change).
+        TermStats are locked (in key order) before the NamespaceStat, in every write."""
+        self._bump_terms(tx, ns, added, removed)
+        self._bump_namespace(tx, ns, added, removed, vectors)
+
+    def _bump_terms(
+        self,
+        tx: Transaction,
+        ns: str,
+        added: Sequence[Sequence[str]],
+        removed: Sequence[Sequence[str]],
+    ) -> None:
         deltas = self._term_deltas(ns, added, removed)
         if deltas:
             self._tx(tx, "bump_term_stats", ns=ns, deltas=deltas)
+
+    def _bump_namespace(
+        self,
+        tx: Transaction,
+        ns: str,
+        added: Sequence[Sequence[str]],
+        removed: Sequence[Sequence[str]],
+        vectors: int,
+    ) -> None:
         length = sum(len(t) for t in added) - sum(len(t) for t in removed)
         self._tx(
-            tx, "bump_namespace_stat", ns=ns, memories=len(added) - len(removed), length=length
-        )
+            tx, "bump_namespace_stat", ns=ns, memories=len(added) - len(removed), length=length,
+            vectors=vectors,
+        )  # fmt: skip
 
     def upsert_memories(
-        self, namespace: str, memories: Sequence[Memory], *, max_memories: int
+        self,
+        namespace: str,
+        memories: Sequence[Memory],
+        *,
+        max_memories: int,
+        vectors: Mapping[UUID, bytes] | None = None,
     ) -> WriteResult:
         def work(tx: Transaction) -> WriteResult:
             ids = sorted({str(m.id) for m in memories})
@@ -165,18 +205,28 @@ class Neo4jStore(Neo4jBoundary, Store):
             stat = self._tx(tx, "term_stats", ns=namespace, keys=[])[0]
             overflow = stat["memories"] + len(created) - max_memories
             evicted: list[Memory] = []
+            vector_delta = 0
             if overflow > 0:
                 skip = [str(mid) for mid in unchanged]
                 rows = self._tx(tx, "oldest_memories", ns=namespace, skip=skip, limit=overflow)
                 evicted = [_memory(namespace, row["memory"]) for row in rows]
-                self._tx(tx, "delete_memories", ns=namespace, ids=[str(m.id) for m in evicted])
+                ids = [str(m.id) for m in evicted]
+                gone = self._tx(tx, "delete_memories", ns=namespace, ids=ids)[0]
+                vector_delta -= int(gone["vectors"])
             if created:
                 props = [_memory_props(m) for m in created]
                 self._tx(tx, "create_memories", ns=namespace, rows=props)
-            if created or evicted:
-                self._apply_stats(
-                    tx, namespace, [m.terms for m in created], [m.terms for m in evicted]
-                )
+            added, removed = [m.terms for m in created], [m.terms for m in evicted]
+            self._bump_terms(tx, namespace, added, removed)
+            if vectors:
+                # A created memory gets its vector; one already there only if it has none. (The
+                # NamespaceStat is locked here, after the TermStats, as in every write.)
+                batch = {str(m.id) for m in memories}
+                vector_delta += self._store_vectors(
+                    tx, namespace, vectors, replace=False, only=batch
+                )[1]
+            if created or evicted or vector_delta:
+                self._bump_namespace(tx, namespace, added, removed, vector_delta)
             return WriteResult(
                 created=tuple(m.id for m in created),
                 unchanged=tuple(unchanged),
@@ -224,8 +274,8 @@ class Neo4jStore(Neo4jBoundary, Store):
                  for r in row["links"] if r["kind"] is not None),
                 key=lambda lk: (str(lk.source), str(lk.target), lk.kind.value),
             )  # fmt: skip
-            self._tx(tx, "delete_memories", ns=namespace, ids=[str(memory_id)])
-            self._apply_stats(tx, namespace, [], [memory.terms])
+            gone = self._tx(tx, "delete_memories", ns=namespace, ids=[str(memory_id)])[0]
+            self._apply_stats(tx, namespace, [], [memory.terms], -int(gone["vectors"]))
             return ForgetReceipt(
                 memory_id=memory_id,
                 namespace=namespace,
@@ -331,8 +381,10 @@ class Neo4jStore(Neo4jBoundary, Store):
         if not batch:
             return 0, 0, 0, after, {}
         ids = [memory["id"] for memory in batch]
-        self._tx(tx, "delete_memories", ns=namespace, ids=ids)
-        self._apply_stats(tx, namespace, [], [memory["terms"] or () for memory in batch])
+        gone = self._tx(tx, "delete_memories", ns=namespace, ids=ids)[0]
+        self._apply_stats(
+            tx, namespace, [], [memory["terms"] or () for memory in batch], -int(gone["vectors"])
+        )
         erased = set(ids)
         events = sorted({event for mid in ids for event in naming.get(mid, ())})
         new = {event: redact(details[event], erased.__contains__) for event in events}
@@ -559,6 +611,17 @@ class Neo4jStore(Neo4jBoundary, Store):
             "list_memories", ns=namespace, after=after[0] if after else None,
             afterId=after[1] if after else "", limit=limit, kind=kind, tag=tag, since=since,
             until=until,
+        )  # fmt: skip
+        return [_memory(namespace, row["memory"]) for row in rows]
+
+    def memories_without_vectors(
+        self, namespace: str, after: UUID | None, limit: int
+    ) -> list[Memory]:
+        if limit <= 0:
+            return []
+        rows = self._read(
+            "memories_without_vectors", ns=namespace, after="" if after is None else str(after),
+            limit=limit,
         )  # fmt: skip
         return [_memory(namespace, row["memory"]) for row in rows]
 

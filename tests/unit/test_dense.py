@@ -1,0 +1,178 @@
+"""Properties of dense recall's arithmetic (graphsvc/dense.py): codes stay in bounds, cosines are
+symmetric, bounded, independent of the batch they are computed in, and the very bits an exact
+integer computation gives, whatever the dtype of the matrix; top_k is the head of one total
+order."""
+
+from __future__ import annotations
+
+import math
+from uuid import UUID
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from graphsvc import dense
+from graphsvc.errors import BadInputError
+
+FINITE = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False, width=32)
+
+
+@st.composite
+def code_matrices(draw: st.DrawFn, rows: int | None = None) -> dense.Codes:
+    """An int8 code matrix (1..12 rows unless ``rows``, dimension 1..64)."""
+    count = draw(st.integers(1, 12)) if rows is None else rows
+    dimension = draw(st.integers(1, 64))
+    return draw(hnp.arrays(np.int8, (count, dimension), elements=st.integers(-dense.CODE_MAX, 127)))
+
+
+def exact_cosine(a: dense.Codes, b: dense.Codes) -> float:
+    """The cosine from Python integers: one correctly rounded square root and division."""
+    dot = sum(int(x) * int(y) for x, y in zip(a, b, strict=True))
+    norms = sum(int(x) ** 2 for x in a) * sum(int(y) ** 2 for y in b)
+    return dot / math.sqrt(norms) if norms else 0.0
+
+
+# -- quantize --------------------------------------------------------------------------------------
+
+
+@given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=2, max_dims=2), elements=FINITE))
+def test_quantize_keeps_codes_in_bounds_signs_and_the_peak(rows: np.ndarray) -> None:
+    codes = dense.quantize(rows)
+    assert codes.dtype == np.int8 and codes.shape == rows.shape
+    assert int(np.max(np.abs(codes.astype(np.int16)), initial=0)) <= dense.CODE_MAX
+    assert np.all((codes == 0) | (np.sign(codes) == np.sign(rows)))
+    for row, coded in zip(rows, codes, strict=True):
+        peak = float(np.max(np.abs(row))) if row.size else 0.0
+        if peak > 0.0:
+            assert int(np.max(np.abs(coded.astype(np.int16)))) == dense.CODE_MAX
+        else:
+            assert not np.any(coded)
+
+
+NORMAL = st.one_of(
+    st.just(0.0),
+    st.floats(0.0009765625, 1e6, width=32, allow_subnormal=False),
+    st.floats(-1e6, -0.0009765625, width=32, allow_subnormal=False),
+)
+
+
+@given(
+    hnp.arrays(np.float32, (3, 16), elements=NORMAL),
+    st.sampled_from([0.125, 0.5, 2.0, 1024.0]),
+)
+def test_quantize_ignores_the_scale_of_a_row(rows: np.ndarray, factor: float) -> None:
+    """A unit vector or any multiple of it has the same codes (exactly, for a power of two)."""
+    assert np.array_equal(dense.quantize(rows * np.float32(factor)), dense.quantize(rows))
+
+
+def test_quantize_refuses_a_vector_that_is_not_a_matrix() -> None:
+    with pytest.raises(ValueError, match="2-d"):
+        dense.quantize(np.ones(4, dtype=np.float32))
+
+
+# -- cosines ---------------------------------------------------------------------------------------
+
+
+@given(code_matrices(rows=2))
+def test_cosines_are_symmetric_and_bounded(pair: dense.Codes) -> None:
+    a, b = pair[0], pair[1]
+    ab = dense.cosines(a, pair[1:])[0]
+    ba = dense.cosines(b, pair[:1])[0]
+    assert ab == ba
+    assert -1.0 <= ab <= 1.0
+    if np.any(a):
+        assert dense.cosines(a, pair[:1])[0] == 1.0
+        assert dense.cosines(a, -pair[:1].astype(np.int16).astype(np.int8))[0] == -1.0
+    else:
+        assert ab == 0.0
+
+
+@given(code_matrices(), st.data())
+def test_cosines_are_the_exact_integer_cosine_for_int8_and_float32_matrices(
+    matrix: dense.Codes, data: st.DataObject
+) -> None:
+    query = data.draw(hnp.arrays(np.int8, matrix.shape[1], elements=st.integers(-127, 127)))
+    from_int8 = dense.cosines(query, matrix)
+    from_float32 = dense.cosines(query, matrix.astype(np.float32))
+    with_norms = dense.cosines(query, matrix.astype(np.float32), dense.squared_norms(matrix))
+    assert from_int8.tobytes() == from_float32.tobytes() == with_norms.tobytes()
+    exact = np.round(np.array([exact_cosine(query, row) for row in matrix]), dense.PLACES)
+    assert from_int8.tobytes() == exact.tobytes()
+
+
+@given(code_matrices(), st.data())
+def test_a_cosine_does_not_depend_on_the_batch(matrix: dense.Codes, data: st.DataObject) -> None:
+    query = data.draw(hnp.arrays(np.int8, matrix.shape[1], elements=st.integers(-127, 127)))
+    whole = dense.cosines(query, matrix)
+    alone = np.concatenate([dense.cosines(query, matrix[i : i + 1]) for i in range(len(matrix))])
+    assert whole.tobytes() == alone.tobytes()
+    order = data.draw(st.permutations(range(len(matrix))))
+    shuffled = dense.cosines(query, matrix[list(order)])
+    assert shuffled.tobytes() == whole[list(order)].tobytes()
+
+
+@settings(max_examples=20)
+@given(st.sampled_from([384, dense.MAX_EXACT_DIMENSION, dense.MAX_EXACT_DIMENSION + 1, 1536]))
+def test_cosines_are_exact_at_real_dimensions(dimension: int) -> None:
+    """384 (MiniLM) and past the float32 limit (the float64 path): extreme codes, exact."""
+    rng = np.random.default_rng(dimension)
+    matrix = rng.choice(np.array([-127, 127], dtype=np.int8), size=(6, dimension))
+    matrix[1] = 127
+    query = np.full(dimension, 127, dtype=np.int8)
+    got = dense.cosines(query, matrix.astype(np.float32))
+    exact = np.round(np.array([exact_cosine(query, row) for row in matrix]), dense.PLACES)
+    assert got.tobytes() == exact.tobytes()
+    assert got[1] == 1.0
+
+
+def test_zero_vectors_have_cosine_zero_and_shapes_are_checked() -> None:
+    zero = np.zeros(4, dtype=np.int8)
+    rows = np.array([[1, 2, 3, 4], [0, 0, 0, 0]], dtype=np.int8)
+    assert dense.cosines(zero, rows).tolist() == [0.0, 0.0]
+    assert dense.cosines(rows[0], rows).tolist() == [1.0, 0.0]
+    assert dense.cosines(zero, np.zeros((0, 4), dtype=np.int8)).shape == (0,)
+    with pytest.raises(ValueError, match="shape"):
+        dense.cosines(np.zeros(3, dtype=np.int8), rows)
+
+
+# -- bytes -----------------------------------------------------------------------------------------
+
+
+@given(hnp.arrays(np.int8, st.integers(1, 64), elements=st.integers(-127, 127)))
+def test_codes_round_trip_through_bytes_and_lists(codes: dense.Codes) -> None:
+    data = dense.to_bytes(codes)
+    assert len(data) == len(codes)
+    assert np.array_equal(dense.from_bytes(data, len(codes)), codes)
+    assert np.array_equal(dense.from_list([float(c) for c in codes]), codes)
+    with pytest.raises(BadInputError, match=f"{len(codes) + 1} codes where the model has"):
+        dense.from_bytes(data + b"\x00", len(codes))
+
+
+def test_from_list_refuses_values_that_are_not_codes() -> None:
+    with pytest.raises(ValueError, match="not int8 codes"):
+        dense.from_list([1.0, 0.5])
+    with pytest.raises(ValueError, match="not int8 codes"):
+        dense.from_list([128])
+
+
+# -- top_k -----------------------------------------------------------------------------------------
+
+SCORES = st.sampled_from([-1.0, -0.25, 0.0, 0.3, 0.5, 0.707107, 1.0])
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 2**128 - 1), SCORES), max_size=40, unique_by=lambda p: p[0]),
+    st.integers(-1, 45),
+)
+def test_top_k_is_the_head_of_score_descending_then_id(
+    pairs: list[tuple[int, float]], k: int
+) -> None:
+    ids = [UUID(int=i) for i, _ in pairs]
+    scores = np.array([s for _, s in pairs], dtype=np.float64)
+    best = dense.top_k(ids, scores, k)
+    ranked = sorted(zip(ids, scores.tolist(), strict=True), key=lambda p: (-p[1], str(p[0])))
+    assert best == ranked[: max(k, 0)]
+    assert all(type(score) is float for _, score in best)
