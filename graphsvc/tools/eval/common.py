@@ -8,6 +8,7 @@ them, so a capsule or a belief maps back to the dataset through the memory it ca
 
 from __future__ import annotations
 
+import itertools
 import json
 import secrets
 import shutil
@@ -16,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 from uuid import UUID
@@ -24,12 +25,15 @@ from uuid import UUID
 from tqdm import tqdm
 
 from graphsvc import recall
-from graphsvc.bootstrap import bootstrap, store_label
+from graphsvc.bootstrap import make_store, store_label
+from graphsvc.embed import Embedder, ModelUnavailableError, open_embedder
 from graphsvc.ingest import ingest, parse_jsonl
+from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
-from graphsvc.store.base import micros
+from graphsvc.store.base import Store, micros
 from graphsvc.text import estimate_tokens
+from graphsvc.tools.eval.vectors import CachedEmbedder
 
 R = TypeVar("R")
 P = ParamSpec("P")
@@ -140,20 +144,6 @@ def progress(total: int, desc: str, unit: str) -> Any:
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not sys.stderr.isatty())
 
 
-@dataclass(frozen=True)
-class RunContext:
-    """The service of a run, its store's description, and the run's salt for namespaces and ids."""
-
-    service: MemoryService
-    store: str
-    run_id: str
-
-    def namespace(self, dataset: str, part: str | int = "") -> str:
-        """A fresh namespace of this run (``eval_<dataset>_<run>_<part>``)."""
-        suffix = f"_{part}" if part != "" else ""
-        return f"eval_{dataset}_{self.run_id}{suffix}"[:64]
-
-
 # Constants of graphsvc.recall that ``graphsvc eval --tune NAME=VALUE`` may change for one run: the
 # weights of the conversation features, so that each is measured on and off (docs/design.md).
 TUNABLE = (
@@ -164,10 +154,14 @@ TUNABLE = (
     "QUESTION_FACTOR",
     "COMPETITION_WEIGHT",
 )
-Tuning = dict[str, float | int | bool]
+# Settings that ``--tune name=VALUE`` may change (lower case, as the Settings fields): the fusion's
+# constants, read by the service at every query.
+SETTINGS_TUNABLE = ("dense_weight", "dense_k", "dense_relative", "dense_min_cosine")
+Value = float | int | bool
+Tuning = dict[str, Value]
 
 
-def _tuned_value(current: float | int | bool, raw: str) -> float | int | bool:
+def _tuned_value(current: Value, raw: str) -> Value:
     """``raw`` as the type of ``current``; ValueError naming what that type accepts."""
     text = raw.strip().lower()
     if isinstance(current, bool):
@@ -180,36 +174,119 @@ def _tuned_value(current: float | int | bool, raw: str) -> float | int | bool:
         raise ValueError("a whole number" if isinstance(current, int) else "a number") from None
 
 
-def parse_tuning(values: Sequence[str]) -> Tuning:
-    """``["ANSWER_SHARE=0", "SEEDS_ASK=false"]`` -> ``{"ANSWER_SHARE": 0.0, "SEEDS_ASK": False}``:
-    each value parsed as the type of the constant it replaces (a later setting of the same name
-    wins).
+def _current(name: str) -> Value:
+    """What ``name`` is now: the recall constant, or the setting's default."""
+    if name in TUNABLE:
+        value: Value = getattr(recall, name)
+        return value
+    default: Value = Settings.model_fields[name].default
+    return default
+
+
+def _check_setting(name: str, value: Value) -> None:
+    """ValueError unless ``value`` is in the range the setting ``name`` accepts."""
+    for bound in Settings.model_fields[name].metadata:
+        low = getattr(bound, "ge", None)
+        high = getattr(bound, "le", None)
+        if low is not None and value < low:
+            raise ValueError(f"a value of at least {low}")
+        if high is not None and value > high:
+            raise ValueError(f"a value of at most {high}")
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    """What ``--tune`` asked for: constants and settings with one value (``fixed``, for the whole
+    run) and those with several (``sweep``: every combination is measured and chosen by
+    leave-one-conversation-out; see :mod:`graphsvc.tools.eval.crossval`)."""
+
+    fixed: Tuning = field(default_factory=dict)
+    sweep: tuple[tuple[str, tuple[Value, ...]], ...] = ()
+
+    def configs(self) -> list[Tuning]:
+        """Every combination of the swept values, in the order given (the first name varies
+        slowest); ``[]`` without a sweep."""
+        if not self.sweep:
+            return []
+        names = [name for name, _ in self.sweep]
+        return [
+            dict(zip(names, combo, strict=True))
+            for combo in itertools.product(*(values for _, values in self.sweep))
+        ]
+
+
+def parse_tune(values: Sequence[str]) -> TuneRequest:
+    """``["ANSWER_SHARE=0", "dense_weight=0.1,0.2,0.3"]`` -> fixed ``{"ANSWER_SHARE": 0.0}``, sweep
+    ``dense_weight`` over ``(0.1, 0.2, 0.3)``. Each value is parsed as the type of the constant or
+    setting it replaces; a later setting of the same name wins; a repeated value in a list counts
+    once, and a list of one value is a fixed setting.
 
     Raises:
-        ValueError: a setting is not ``NAME=VALUE``, names no :data:`TUNABLE` constant, or has a
-            value of the wrong type; the message says which and what is accepted.
+        ValueError: a setting is not ``NAME=VALUE[,VALUE...]``, names no :data:`TUNABLE` constant
+            or :data:`SETTINGS_TUNABLE` setting, or has a value of the wrong type or out of the
+            setting's range; the message says which and what is accepted.
     """
-    out: Tuning = {}
+    chosen: dict[str, tuple[Value, ...]] = {}
+    known = (*TUNABLE, *SETTINGS_TUNABLE)
     for value in values:
         name, sep, raw = value.partition("=")
         name = name.strip()
-        if not sep or name not in TUNABLE:
-            raise ValueError(f"{value!r}: use NAME=VALUE with NAME one of {', '.join(TUNABLE)}")
-        current = getattr(recall, name)
-        try:
-            out[name] = _tuned_value(current, raw)
-        except ValueError as exc:
-            raise ValueError(f"{value!r}: {name} takes {exc} (now {current!r})") from None
-    return out
+        if not sep or name not in known:
+            raise ValueError(
+                f"{value!r}: use NAME=VALUE (or NAME=V1,V2,... to choose by cross-validation) "
+                f"with NAME one of {', '.join(known)}"
+            )
+        current = _current(name)
+        parsed: dict[Value, None] = {}
+        for part in raw.split(","):
+            try:
+                one = _tuned_value(current, part)
+                if name in SETTINGS_TUNABLE:
+                    _check_setting(name, one)
+            except ValueError as exc:
+                raise ValueError(f"{value!r}: {name} takes {exc} (now {current!r})") from None
+            parsed[one] = None
+        chosen.pop(name, None)
+        chosen[name] = tuple(parsed)
+    fixed = {name: vs[0] for name, vs in chosen.items() if len(vs) == 1}
+    sweep = tuple((name, vs) for name, vs in chosen.items() if len(vs) > 1)
+    return TuneRequest(fixed, sweep)
+
+
+def parse_tuning(values: Sequence[str]) -> Tuning:
+    """``["ANSWER_SHARE=0", "SEEDS_ASK=false"]`` -> ``{"ANSWER_SHARE": 0.0, "SEEDS_ASK": False}``:
+    each value parsed as the type of the constant it replaces (a later setting of the same name
+    wins); one value per name (:func:`parse_tune` also takes lists).
+
+    Raises:
+        ValueError: as :func:`parse_tune`, or a name is given several values.
+    """
+    request = parse_tune(values)
+    if request.sweep:
+        names = ", ".join(name for name, _ in request.sweep)
+        raise ValueError(f"{names}: give one value here (lists are for --tune sweeps)")
+    return request.fixed
+
+
+def recall_part(tuning: Tuning) -> Tuning:
+    """The :data:`TUNABLE` recall constants of ``tuning``."""
+    return {k: v for k, v in tuning.items() if k in TUNABLE}
+
+
+def settings_part(tuning: Tuning) -> Tuning:
+    """The :data:`SETTINGS_TUNABLE` settings of ``tuning``."""
+    return {k: v for k, v in tuning.items() if k in SETTINGS_TUNABLE}
 
 
 @contextmanager
 def tuned(tuning: Tuning) -> Iterator[None]:
     """Run with these :mod:`graphsvc.recall` constants changed, and put them back afterwards
-    (evaluation only: the service reads them at every query)."""
-    saved = {name: getattr(recall, name) for name in tuning}
+    (evaluation only: the service reads them at every query). Settings in ``tuning`` are left to
+    the service's settings (:func:`run_context`, :meth:`RunContext.variant`)."""
+    constants = recall_part(tuning)
+    saved = {name: getattr(recall, name) for name in constants}
     try:
-        for name, value in tuning.items():
+        for name, value in constants.items():
             setattr(recall, name, value)
         yield
     finally:
@@ -222,40 +299,163 @@ def describe_tuning(tuning: Tuning) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in sorted(tuning.items())) or "none"
 
 
+def describe_config(config: Tuning) -> str:
+    """A swept combination as a label: ``"dense_weight=0.3"``, ``"a=1 b=0.5"``."""
+    return " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in config.items())
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """The services of a run on one store, the store's description, and the run's salt for
+    namespaces and ids.
+
+    ``service`` is lexical-only (``embed=off``: recall as without an embedder). ``hybrid`` is a
+    service with ``embedder`` (lexical + dense), when the embedding model is available;
+    ``embedder`` (cached on disk) also serves the dense-only baseline.
+    ``notes`` say what was left out and why.
+    """
+
+    service: MemoryService
+    store: str
+    run_id: str
+    hybrid: MemoryService | None = None
+    embedder: CachedEmbedder | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def default(self) -> MemoryService:
+        """The service as deployed: hybrid when there is one, else lexical-only."""
+        return self.hybrid or self.service
+
+    def namespace(self, dataset: str, part: str | int = "") -> str:
+        """A fresh namespace of this run (``eval_<dataset>_<run>_<part>``)."""
+        suffix = f"_{part}" if part != "" else ""
+        return f"eval_{dataset}_{self.run_id}{suffix}"[:64]
+
+    def variant(self, base: MemoryService, changes: Tuning) -> MemoryService:
+        """A service on the same store as ``base``, with its embedder, and the settings of
+        ``changes`` (:data:`SETTINGS_TUNABLE` names) changed: for reading with other fusion
+        constants. Nothing is written through it.
+
+        Raises:
+            ValueError: a setting is out of its range.
+        """
+        update = settings_part(changes)
+        for name, value in update.items():
+            _check_setting(name, value)
+        settings = base.settings.model_copy(update=update)
+        return make_service(base.store, settings, None, like=base)
+
+
+def make_service(
+    store: Store,
+    settings: Settings,
+    embedder: Embedder | None,
+    like: MemoryService | None = None,
+) -> MemoryService:
+    """A service on ``store``: with ``embedder`` for dense recall, required (a model that cannot
+    load is an error, as ``GRAPHSVC_EMBED=on``), else lexical-only. With ``like``, the service
+    shares ``like``'s encoder and its query cache instead.
+    """
+    if like is not None:
+        return MemoryService(store, settings, dense=like.dense)
+    if embedder is None:
+        return MemoryService(store, settings)
+    encoder = DenseRecall(embedder, required=True, cache_size=settings.query_cache)
+    return MemoryService(store, settings, dense=encoder)
+
+
+def open_cached_embedder(
+    settings: Settings, embed: str, cache: Path, progress: Callable[[int], None] | None = None
+) -> tuple[CachedEmbedder | None, str]:
+    """The embedder of ``settings`` behind the vector cache in ``cache``, loaded; or ``None``
+    and why (``embed`` is ``off``, or ``auto`` and the model is not installed).
+
+    Raises:
+        ModelUnavailableError: ``embed`` is ``on`` and the model cannot be loaded.
+    """
+    if embed == "off":
+        return None, "dense-only and hybrid skipped: --embed off"
+    try:
+        inner = open_embedder(
+            settings.embed_model_dir, settings.embed_model, threads=settings.embed_threads
+        ).load()
+    except ModelUnavailableError as exc:
+        if embed == "on":
+            raise
+        return None, f"dense-only and hybrid skipped: {exc}"
+    return CachedEmbedder(inner, cache, progress), ""
+
+
 @contextmanager
-def run_context(data_dir: Path | None, **overrides: Any) -> Iterator[RunContext]:
-    """A service on the configured store (Neo4j when ``GRAPHSVC_NEO4J_URI`` is set, else the
+def run_context(
+    data_dir: Path | None,
+    *,
+    embed: str | None = "off",
+    vector_cache: Path | None = None,
+    **overrides: Any,
+) -> Iterator[RunContext]:
+    """Services on the configured store (Neo4j when ``GRAPHSVC_NEO4J_URI`` is set, else the
     embedded store in ``data_dir`` or a temporary folder deleted afterwards) and a fresh salt.
+
+    ``embed`` (``auto``, ``on``, ``off``; ``None``: the settings' ``GRAPHSVC_EMBED``) says whether
+    to open the embedding model (behind a vector cache in ``vector_cache``, default a
+    ``vector-cache`` folder beside the store) for the dense baseline and the hybrid service;
+    ``off`` gives the lexical-only service alone.
 
     Datasets are loaded into fresh namespaces named with the salt, and memory ids are salted with
     it too (ids are unique across namespaces), so a run never meets an earlier run's data.
+
+    Raises:
+        ModelUnavailableError: ``embed`` is ``on`` and the model cannot be loaded.
     """
     temporary = data_dir is None
     root = Path(tempfile.mkdtemp(prefix="graphsvc-eval-")) if data_dir is None else data_dir
     try:
         settings = Settings(data_dir=root, fsync=False, **overrides)
-        service = bootstrap(settings)
+        store = make_store(settings)
+        store.open()
         try:
-            yield RunContext(service, store_label(settings), secrets.token_hex(4))
+            notes: list[str] = []
+            embedder, why = open_cached_embedder(
+                settings, embed or settings.embed, vector_cache or root / "vector-cache"
+            )
+            if why:
+                notes.append(why)
+            lexical = make_service(store, settings.model_copy(update={"embed": "off"}), None)
+            hybrid = None
+            if embedder is not None:
+                hybrid = make_service(store, settings.model_copy(update={"embed": "on"}), embedder)
+            yield RunContext(
+                lexical, store_label(settings), secrets.token_hex(4), hybrid, embedder, tuple(notes)
+            )
         finally:
-            service.close()
+            store.close()
     finally:
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
 
 
 __all__ = [
+    "SETTINGS_TUNABLE",
     "TUNABLE",
     "Bm25Baseline",
     "Corpus",
     "RunContext",
+    "TuneRequest",
     "Tuning",
+    "describe_config",
     "describe_tuning",
     "load_rows",
+    "make_service",
+    "open_cached_embedder",
     "pack_greedy",
+    "parse_tune",
     "parse_tuning",
     "progress",
+    "recall_part",
     "run_context",
+    "settings_part",
     "timed",
     "tuned",
 ]

@@ -100,7 +100,8 @@ def run_esc(
     documents = [d for d in load_esc(path) if not only or d["doc"] in only or d["topic"] in only]
     rows = [row for d in documents for row in esc_rows(d, ctx.run_id)]
     namespace = ctx.namespace("esc")
-    corpus = load_rows(ctx.service, namespace, rows, "esc")
+    service = ctx.default  # hybrid when the embedder is there, as deployed
+    corpus = load_rows(service, namespace, rows, "esc")
     key_of_id = {str(i): key for i, key in corpus.key_of.items()}
     gold = gold_graph(rows, key_of_id)
     text_of = dict(zip(corpus.keys, corpus.texts, strict=True))
@@ -110,7 +111,7 @@ def run_esc(
     with progress(len(queries), "eval esc", "q") as bar:
         for key in queries:
             cue = text_of[key]
-            belief, seconds = timed(ctx.service.reconstruct, namespace, cue, k=k, depth=depth)
+            belief, seconds = timed(service.reconstruct, namespace, cue, k=k, depth=depth)
             sources = [corpus.key_of[i] for i in belief.source_ids]
             linked = [corpus.key_of[i] for i in belief.linked_context_ids]
             returned = [x for x in dict.fromkeys(sources + linked) if x != key]

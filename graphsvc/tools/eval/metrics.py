@@ -128,10 +128,41 @@ def precision_recall_f1(
     return precision, recall, f1
 
 
+def operating_point(
+    positives: Sequence[float], negatives: Sequence[float], max_false: float
+) -> tuple[float, float, float]:
+    """The threshold of a signal (higher means "positive"; predict positive when the signal is at
+    least the threshold) that finds the most positives while at most ``max_false`` of the
+    negatives are predicted positive: ``(threshold, true positive rate, false positive rate)``.
+    ``(inf, 0.0, 0.0)`` when no threshold keeps within ``max_false``; all nan without positives or
+    negatives."""
+    if not positives or not negatives:
+        return NAN, NAN, NAN
+    ordered = sorted(negatives)
+    best = (math.inf, 0.0, 0.0)
+    for threshold in sorted(set(positives) | set(negatives), reverse=True):
+        # Negatives at or above the threshold: everything from the first one >= it.
+        fpr = (len(ordered) - bisect.bisect_left(ordered, threshold)) / len(ordered)
+        if fpr > max_false:
+            break
+        tpr = sum(1 for v in positives if v >= threshold) / len(positives)
+        best = (threshold, tpr, fpr)
+    return best
+
+
 def mean(values: Iterable[float]) -> float:
     """The mean of the finite values (nan ones are skipped); nan when there are none."""
     kept = [v for v in values if not math.isnan(v)]
     return sum(kept) / len(kept) if kept else NAN
+
+
+def stdev(values: Iterable[float]) -> float:
+    """The sample standard deviation (n - 1) of the finite values; nan with fewer than two."""
+    kept = [v for v in values if not math.isnan(v)]
+    if len(kept) < 2:
+        return NAN
+    centre = sum(kept) / len(kept)
+    return math.sqrt(sum((v - centre) ** 2 for v in kept) / (len(kept) - 1))
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -159,10 +190,12 @@ __all__ = [
     "kendall_tau",
     "mean",
     "median",
+    "operating_point",
     "percentile",
     "precision_of",
     "precision_recall_f1",
     "recall_at_k",
     "recall_of",
     "roc_curve",
+    "stdev",
 ]

@@ -1,0 +1,90 @@
+"""``--tune``: constants and settings, one value or a list to cross-validate
+(graphsvc/tools/eval/common.py), and the rows of the plain loading (qa.py)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from graphsvc import recall
+from graphsvc.tools.eval.common import (
+    TuneRequest,
+    describe_config,
+    parse_tune,
+    parse_tuning,
+    recall_part,
+    settings_part,
+    tuned,
+)
+from graphsvc.tools.eval.qa import resalted, without_links
+
+
+def test_lists_become_a_sweep_and_single_values_stay_fixed() -> None:
+    request = parse_tune(
+        ["dense_weight=0.1,0.2,0.2,0.3", "ANSWER_SHARE=0", "dense_k=20", "SEEDS_ASK=true,false"]
+    )
+    assert request.fixed == {"ANSWER_SHARE": 0.0, "dense_k": 20}
+    assert request.sweep == (("dense_weight", (0.1, 0.2, 0.3)), ("SEEDS_ASK", (True, False)))
+    configs = request.configs()
+    assert len(configs) == 6
+    assert configs[0] == {"dense_weight": 0.1, "SEEDS_ASK": True}
+    assert configs[1] == {"dense_weight": 0.1, "SEEDS_ASK": False}
+    assert describe_config(configs[0]) == "dense_weight=0.1 SEEDS_ASK=True"
+    assert TuneRequest().configs() == []
+    # A later setting of a name wins, whether it is a list or not.
+    assert parse_tune(["dense_weight=0.1,0.2", "dense_weight=0.4"]).fixed == {"dense_weight": 0.4}
+    assert parse_tune(["dense_weight=0.5,0.5"]).fixed == {"dense_weight": 0.5}
+
+
+def test_settings_are_checked_against_their_range() -> None:
+    for bad, says in (
+        ("dense_weight=1.5", "at most 1.0"),
+        ("dense_weight=0.1,-0.1", "at least 0.0"),
+        ("dense_k=2.5", "whole number"),
+        ("dense_k=-1", "at least 0"),
+        ("embed=off", "NAME one of ANSWER_SHARE"),
+        ("dense_weight", "NAME=VALUE"),
+    ):
+        with pytest.raises(ValueError, match=says):
+            parse_tune([bad])
+    with pytest.raises(ValueError, match="give one value"):
+        parse_tuning(["dense_weight=0.1,0.2"])
+
+
+def test_constants_and_settings_go_their_own_ways() -> None:
+    tuning = {"ANSWER_SHARE": 0.0, "dense_weight": 0.2}
+    assert recall_part(tuning) == {"ANSWER_SHARE": 0.0}
+    assert settings_part(tuning) == {"dense_weight": 0.2}
+    before = recall.ANSWER_SHARE
+    with tuned(tuning):
+        assert recall.ANSWER_SHARE == 0.0
+        assert not hasattr(recall, "dense_weight")
+    assert recall.ANSWER_SHARE == before
+
+
+ROWS = [
+    {"type": "memory", "id": "11111111-1111-1111-1111-111111111111", "text": "a", "source": "k:1"},
+    {"type": "memory", "id": "22222222-2222-2222-2222-222222222222", "text": "b", "source": "k:2"},
+    {
+        "type": "link",
+        "source": "11111111-1111-1111-1111-111111111111",
+        "target": "22222222-2222-2222-2222-222222222222",
+        "kind": "PRECEDES",
+    },
+]
+
+
+def test_plain_rows_drop_links_and_resalting_keeps_keys_and_links_whole() -> None:
+    plain = without_links(ROWS)
+    assert [r["type"] for r in plain] == ["memory", "memory"]
+    assert plain[0] == ROWS[0] and plain[0] is not ROWS[0]
+    moved = resalted(ROWS, "hybrid")
+    ids = [r["id"] for r in moved[:2]]
+    assert all(uuid.UUID(i) for i in ids)
+    assert set(ids).isdisjoint(r["id"] for r in ROWS[:2])
+    assert [r["source"] for r in moved[:2]] == ["k:1", "k:2"]  # keys kept
+    assert (moved[2]["source"], moved[2]["target"]) == tuple(ids)  # the link follows its ends
+    assert resalted(ROWS, "hybrid") == moved  # deterministic
+    assert resalted(ROWS, "plain")[0]["id"] != ids[0]  # another salt, other ids
+    assert ROWS[0]["id"] == "11111111-1111-1111-1111-111111111111"  # input untouched
