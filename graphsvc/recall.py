@@ -402,8 +402,13 @@ def fuse(
     dense_only: Sequence[Memory],
     weight: float,
     terms: Sequence[str],
+    relative: bool = False,
 ) -> list[Scored]:
     """Lexical-graph scores and dense cosines in one score (docs/design.md, hybrid recall).
+
+    With ``relative``, each part is first divided by its best value among this query's
+    memories (the best lexical-graph score, the best positive cosine), so the weight shares
+    out two parts on the same scale whatever a corpus' typical scores are.
 
     Each ranked memory scores ``(1 - weight) * score + weight * max(cosine, 0)``, with cosine 0
     for a memory without a vector; ``dense_only`` memories (the nearest by meaning that no query
@@ -412,9 +417,14 @@ def fuse(
     ``recordedAt`` first, then id. ``matched`` stays the query terms a memory holds.
     """
     keep = 1.0 - weight
+    lexical_scale = cosine_scale = 1.0
+    if relative:
+        lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0
+        cosine_scale = max((max(c, 0.0) for c in cosine.values()), default=0.0) or 1.0
 
     def fused(score: float, memory_id: UUID) -> float:
-        return round(keep * score + weight * max(cosine.get(memory_id, 0.0), 0.0), PLACES)
+        similarity = max(cosine.get(memory_id, 0.0), 0.0) / cosine_scale
+        return round(keep * score / lexical_scale + weight * similarity, PLACES)
 
     items = [Scored(it.memory, fused(it.score, it.memory.id), it.matched) for it in ranked]
     for memory in dense_only:

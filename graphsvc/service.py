@@ -463,7 +463,7 @@ class MemoryService:
         if extra_ids:
             extra, _ = self.store.window(namespace, extra_ids)
             pairs = self.store.supersessions(namespace, [*present, *extra_ids])
-        fused = fuse(scored, cosine, extra, s.dense_weight, terms)
+        fused = fuse(scored, cosine, extra, s.dense_weight, terms, s.dense_relative)
         return fused[: s.ranked_limit], pairs
 
     def bundle(

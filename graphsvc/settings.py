@@ -97,6 +97,11 @@ class Settings(BaseSettings):
         description="Share of the cosine in the fused score: (1 - w) * lexical-graph score + "
         "w * max(cosine, 0). Chosen by leave-one-conversation-out on LoCoMo dev (README).",
     )
+    dense_relative: bool = Field(
+        default=False,
+        description="Divide each part of the fused score by its best value for the query before "
+        "weighing them (else the absolute lexical-graph score and cosine are weighed).",
+    )
     dense_k: int = Field(
         default=10,
         ge=0,
