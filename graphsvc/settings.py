@@ -91,14 +91,15 @@ class Settings(BaseSettings):
         default=1, ge=1, le=64, description="onnxruntime threads per encoder call."
     )
     dense_weight: float = Field(
-        default=0.3,
+        default=0.6,
         ge=0.0,
         le=1.0,
         description="Share of the cosine in the fused score: (1 - w) * lexical-graph score + "
-        "w * max(cosine, 0). Chosen by leave-one-conversation-out on LoCoMo dev (README).",
+        "w * max(cosine, 0), each part relative to its best for the query (dense_relative). "
+        "Chosen on LoCoMo and BEAM dev side by side (README, Quality).",
     )
     dense_relative: bool = Field(
-        default=False,
+        default=True,
         description="Divide each part of the fused score by its best value for the query before "
         "weighing them (else the absolute lexical-graph score and cosine are weighed).",
     )
