@@ -93,7 +93,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "bench": (
         "graphsvc.tools.bench:bench",
-        "Measure ingest, bundle and reconstruct on a synthetic corpus, beside a bm25s baseline.",
+        "Measure ingest, restart, bundle and reconstruct on a synthetic corpus, beside bm25s.",
     ),
     "bench-http": (
         "graphsvc.tools.bench_http:bench_http",

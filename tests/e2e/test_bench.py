@@ -1,0 +1,124 @@
+"""``graphsvc bench`` as a program, on both stores: a tiny run prints its table, writes every figure
+and the run's settings to ``--json``, and leaves nothing behind in the store (a shared Neo4j server
+must not fill up with benchmark namespaces). No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from graphsvc.cli import cli
+from graphsvc.embed import ModelUnavailableError, open_embedder
+from graphsvc.service import MemoryService
+from graphsvc.settings import Settings
+from graphsvc.store.base import Store
+from graphsvc.store.mirror import MirrorStore
+from tests.helpers import STORES
+from tests.neo4j_server import neo4j_store_factory
+
+TINY = ["--memories", "200", "--queries", "5", "--rounds", "2", "--vocabulary", "400"]
+
+
+@pytest.fixture(params=STORES)
+def where(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[list[str], Any]]:
+    """The bench's store arguments for each store kind, and a function that opens that store
+    (to look at what the bench left)."""
+    monkeypatch.setenv("GRAPHSVC_FSYNC", "false")
+    if request.param == "mirror":
+        monkeypatch.delenv("GRAPHSVC_NEO4J_URI", raising=False)
+        data_dir = tmp_path / "data"
+        yield ["--data-dir", str(data_dir)], lambda: MirrorStore(data_dir, fsync=False)
+    else:
+        factory = neo4j_store_factory()  # skips loudly when there is no server at all
+        if not os.environ.get("GRAPHSVC_NEO4J_URI"):
+            pytest.skip("the bench reads GRAPHSVC_NEO4J_URI: export it to run this test on Neo4j")
+        yield [], factory
+
+
+def run_bench(args: list[str], tmp_path: Path) -> tuple[str, dict[str, Any]]:
+    out = tmp_path / "bench.json"
+    result = CliRunner().invoke(cli, ["bench", *TINY, "--json", str(out), *args])
+    assert result.exit_code == 0, result.output
+    return result.output, json.loads(out.read_text(encoding="utf-8"))
+
+
+def memories_left(open_store: Any, namespace: str) -> int:
+    store: Store = open_store()
+    store.open()
+    try:
+        return store.stats(namespace).memories
+    finally:
+        store.close()
+
+
+def test_bench_reports_every_figure_with_its_settings_and_erases_its_namespace(
+    where: tuple[list[str], Any], tmp_path: Path
+) -> None:
+    args, open_store = where
+    output, report = run_bench(args, tmp_path)
+    config, environment, figures = report["config"], report["environment"], report["figures"]
+    assert config["memories"] == 200 and config["embed"] == "off" and config["rounds"] == 2
+    assert config["retrieval"] == "lexical" and config["store"] == environment["store_kind"]
+    assert len(environment["load_averages_start"]) == len(environment["load_averages_end"]) == 3
+    for key in (
+        "ingest_memories_per_s", "ingest_links_per_s", "restart_open_s", "restart_s",
+        "bundle_p50_ms", "bundle_p95_ms", "reconstruct_p50_ms", "bm25s_p50_ms",
+        "native_top10_p50_ms", "erase_s", "rss_before_ingest_mib", "rss_after_ingest_mib",
+    ):  # fmt: skip
+        assert figures[key] > 0, key
+    assert figures["ingest_links"] == config["links"] > 150
+    assert figures["bundle_p50_min_ms"] <= figures["bundle_p50_max_ms"]
+    assert "vector_bytes_per_memory" not in figures and "query_encode_p50_ms" not in figures
+    assert "restart: open + first bundle" in output and "load average (1/5/15 min)" in output
+    assert environment["namespace_erased"] is True
+    assert memories_left(open_store, environment["namespace"]) == 0
+
+
+def test_keep_leaves_the_namespace(where: tuple[list[str], Any], tmp_path: Path) -> None:
+    args, open_store = where
+    _, report = run_bench([*args, "--keep", "--memories", "50"], tmp_path)
+    namespace = report["environment"]["namespace"]
+    assert report["environment"]["namespace_erased"] is False
+    store: Store = open_store()
+    store.open()
+    try:
+        assert store.stats(namespace).memories == 50
+    finally:
+        store.close()
+    cleanup = open_store()
+    cleanup.open()
+    try:
+        MemoryService(cleanup, Settings()).erase(namespace, everything=True)
+    finally:
+        cleanup.close()
+
+
+def test_embed_on_reports_vectors_and_encodes_every_memory(
+    where: tuple[list[str], Any], tmp_path: Path
+) -> None:
+    try:
+        open_embedder().load()
+    except ModelUnavailableError as exc:
+        message = f"!!! embedding model not installed, bench --embed on not run: {exc}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{message} (CI=true: CI must install the weights)")
+        pytest.skip(message)
+    args, open_store = where
+    small = ["--memories", "30", "--queries", "3", "--rounds", "1"]
+    _, report = run_bench([*args, *small, "--embed", "on"], tmp_path)
+    figures, config = report["figures"], report["config"]
+    assert config["embed"] == "on" and config["retrieval"] == "hybrid"
+    assert config["query_cache"] == 0
+    assert figures["vectors_stored"] == 30
+    assert figures["vector_bytes_per_memory"] == 384
+    assert figures["model_load_s"] > 0
+    assert figures["query_encode_p50_ms"] > 0
+    assert memories_left(open_store, report["environment"]["namespace"]) == 0
