@@ -111,12 +111,6 @@ def test_the_service_runs_on_a_routing_uri(tmp_path: Path, routed: str) -> None:
         assert server.stop() == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="graphsvc/store/neo4j/boundary.py _chain does not look inside the ExceptionGroup the "
-    "routing driver raises ('Unable to retrieve routing information'), so a refused neo4j:// "
-    "connection is reported as 'the connection ... was lost'",
-)
 def test_an_unreachable_routing_uri_says_why(tmp_path: Path) -> None:
     env = server_env(
         "mirror", {"GRAPHSVC_NEO4J_URI": "neo4j://127.0.0.1:1", "GRAPHSVC_STORE_TIMEOUT": "1"}

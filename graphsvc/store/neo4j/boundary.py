@@ -37,12 +37,20 @@ UNAVAILABLE_CODES = ("DatabaseNotFound", "DatabaseUnavailable", "TransactionTime
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and what caused it, outermost first (the driver wraps socket errors)."""
+    """``exc`` and what caused it, outermost first (the driver wraps socket errors, and a routing
+    driver gathers what every router it tried raised in an ``ExceptionGroup``)."""
     chain: list[BaseException] = []
-    link: BaseException | None = exc
-    while link is not None and link not in chain and len(chain) < 16:
+    pending: list[BaseException] = [exc]
+    while pending and len(chain) < 32:
+        link = pending.pop(0)
+        if any(link is seen for seen in chain):
+            continue
         chain.append(link)
-        link = link.__cause__ or link.__context__
+        if isinstance(link, BaseExceptionGroup):
+            pending.extend(link.exceptions)
+        following = link.__cause__ or link.__context__
+        if following is not None:
+            pending.append(following)
     return chain
 
 
@@ -105,6 +113,10 @@ class Neo4jBoundary:
     _ping_timeout: float
     _driver: neo4j.Driver | None
     _ping_driver: neo4j.Driver | None
+    # One per opened store: every read and write session of this process shares it, so a read
+    # waits for this process's latest write on whichever cluster member serves it (causal
+    # consistency; on a single server it costs nothing).
+    _bookmarks: neo4j.BookmarkManager | None = None
 
     # -- the boundary: driver errors become graphsvc errors --------------------------------------
 
@@ -260,6 +272,7 @@ class Neo4jBoundary:
                 default_access_mode=READ_ACCESS,
                 connection_acquisition_timeout=acquire,
                 disable_auto_commit_retries=True,
+                bookmark_manager=self._bookmarks,
             ) as session:
                 return list(session.run(text, params))
 
@@ -274,6 +287,7 @@ class Neo4jBoundary:
                         database=self._database,
                         default_access_mode=WRITE_ACCESS,
                         connection_acquisition_timeout=acquire,
+                        bookmark_manager=self._bookmarks,
                     ) as session,
                     session.begin_transaction() as tx,
                 ):
@@ -335,6 +349,7 @@ class Neo4jBoundary:
             raise BadInputError(f"invalid Neo4j URI {self.uri!r}: {exc}") from exc
         self._driver = driver
         self._ping_driver = ping_driver
+        self._bookmarks = GraphDatabase.bookmark_manager()
         try:
             self._read("ping")
             self._ensure_schema()
