@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import sys
@@ -38,6 +39,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import orjson
 from anyio import CapacityLimiter
 from cross_web import HTTPException
 from starlette.applications import Starlette
@@ -140,13 +142,26 @@ _DECODED_BODY: ContextVar[tuple[bytes, dict[str, Any]] | None] = ContextVar(
 )
 
 
-def _media_type(request: Request) -> str:
-    """The request's media type, as strawberry reads it (``""`` when the header is unreadable:
-    strawberry then answers 400, unsupported content type)."""
+#: What orjson hands to the fallback instead of encoding itself: values ``json.dumps`` refuses
+#: (a datetime, a dataclass) go to it, so they fail exactly as they always did.
+ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+@functools.lru_cache(maxsize=256)
+def media_type_of(header: str) -> str:
+    """The media type of a ``Content-Type`` value, as strawberry reads it (``""`` when the
+    value is unreadable: strawberry then answers 400, unsupported content type). Clients send a
+    handful of distinct values, and strawberry's reader is the email parser: the answers are
+    kept (at most 256 values)."""
     try:
-        return parse_content_type(request.headers.get("content-type", ""))[0]
+        return parse_content_type(header)[0]
     except Exception:  # the email parser fails in several ways on odd headers
         return ""
+
+
+def _media_type(request: Request) -> str:
+    """The request's media type (:func:`media_type_of`)."""
+    return media_type_of(request.headers.get("content-type", ""))
 
 
 def _status_of(exc: GraphsvcError) -> int:
@@ -190,6 +205,21 @@ class GraphQLView(GraphQL[RequestContext, None]):
         self.state = state
         self.max_input_values = max_input_values
         self.request_timeout = request_timeout
+
+    def encode_json(self, data: object) -> bytes:
+        """The response body, encoded by orjson (about ten times faster than ``json.dumps``
+        for a bundle). The JSON is the same value; the bytes differ only where JSON allows: text
+        outside ASCII is UTF-8 rather than ``\\u`` escapes, and a float's exponent has no ``+``.
+        What orjson cannot encode (an integer past 64 bits, text with an unpaired surrogate, a
+        key that is not a string, a datetime or a dataclass) is encoded by strawberry's
+        ``json.dumps``, so it is answered, or fails, as it always was. One difference: a
+        non-finite float, which only a ``JSON`` scalar could hold (GraphQL's ``Float`` refuses
+        it), is ``null`` where ``json.dumps`` wrote ``NaN``, which no JSON parser reads."""
+        try:
+            return orjson.dumps(data, option=ORJSON_OPTIONS)
+        except TypeError:  # orjson.JSONEncodeError
+            encoded = super().encode_json(data)
+            return encoded.encode() if isinstance(encoded, str) else encoded
 
     def parse_json(self, data: str | bytes) -> Any:
         """The request body, decoded strictly (:func:`~graphsvc.api.body.decode_body`); the body
@@ -298,12 +328,24 @@ class GraphQLView(GraphQL[RequestContext, None]):
         """
         if self.request_timeout is None:
             return await self.run(request)
-        task = asyncio.ensure_future(self.run(request))
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(self.run(request))
+        woken = loop.create_future()
+
+        def wake(_: object = None) -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        task.add_done_callback(wake)
+        timer = loop.call_later(self.request_timeout, wake)
         try:
-            await asyncio.wait({task}, timeout=self.request_timeout)
+            await woken
         except BaseException:
             task.cancel()
             raise
+        finally:
+            timer.cancel()
+            task.remove_done_callback(wake)
         if task.done():
             return task.result()
         task.cancel()

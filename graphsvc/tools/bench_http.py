@@ -3,12 +3,19 @@
 Starts ``graphsvc serve`` as a subprocess on a free loopback port with a fresh data directory (the
 embedded store, or Neo4j when ``GRAPHSVC_NEO4J_URI`` is set: then a fresh namespace), loads a
 synthetic corpus through ``rememberMany`` and ``linkMany`` (the corpus of ``graphsvc bench``), and
-drives the GraphQL endpoint with concurrent clients (``httpx.AsyncClient``, one connection each),
-for a bounded number of requests and a bounded time per operation. Prints req/s and latency
-percentiles; exits 0 either way (it is a measurement). Loopback only.
+drives the GraphQL endpoint with concurrent clients (one keep-alive connection each), for a bounded
+number of requests and a bounded time per operation. Prints req/s, latency percentiles, the
+server's CPU time per request (Linux) and the load average; exits 0 either way (it is a
+measurement). Loopback only.
 
 The load generator runs on the same machine as the server, so on a small machine it takes CPU
-from the server: the figures are a lower bound of what the server does alone.
+from the server: the figures are a lower bound of what the server does alone. Its default client
+(``--client raw``) writes each request as bytes on an asyncio stream and reads the answer by its
+``Content-Length``: about 0.1 ms of CPU per request where ``httpx`` (``--client httpx``, the
+client of earlier rounds) takes about 1.5 ms, which on two shared cores capped the figure below
+what the server could answer. Every answer is still checked: status 200 and no GraphQL errors.
+``--repeat`` runs each operation several times and reports the median run; the server's CPU time
+per request is the figure that a busy machine disturbs least.
 """
 
 from __future__ import annotations
@@ -27,10 +34,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from statistics import median_low
 from typing import Any
 
 import click
 import httpx
+import orjson
 
 from graphsvc.settings import Settings
 from graphsvc.tools.bench import Corpus, make_corpus
@@ -38,7 +47,9 @@ from graphsvc.tools.eval.metrics import percentile
 
 START_SECONDS = 120.0
 LOAD_BATCH = 500
-BUNDLE_TARGET_RPS = 300.0  # bundle on the embedded store, one worker, a 2-core machine
+BUNDLE_TARGET_RPS = 300.0  # bundle on the embedded store, lexical, one worker, 2 cores
+REQUEST_TIMEOUT = 60.0  # seconds one request may take before it counts as an error
+CLIENTS = ("raw", "httpx")
 
 BUNDLE = """query Bundle($q: String!) {
   bundle(query: $q) { usedTokens skipped topScore evidenceCoverage uncoveredTerms chronological
@@ -61,7 +72,9 @@ OPERATIONS = {
 
 @dataclass(frozen=True)
 class Figures:
-    """What one operation measured."""
+    """What one run of an operation measured. ``server_cpu_ms`` is the server process's CPU
+    time (user and system) per timed request, ``None`` where ``/proc`` is not there; ``load`` the
+    1-minute load average at the end of the run."""
 
     operation: str
     requests: int
@@ -71,6 +84,31 @@ class Figures:
     p50_ms: float
     p95_ms: float
     p99_ms: float
+    server_cpu_ms: float | None = None
+    load: float | None = None
+
+
+def median_run(runs: Sequence[Figures]) -> Figures:
+    """The run of median throughput (the lower middle one of an even number)."""
+    middle = median_low(f.requests_per_s for f in runs)
+    return next(f for f in runs if f.requests_per_s == middle)
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User and system CPU seconds of a process so far, from ``/proc`` (``None`` elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def load_average() -> float | None:
+    """The 1-minute load average (``None`` where the platform has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 @dataclass
@@ -167,6 +205,109 @@ class _Load:
     errors: int = 0
 
 
+class RawConnection:
+    """One keep-alive HTTP/1.1 connection for the load: a request is written as bytes, the
+    answer read by its ``Content-Length`` (or its chunks, or to the end of the connection).
+    A broken or closed connection is opened again for the next request.
+
+    Args:
+        url: the GraphQL endpoint (``http://host:port/path``).
+        headers: headers sent with every request.
+    """
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        parsed = httpx.URL(url)
+        self.host = parsed.host
+        self.port = parsed.port or 80
+        lines = [f"POST {parsed.raw_path.decode()} HTTP/1.1", f"Host: {self.host}:{self.port}"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        lines.append("Content-Type: application/json")
+        self._head = ("\r\n".join(lines) + "\r\n").encode()
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def post(self, body: bytes) -> tuple[int, bytes]:
+        """Send one request; the answer's status and body.
+
+        Raises:
+            OSError: the connection failed (it is closed; the next request opens another).
+            asyncio.IncompleteReadError: the server closed the connection mid-answer.
+        """
+        if self._reader is None or self._writer is None:
+            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self._reader, self._writer
+        try:
+            writer.write(self._head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = int(head[9:12])
+            fields: dict[bytes, bytes] = {}
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                fields[name.strip().lower()] = value.strip()
+            if b"content-length" in fields:
+                answer = await reader.readexactly(int(fields[b"content-length"]))
+            elif fields.get(b"transfer-encoding", b"").lower() == b"chunked":
+                answer = await self._chunks(reader)
+            else:
+                answer = await reader.read()
+                fields[b"connection"] = b"close"
+        except BaseException:
+            self.close()
+            raise
+        if fields.get(b"connection", b"").lower() == b"close":
+            self.close()
+        return status, answer
+
+    @staticmethod
+    async def _chunks(reader: asyncio.StreamReader) -> bytes:
+        parts: list[bytes] = []
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            if size == 0:
+                await reader.readuntil(b"\r\n")
+                return b"".join(parts)
+            parts.append((await reader.readexactly(size + 2))[:-2])
+
+    def close(self) -> None:
+        """Close the connection (the next request opens another)."""
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None
+
+
+class HttpxConnection:
+    """The same as :class:`RawConnection`, through ``httpx.AsyncClient`` (one connection)."""
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        self.url = url
+        self._http = httpx.AsyncClient(
+            headers={**headers, "Content-Type": "application/json"},
+            limits=limits,
+            timeout=REQUEST_TIMEOUT,
+        )
+
+    async def post(self, body: bytes) -> tuple[int, bytes]:
+        """Send one request; the answer's status and body."""
+        response = await self._http.post(self.url, content=body)
+        return response.status_code, response.content
+
+    async def aclose(self) -> None:
+        """Close the client."""
+        await self._http.aclose()
+
+
+def _answered(status: int, body: bytes) -> bool:
+    """A 200 whose JSON holds no GraphQL errors."""
+    if status != 200:
+        return False
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(payload, dict) and not payload.get("errors")
+
+
 async def drive(
     url: str,
     key: str,
@@ -177,40 +318,62 @@ async def drive(
     max_requests: int,
     max_seconds: float,
     warmup: int,
+    client: str = "raw",
+    server_pid: int | None = None,
 ) -> Figures:
     """``clients`` concurrent clients, each with one connection, until ``max_requests`` have
-    been sent or ``max_seconds`` have passed (after ``warmup`` untimed requests)."""
+    been sent or ``max_seconds`` have passed (after ``warmup`` untimed requests). With
+    ``server_pid``, the server's CPU time over the timed requests is measured too."""
     document, name = OPERATIONS[operation]
     headers = {"Authorization": f"Bearer {key}"}
     latencies: list[float] = []
     state = _Load(max_requests=max_requests)
     barrier = asyncio.Barrier(clients + 1)
 
-    async def one(http: httpx.AsyncClient, text: str) -> bool:
-        response = await http.post(url, json={"query": document, "variables": {name: text}})
-        return response.status_code == 200 and not response.json().get("errors")
+    async def one(connection: RawConnection | HttpxConnection, text: str) -> bool:
+        body = orjson.dumps({"query": document, "variables": {name: text}})
+        try:
+            status, answer = await asyncio.wait_for(connection.post(body), REQUEST_TIMEOUT)
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError,
+                httpx.HTTPError, ValueError):  # fmt: skip
+            return False
+        return _answered(status, answer)
 
     async def worker(index: int) -> None:
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        async with httpx.AsyncClient(headers=headers, limits=limits, timeout=60) as http:
+        connection: RawConnection | HttpxConnection = (
+            RawConnection(url, headers) if client == "raw" else HttpxConnection(url, headers)
+        )
+        try:
             for i in range(index, warmup, clients):
-                await one(http, texts[i % len(texts)])
+                await one(connection, texts[i % len(texts)])
             await barrier.wait()
             while state.issued < state.max_requests and time.perf_counter() < state.deadline:
                 text = texts[state.issued % len(texts)]
                 state.issued += 1
                 began = time.perf_counter()
-                ok = await one(http, text)
+                ok = await one(connection, text)
                 latencies.append(time.perf_counter() - began)
                 state.errors += 0 if ok else 1
+        finally:
+            if isinstance(connection, RawConnection):
+                connection.close()
+            else:
+                await connection.aclose()
 
     tasks = [asyncio.create_task(worker(i)) for i in range(clients)]
     await barrier.wait()  # every client warmed up: the clock starts now
+    cpu_before = process_cpu_seconds(server_pid) if server_pid is not None else None
     began = time.perf_counter()
     state.deadline = began + max_seconds
     await asyncio.gather(*tasks)
     seconds = time.perf_counter() - began
+    cpu_after = process_cpu_seconds(server_pid) if server_pid is not None else None
     ms = [x * 1000 for x in latencies]
+    cpu_ms = (
+        round((cpu_after - cpu_before) * 1000 / len(latencies), 3)
+        if cpu_before is not None and cpu_after is not None and latencies
+        else None
+    )
     return Figures(
         operation=operation,
         requests=len(latencies),
@@ -220,7 +383,16 @@ async def drive(
         p50_ms=round(percentile(ms, 50), 2),
         p95_ms=round(percentile(ms, 95), 2),
         p99_ms=round(percentile(ms, 99), 2),
+        server_cpu_ms=cpu_ms,
+        load=load_average(),
     )
+
+
+def _row(label: str, f: Figures) -> str:
+    cpu = "-" if f.server_cpu_ms is None else f"{f.server_cpu_ms:.2f}"
+    load = "-" if f.load is None else f"{f.load:.2f}"
+    return (f"{label:<28} {f.requests:>8} {f.errors:>6} {f.requests_per_s:>8.1f} "
+            f"{f.p50_ms:>8.2f} {f.p95_ms:>8.2f} {f.p99_ms:>8.2f} {cpu:>8} {load:>6}")  # fmt: skip
 
 
 @click.command("bench-http")
@@ -267,6 +439,29 @@ async def drive(
     show_default=True,
     help="Comma-separated: bundle, reconstruct (the mutation), reconstruct-query.",
 )
+@click.option(
+    "--client",
+    type=click.Choice(CLIENTS),
+    default="raw",
+    show_default=True,
+    help="The load's HTTP client: 'raw' (bytes on asyncio streams, about 0.1 ms of CPU a "
+    "request) or 'httpx' (about 1.5 ms, the client of earlier rounds).",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Runs per operation; each is printed and the median run is reported.",
+)
+@click.option(
+    "--embed",
+    type=click.Choice(["off", "on"]),
+    default="off",
+    show_default=True,
+    help="Dense recall in the server (GRAPHSVC_EMBED): 'on' encodes every memory at load and "
+    "every query (query cache off, so the queries' repeats do not measure the cache).",
+)
 @click.option("--seed", type=int, default=7, show_default=True, help="Seed of the corpus.")
 @click.option(
     "--json",
@@ -277,12 +472,13 @@ async def drive(
 )
 def bench_http(
     memories: int, clients: int, max_requests: int, max_seconds: float, warmup: int,
-    operations: str, seed: int, json_path: Path | None,
+    operations: str, client: str, repeat: int, embed: str, seed: int, json_path: Path | None,
 ) -> None:  # fmt: skip
     """Measure bundle and reconstruct over HTTP with concurrent clients, against a fresh server.
 
     Uses Neo4j when GRAPHSVC_NEO4J_URI is set (in a fresh namespace), the embedded store
-    otherwise (in a fresh temporary folder). Prints req/s and p50/p95/p99 latency.
+    otherwise (in a fresh temporary folder). Prints req/s, p50/p95/p99 latency, the server's CPU
+    time per request and the load average.
     """
     chosen = [op.strip() for op in operations.split(",") if op.strip()]
     unknown = sorted(set(chosen) - set(OPERATIONS))
@@ -300,18 +496,23 @@ def bench_http(
         "GRAPHSVC_API_KEYS": f"{key}={namespace}:write",
         "GRAPHSVC_RATE_LIMIT_PER_KEY": "0",
         "GRAPHSVC_RATE_LIMIT_PER_CLIENT": "0",
+        "GRAPHSVC_EMBED": embed,
     }
+    if embed == "on":
+        env["GRAPHSVC_QUERY_CACHE"] = "0"
     env.pop("GRAPHSVC_API_KEYS_FILE", None)
+    recall = "hybrid" if embed == "on" else "lexical"
     corpus = make_corpus(seed, memories, 500, 30_000, links_per_memory=1.0)
     texts = [q.text for q in corpus.queries]
     server = start_server(root, env)
     try:
         store = "Neo4j" if neo4j else "embedded"
         click.echo(
-            f"graphsvc bench-http: {store} store, {memories} memories, {clients} clients, "
-            f"<= {max_requests} requests / <= {max_seconds:g} s per operation; "
-            f"{platform.python_implementation()} {platform.python_version()}, "
-            f"{os.cpu_count()} CPU(s); server pid {server.process.pid}"
+            f"graphsvc bench-http: {store} store, {recall} recall, {memories} memories, "
+            f"{clients} clients ({client}), <= {max_requests} requests / <= {max_seconds:g} s "
+            f"per run, {repeat} run(s) per operation; {platform.python_implementation()} "
+            f"{platform.python_version()}, {os.cpu_count()} CPU(s); server pid "
+            f"{server.process.pid}; load average {load_average()}"
         )
         memories_s, links_s = load(server.url, key, corpus)
         click.echo(
@@ -319,20 +520,30 @@ def bench_http(
             f"({memories / memories_s:,.0f}/s over HTTP) and {len(corpus.links)} links in "
             f"{links_s:.1f} s"
         )
-        results: list[Figures] = []
+        runs: dict[str, list[Figures]] = {}
         for operation in chosen:
-            figures = asyncio.run(
-                drive(server.url, key, operation, texts, clients=clients,
-                      max_requests=max_requests, max_seconds=max_seconds, warmup=warmup)
-            )  # fmt: skip
-            results.append(figures)
-        click.echo(f"{'operation':<18} {'requests':>8} {'errors':>6} {'req/s':>8} "
-                   f"{'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")  # fmt: skip
-        for f in results:
-            click.echo(f"{f.operation:<18} {f.requests:>8} {f.errors:>6} {f.requests_per_s:>8.1f} "
-                       f"{f.p50_ms:>8.2f} {f.p95_ms:>8.2f} {f.p99_ms:>8.2f}")  # fmt: skip
+            for _ in range(repeat):
+                figures = asyncio.run(
+                    drive(server.url, key, operation, texts, clients=clients,
+                          max_requests=max_requests, max_seconds=max_seconds, warmup=warmup,
+                          client=client, server_pid=server.process.pid)
+                )  # fmt: skip
+                runs.setdefault(operation, []).append(figures)
+        results = [median_run(found) for found in runs.values()]
+        click.echo(f"{'operation':<28} {'requests':>8} {'errors':>6} {'req/s':>8} {'p50 ms':>8} "
+                   f"{'p95 ms':>8} {'p99 ms':>8} {'cpu ms':>8} {'load':>6}")  # fmt: skip
+        for operation, found in runs.items():
+            if len(found) > 1:
+                for number, f in enumerate(found, 1):
+                    click.echo(_row(f"{operation} run {number}", f))
+            click.echo(_row(operation + (" (median)" if len(found) > 1 else ""),
+                            median_run(found)))  # fmt: skip
+        click.echo(
+            "cpu ms: the server process's CPU time per timed request (user + system); load: the "
+            "1-minute load average at the end of the run"
+        )
         bundle = next((f for f in results if f.operation == "bundle"), None)
-        if bundle is not None and not neo4j:
+        if bundle is not None and not neo4j and embed == "off":
             met = bundle.requests_per_s >= BUNDLE_TARGET_RPS
             click.echo(
                 f"target bundle >= {BUNDLE_TARGET_RPS:g} req/s on the embedded store: "
@@ -340,9 +551,11 @@ def bench_http(
             )
         if json_path is not None:
             body = {
-                "store": store, "memories": memories, "clients": clients,
+                "store": store, "recall": recall, "memories": memories, "clients": clients,
+                "client": client, "repeat": repeat,
                 "load_memories_s": round(memories_s, 3), "load_links_s": round(links_s, 3),
                 "operations": [asdict(f) for f in results],
+                "runs": {op: [asdict(f) for f in found] for op, found in runs.items()},
             }  # fmt: skip
             json_path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
             click.echo(f"figures written to {json_path}")
