@@ -39,6 +39,7 @@ from graphsvc.api.auth import ApiKeys, Role, hash_key
 from graphsvc.errors import BadInputError
 from graphsvc.mcp.server import BELIEF_URI, MEMORY_URI
 from graphsvc.mcp.stdio import configured_keys, stdio_principal
+from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
@@ -233,8 +234,10 @@ def opened_store(store: str, data_dir: Path) -> Iterator[MemoryService]:
     )
     backend.open()
     try:
-        # The settings' declared defaults, as the server process had (no GRAPHSVC_ limits).
-        yield MemoryService(backend, Settings.model_construct(data_dir=data_dir, fsync=False))
+        # The settings' declared defaults, as the server process had (no GRAPHSVC_ limits), and
+        # the same recall (hybrid when the encoder is installed, as GRAPHSVC_EMBED=auto does).
+        settings = Settings.model_construct(data_dir=data_dir, fsync=False)
+        yield MemoryService(backend, settings, dense=DenseRecall.from_settings(settings))
     finally:
         backend.close()
 
@@ -436,7 +439,7 @@ def test_stdio_principal_follows_the_configured_keys() -> None:
 # -- streamable HTTP ------------------------------------------------------------------------------
 
 BUNDLE_QUERY = """query($q: String!, $b: Int) { bundle(query: $q, budgetTokens: $b) {
-  query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage uncoveredTerms
+  query stage retrieval budgetTokens minScore usedTokens skipped topScore evidenceCoverage uncoveredTerms
   chronological rendered
   capsules { memoryId text kind score tokens matchedTerms reason }
   excluded { memoryId text kind score tokens matchedTerms reason } } }"""
