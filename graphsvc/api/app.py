@@ -405,7 +405,8 @@ def create_app(
     limits = Limits.from_settings(settings)
     state = AppState(limits=limits, store_label=store_label(settings))
     schema = make_schema(limits, settings)
-    opener = open_service or (lambda: bootstrap(settings))
+    # warm: the encoder loads at start (GRAPHSVC_EMBED=on fails there when its model is missing).
+    opener = open_service or (lambda: bootstrap(settings, warm=True))
     # MCP (streamable HTTP) at /mcp: the same service, keys and limits as /graphql.
     # /graphql and /mcp share one set of rate limits (per key, per client, failed authentications).
     rate_limits = RateLimits.from_settings(settings)
@@ -469,7 +470,16 @@ def create_app(
             return JSONResponse({"status": "not ready", "reason": reason}, status_code=503)
         except GraphsvcError as exc:
             return JSONResponse({"status": "not ready", "reason": str(exc)}, status_code=503)
-        return JSONResponse({"status": "ready", "store": state.store_label})
+        recall = service.dense.status()
+        return JSONResponse(
+            {
+                "status": "ready",
+                "store": state.store_label,
+                "retrieval": recall.retrieval,
+                "embedModel": recall.model,
+                "retrievalNote": recall.reason,
+            }
+        )
 
     async def root(request: Request) -> Response:
         return RedirectResponse("/graphql")

@@ -977,7 +977,11 @@ def test_e2e_error_cases(server: Server) -> None:
 @pytest.mark.slow
 def test_e2e_http_surface(server: Server) -> None:
     assert httpx.get(f"{server.base_url}/healthz").json() == {"status": "ok"}
-    assert httpx.get(f"{server.base_url}/readyz").json()["status"] == "ready"
+    ready = httpx.get(f"{server.base_url}/readyz").json()
+    assert ready["status"] == "ready"
+    # The server says how it recalls: hybrid with the encoder (installed by the test setup).
+    assert (ready["retrieval"], ready["retrievalNote"]) == ("hybrid", None)
+    assert str(ready["embedModel"]).startswith("all-minilm-l6-v2-int8@")
     page = httpx.get(server.graphql_url, headers={"Accept": "text/html"})
     assert page.status_code == 200
     assert "graphiql" in page.text.lower()
