@@ -439,8 +439,8 @@ def test_stdio_principal_follows_the_configured_keys() -> None:
 # -- streamable HTTP ------------------------------------------------------------------------------
 
 BUNDLE_QUERY = """query($q: String!, $b: Int) { bundle(query: $q, budgetTokens: $b) {
-  query stage retrieval budgetTokens minScore usedTokens skipped topScore evidenceCoverage uncoveredTerms
-  chronological rendered
+  query stage retrieval budgetTokens minScore usedTokens skipped topScore evidenceCoverage
+  uncoveredTerms chronological rendered
   capsules { memoryId text kind score tokens matchedTerms reason }
   excluded { memoryId text kind score tokens matchedTerms reason } } }"""
 RECONSTRUCT_QUERY = """query($c: String!) { reconstruct(cue: $c, k: 1, depth: 2) {
