@@ -6,5 +6,5 @@ MATCH (m:Memory {namespace: $ns, id: $id})
 OPTIONAL MATCH (m)-[r:CAUSES|PRECEDES|RELATES_TO|SUPERSEDES]-(:Memory)
 WITH m, collect(DISTINCT {source: startNode(r).id, target: endNode(r).id, kind: type(r)}) AS links
 OPTIONAL MATCH (b:Belief)-[:DERIVED_FROM|USED_CONTEXT]->(m)
-RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .recordedUs,
-          .occurredUs, .invalidatedAt} AS memory, links, collect(DISTINCT b.id) AS beliefs
+RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
+          .recordedUs, .occurredUs, .invalidatedAt} AS memory, links, collect(DISTINCT b.id) AS beliefs

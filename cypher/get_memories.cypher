@@ -1,7 +1,8 @@
 // get_memories: memories of a namespace by id (times as epoch microseconds, the fast form).
 // params: $ns: string, $ids: list<string>
-// returns: memory (map of Memory properties, without termText and the DateTime copies)
+// returns: memories (list<map of Memory properties, without termText and the DateTime copies>;
+//          unknown ids are left out)
 UNWIND $ids AS id
 MATCH (m:Memory {namespace: $ns, id: id})
-RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .recordedUs,
-          .occurredUs, .invalidatedAt} AS memory
+RETURN collect(m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
+                  .recordedUs, .occurredUs, .invalidatedAt}) AS memories

@@ -13,7 +13,7 @@ WHERE m.namespace = $ns AND m.recordedAt IS NOT NULL
   AND ($tag IS NULL OR $tag IN m.tags)
   AND ($since IS NULL OR coalesce(m.occurredAt, m.recordedAt) >= $since)
   AND ($until IS NULL OR coalesce(m.occurredAt, m.recordedAt) < $until)
-RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .recordedUs,
-          .occurredUs, .invalidatedAt} AS memory
+RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
+          .recordedUs, .occurredUs, .invalidatedAt} AS memory
 ORDER BY m.namespace DESC, m.recordedAt DESC, m.id DESC
 LIMIT $limit

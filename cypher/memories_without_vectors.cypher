@@ -4,7 +4,7 @@
 // returns: memory (map of Memory properties, times as epoch microseconds)
 MATCH (m:Memory)
 WHERE m.namespace = $ns AND m.id > $after AND m.vectorDimension IS NULL
-RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .recordedUs,
-          .occurredUs, .invalidatedAt} AS memory
+RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
+          .recordedUs, .occurredUs, .invalidatedAt} AS memory
 ORDER BY m.namespace, m.id
 LIMIT $limit

@@ -6,7 +6,7 @@
 // instead of sorting the whole namespace (PartialTop, not Top).
 MATCH (m:Memory)
 WHERE m.namespace = $ns AND m.recordedAt IS NOT NULL AND NOT m.id IN $skip
-RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .recordedUs,
-          .occurredUs, .invalidatedAt} AS memory
+RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
+          .recordedUs, .occurredUs, .invalidatedAt} AS memory
 ORDER BY m.namespace, m.recordedAt, m.id
 LIMIT $limit

@@ -1,13 +1,14 @@
 // similar: dense candidates for a query vector and the vectors of given memories, one round trip.
 // params: $ns, $dimension: int (the query's), $index: memory_vector_<d>, $property: vector_<d>,
-//   $query: list<int>, $zero: bool, $mode: 'auto'|'index'|'scan', $exactBelow, $fetch, $k: int,
+//   $query: list<int>, $zero: bool, $mode: 'auto'|'index'|'scan'|'given', $exactBelow, $fetch, $k,
 //   $margin: float, $floor: float or null, $ids: list<string>
 // returns: modelId, dimension (the model's; null: none), vectors (count), mode (what ran, null:
 //   no model of this dimension), indexed, scanned ({returned, least, mine, kth, hits: list<{id,
 //   codes}>}), given (list<{id, codes}>)
-// 'auto' asks the index when the namespace has more than $exactBelow vectors, else scans it. The
-// index spans every namespace of the dimension: `returned` and `least` (the lowest score) count
-// all its rows, `mine` those of the namespace, `kth` the k-th best score among them (-1: fewer).
+// 'auto' asks the index when the namespace has more than $exactBelow vectors, else scans it;
+// 'given' fetches only the vectors of $ids. The index spans every namespace of the dimension:
+// `returned` and `least` (the lowest score) count all its rows, `mine` those of the namespace,
+// `kth` the k-th best score among them (-1: fewer).
 // Codes come back only for the namespace's rows scoring at least kth - $margin: the others
 // cannot reach the k best. The store re-scores them exactly (graphsvc/dense.py) and asks again
 // (more from the index, or a scan, with a $floor) when something better could be left out.

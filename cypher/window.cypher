@@ -5,8 +5,8 @@
 CALL () {
   UNWIND $ids AS id
   MATCH (m:Memory {namespace: $ns, id: id})
-  RETURN collect(m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .recordedUs,
-                    .occurredUs, .invalidatedAt}) AS memories
+  RETURN collect(m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
+                    .recordedUs, .occurredUs, .invalidatedAt}) AS memories
 }
 CALL () {
   MATCH (a:Memory)-[:SUPERSEDES]->(b:Memory)

@@ -6,6 +6,15 @@ kept in the same transaction as every write and delete, and graph walks are boun
 hops in Cypher. Writes are explicit transactions batched with ``UNWIND``; reads are single
 auto-commit queries.
 
+What crosses Bolt is kept cheap, because the driver's per-value and per-record costs, not the
+queries, were most of the time: times travel as epoch microseconds (``recordedUs``,
+``occurredUs``, a link's ``createdUs``; the DateTime copies people and Cypher read are made in
+Cypher), a memory's analysed terms are one string (``termSeq``; memories written before it have
+the list ``terms``, and every read takes either), term statistics are bumped from two parallel
+lists, and queries that return many items return them as one row of lists. A query's term
+statistics and candidates take one round trip (``recall_candidates``), a graph walk one per four
+hops with what it reached.
+
 Outages are bounded: every store call has a total time budget (``timeout``,
 ``GRAPHSVC_STORE_TIMEOUT``). Connection acquisition (which includes connecting) never waits past
 it, and graphsvc's own retry loop (not the driver's, whose loop can run well past its nominal retry

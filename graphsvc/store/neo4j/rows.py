@@ -15,6 +15,8 @@ from graphsvc.model import ContextEvent, ContextEventKind, Link, LinkKind, Memor
 from graphsvc.store.base import EPOCH, Candidate, micros
 
 KEY_SEP = "\x1f"
+# Up to this many query terms, a candidate's frequencies are counted with list.count (in C).
+FEW_TERMS = 8
 
 
 def _key(namespace: str, name: str) -> str:
@@ -37,19 +39,19 @@ def _memory_props(memory: Memory) -> dict[str, Any]:
         "id": str(memory.id),
         "text": memory.text,
         "kind": memory.kind,
-        "occurredAt": memory.occurred_at,
-        "recordedAt": memory.recorded_at,
         "invalidatedAt": memory.invalidated_at,
         "tags": list(memory.tags),
         "source": memory.source,
         "confidence": memory.confidence,
         "tokens": memory.tokens,
-        "terms": list(memory.terms),
+        # The analysed terms, in order, as one string: a list of strings costs the driver and the
+        # store far more to move (memories written before termSeq have the list `terms`).
+        "termSeq": " ".join(memory.terms),
         "length": len(memory.terms),
         # What the full-text index sees: the distinct analysed terms, space separated.
         "termText": " ".join(sorted(set(memory.terms))),
-        # Epoch microseconds for the candidate query: integers cross Bolt far faster than
-        # DateTimes, which stay the readable form for people and Cypher.
+        # Epoch microseconds: integers cross Bolt far faster than DateTimes (create_memories makes
+        # the DateTime copies, recordedAt and occurredAt, the readable form for people and Cypher).
         "recordedUs": micros(memory.recorded_at),
         "occurredUs": None if memory.occurred_at is None else micros(memory.occurred_at),
     }
@@ -79,28 +81,59 @@ def _memory(ns: str, props: dict[str, Any]) -> Memory:
         source=props.get("source"),
         confidence=float(props.get("confidence", 1.0)),
         tokens=int(props["tokens"]),
-        terms=tuple(props.get("terms") or ()),
+        terms=_terms(props.get("termSeq"), props.get("terms")),
     )
+
+
+def _stored_terms(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Analysed terms as a query returned ``coalesce(m.termSeq, m.terms)``."""
+    if isinstance(value, str):
+        return tuple(value.split())
+    return tuple(value or ())
+
+
+def _terms(sequence: str | None, listed: Sequence[str] | None) -> tuple[str, ...]:
+    """A memory's analysed terms: from ``termSeq`` (space-separated; analysed terms never hold a
+    space), else from the list older memories have."""
+    if sequence is not None:
+        return tuple(sequence.split())
+    return tuple(listed or ())
 
 
 def _frommicros(value: int) -> datetime:
     return EPOCH + timedelta(microseconds=value)
 
 
-def _candidate(row: Any) -> Candidate:
-    occurred = row["occurredUs"]
-    return Candidate(
-        id=UUID(row["id"]),
-        tf=tuple(row["tf"]),
-        length=int(row["length"]),
-        recorded_us=int(row["recordedUs"]),
-        occurred_us=None if occurred is None else int(occurred),
-        confidence=float(row["confidence"]),
-    )
+def _candidates(rows: Sequence[Sequence[Any]], score_terms: Sequence[str]) -> list[Candidate]:
+    """Candidates from ``[id, terms, length, recordedUs, occurredUs, confidence]`` rows of
+    candidates.cypher (``terms``: termSeq, or the list of an older memory), with the frequency of
+    each of ``score_terms`` (counted here: the query's handful of terms against each memory's)."""
+    few = len(score_terms) <= FEW_TERMS
+    position = {term: i for i, term in enumerate(score_terms)}
+    found = []
+    for memory_id, terms, length, recorded, occurred, confidence in rows:
+        words = terms.split() if isinstance(terms, str) else list(terms or ())
+        if few:
+            tf = tuple(map(words.count, score_terms))
+        else:
+            counts = [0] * len(score_terms)
+            for word in words:
+                i = position.get(word)
+                if i is not None:
+                    counts[i] += 1
+            tf = tuple(counts)
+        occurred_us = None if occurred is None else int(occurred)
+        candidate = Candidate(
+            id=UUID(memory_id), tf=tf, length=int(length), recorded_us=int(recorded),
+            occurred_us=occurred_us, confidence=float(confidence),
+        )  # fmt: skip
+        found.append(candidate)
+    return found
 
 
 def _link(row: Any) -> Link:
-    created = _native(row["createdAt"])
+    micros = row["createdUs"]
+    created = _frommicros(micros) if micros is not None else _native(row["createdAt"])
     if created is None:
         raise GraphsvcError(f"link {row['source']} -> {row['target']} has no createdAt")
     return Link.model_construct(

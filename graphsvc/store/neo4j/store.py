@@ -39,6 +39,7 @@ from graphsvc.store.base import (
     belief_memory_missing,
     link_end_missing,
     memory_missing,
+    micros,
     no_assembled_event,
     redact,
     sort_links,
@@ -49,7 +50,7 @@ from graphsvc.store.base import (
 from graphsvc.store.neo4j.boundary import DEFAULT_TIMEOUT, PING_TIMEOUT
 from graphsvc.store.neo4j.rows import (
     KEY_SEP,
-    _candidate,
+    _candidates,
     _event,
     _key,
     _link,
@@ -57,6 +58,7 @@ from graphsvc.store.neo4j.rows import (
     _memory,
     _memory_props,
     _native,
+    _stored_terms,
 )
 from graphsvc.store.neo4j.vectors import Neo4jVectors
 
@@ -64,6 +66,8 @@ from graphsvc.store.neo4j.vectors import Neo4jVectors
 # nothing for very long queries; chunks stay well below both.
 TERMS_PER_QUERY = 100
 EXPORT_PAGE = 1_000
+# Breadth-first hops one walk.cypher round trip makes (its layers are written out four times).
+HOPS_PER_QUERY = 4
 # A context event detail that names an id (Java regex, matches the whole detail): what an erase
 # reads once to find the events it rewrites.
 DETAIL_WITH_ID = r"(?s).*[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}.*"
@@ -132,18 +136,16 @@ class Neo4jStore(Neo4jVectors, Store):
 
     @staticmethod
     def _term_deltas(
-        ns: str, added: Sequence[Sequence[str]], removed: Sequence[Sequence[str]]
-    ) -> list[dict[str, Any]]:
+        added: Sequence[Sequence[str]], removed: Sequence[Sequence[str]]
+    ) -> tuple[list[str], list[int]]:
+        """The terms whose document frequency changes (sorted) and by how much."""
         counts: Counter[str] = Counter()
         for terms in added:
             counts.update(set(terms))
         for terms in removed:
             counts.subtract(set(terms))
-        return [
-            {"key": _key(ns, term), "term": term, "delta": delta}
-            for term, delta in sorted(counts.items())
-            if delta != 0
-        ]
+        changed = sorted(term for term, delta in counts.items() if delta != 0)
+        return changed, [counts[term] for term in changed]
 
     def _apply_stats(
         self,
@@ -166,9 +168,9 @@ class Neo4jStore(Neo4jVectors, Store):
         added: Sequence[Sequence[str]],
         removed: Sequence[Sequence[str]],
     ) -> None:
-        deltas = self._term_deltas(ns, added, removed)
-        if deltas:
-            self._tx(tx, "bump_term_stats", ns=ns, deltas=deltas)
+        terms, deltas = self._term_deltas(added, removed)
+        if terms:
+            self._tx(tx, "bump_term_stats", ns=ns, sep=KEY_SEP, terms=terms, deltas=deltas)
 
     def _bump_namespace(
         self,
@@ -194,10 +196,8 @@ class Neo4jStore(Neo4jVectors, Store):
     ) -> WriteResult:
         def work(tx: Transaction) -> WriteResult:
             ids = sorted({str(m.id) for m in memories})
-            here = {
-                row["memory"]["id"]: row["memory"]
-                for row in self._tx(tx, "existing_memories", ns=namespace, ids=ids)
-            }
+            found = self._tx(tx, "existing_memories", ns=namespace, ids=ids)[0]["memories"]
+            here = {props["id"]: props for props in found}
             created, unchanged = split_upsert(
                 memories,
                 stored=lambda mid: _memory(namespace, here[str(mid)]) if str(mid) in here else None,
@@ -240,18 +240,19 @@ class Neo4jStore(Neo4jVectors, Store):
             return
 
         def work(tx: Transaction) -> None:
-            ends = sorted({str(e) for lk in links for e in (lk.source, lk.target)})
-            found = {row["id"] for row in self._tx(tx, "memory_ids", ns=namespace, ids=ends)}
-            for link in links:
-                for end in (link.source, link.target):
-                    if str(end) not in found:
-                        raise link_end_missing(link, end, namespace)
             rows = [
                 {"source": str(lk.source), "target": str(lk.target), "kind": lk.kind.value,
-                 "weight": lk.weight, "note": lk.note, "createdAt": lk.created_at}
+                 "weight": lk.weight, "note": lk.note, "createdUs": micros(lk.created_at)}
                 for lk in links
             ]  # fmt: skip
-            self._tx(tx, "merge_links", ns=namespace, links=rows)
+            merged = self._tx(tx, "merge_links", ns=namespace, links=rows)[0]["merged"]
+            if merged < len(links):  # an end is missing: name the first (the write rolls back)
+                ends = sorted({str(e) for lk in links for e in (lk.source, lk.target)})
+                found = {r["id"] for r in self._tx(tx, "memory_ids", ns=namespace, ids=ends)}
+                for link in links:
+                    for end in (link.source, link.target):
+                        if str(end) not in found:
+                            raise link_end_missing(link, end, namespace)
             sources = list(
                 dict.fromkeys(str(lk.source) for lk in links if lk.kind is LinkKind.SUPERSEDES)
             )
@@ -383,7 +384,11 @@ class Neo4jStore(Neo4jVectors, Store):
         ids = [memory["id"] for memory in batch]
         gone = self._tx(tx, "delete_memories", ns=namespace, ids=ids)[0]
         self._apply_stats(
-            tx, namespace, [], [memory["terms"] or () for memory in batch], -int(gone["vectors"])
+            tx,
+            namespace,
+            [],
+            [_stored_terms(memory["terms"]) for memory in batch],
+            -int(gone["vectors"]),
         )
         erased = set(ids)
         events = sorted({event for mid in ids for event in naming.get(mid, ())})
@@ -475,8 +480,8 @@ class Neo4jStore(Neo4jVectors, Store):
     def get_memories(self, namespace: str, ids: Sequence[UUID]) -> list[Memory]:
         if not ids:
             return []
-        rows = self._read("get_memories", ns=namespace, ids=[str(i) for i in ids])
-        by_id = {row["memory"]["id"]: _memory(namespace, row["memory"]) for row in rows}
+        found = self._read("get_memories", ns=namespace, ids=[str(i) for i in ids])[0]["memories"]
+        by_id = {props["id"]: _memory(namespace, props) for props in found}
         return [by_id[str(i)] for i in ids if str(i) in by_id]
 
     def term_stats(self, namespace: str, terms: Sequence[str]) -> TermStats:
@@ -489,26 +494,43 @@ class Neo4jStore(Neo4jVectors, Store):
         self, namespace: str, terms: Sequence[str], score_terms: Sequence[str]
     ) -> list[Candidate]:
         unique = list(dict.fromkeys(terms))
-        found: dict[str, Candidate] = {}
+        found: dict[str, list[Any]] = {}
         for start in range(0, len(unique), TERMS_PER_QUERY):
             chunk = unique[start : start + TERMS_PER_QUERY]
-            rows = self._read(
-                "candidates", ns=namespace, query=_lucene(namespace, chunk),
-                terms=list(score_terms),
-            )  # fmt: skip
-            for row in rows:
-                if row["id"] not in found:
-                    found[row["id"]] = _candidate(row)
-        return [found[key] for key in sorted(found)]
+            rows = self._read("candidates", ns=namespace, query=_lucene(namespace, chunk))
+            for row in rows[0]["rows"]:
+                found.setdefault(row[0], row)
+        return _candidates([found[key] for key in sorted(found)], score_terms)
+
+    def recall_candidates(
+        self, namespace: str, terms: Sequence[str], limit: int
+    ) -> tuple[TermStats, list[Candidate]]:
+        """:meth:`term_stats` of ``terms`` and the candidates
+        :func:`graphsvc.recall.plan_candidates` picks with them (``limit``: its candidate
+        limit), with the frequencies of ``terms``, in one round trip (recall_candidates.cypher)
+        instead of two: what the service's ranking needs first."""
+        distinct = list(dict.fromkeys(terms))
+        asked = sorted(distinct)
+        row = self._read(
+            "recall_candidates", ns=namespace, sep=KEY_SEP, terms=asked, limit=limit,
+            chunk=TERMS_PER_QUERY,
+        )[0]  # fmt: skip
+        df = {asked[i]: int(count) for i, count in row["known"]}
+        stats = TermStats(
+            int(row["memories"]), int(row["totalLength"]), {t: df[t] for t in distinct}
+        )
+        if row["fallback"] is not None:
+            return stats, _candidates(row["recent"], terms)
+        found = {r[0]: r for r in row["rows"]}
+        return stats, _candidates([found[key] for key in sorted(found)], terms)
 
     def recent_candidates(
         self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
     ) -> list[Candidate]:
         rows = self._read(
-            "recent_candidates", ns=namespace, query=_lucene(namespace, [term]), limit=limit,
-            terms=list(score_terms),
-        )  # fmt: skip
-        return [_candidate(row) for row in rows]
+            "recent_candidates", ns=namespace, query=_lucene(namespace, [term]), limit=limit
+        )
+        return _candidates(rows[0]["rows"], score_terms)
 
     def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
         """The full-text index's own top ``k`` (Lucene's BM25) for analysed terms: the raw
@@ -537,26 +559,32 @@ class Neo4jStore(Neo4jVectors, Store):
         return [(UUID(row["newer"]), UUID(row["older"])) for row in rows]
 
     def walk(self, namespace: str, start: Sequence[UUID], depth: int, max_nodes: int) -> Walk:
-        # Ids that are no memory of the namespace expand to nothing and match no link.
+        """As :meth:`Store.walk`: walk.cypher makes up to :data:`HOPS_PER_QUERY` breadth-first hops
+        and reads what they reached in one round trip (a deeper walk takes one more per four
+        hops). Ids that are no memory of the namespace expand to nothing and match no link."""
         starts = list(dict.fromkeys(str(s) for s in start))
-        seen = set(starts)
+        seen = list(starts)
         frontier = list(starts)
         reached: list[tuple[str, int]] = []
-        for distance in range(1, depth + 1):
-            if not frontier or len(reached) >= max_nodes:
+        left = max(depth, 0)
+        while True:
+            hops = min(left, HOPS_PER_QUERY)
+            last = left <= HOPS_PER_QUERY
+            row = self._read(
+                "walk", ns=namespace, frontier=frontier, seen=seen, room=max_nodes - len(reached),
+                hops=hops, members=last, reached=[n for n, _ in reached], starts=starts,
+            )[0]  # fmt: skip
+            distance = depth - left
+            for layer in row["layers"][:hops]:
+                distance += 1
+                reached += [(node, distance) for node in layer]
+                seen += layer
+                frontier = layer
+            left -= hops
+            if last:
                 break
-            rows = self._read(
-                "walk_layer", ns=namespace, frontier=frontier, seen=sorted(seen),
-                limit=max_nodes - len(reached),
-            )  # fmt: skip
-            layer = [row["id"] for row in rows]
-            seen.update(layer)
-            reached += [(node, distance) for node in layer]
-            frontier = layer
-        members = starts + [n for n, _ in reached]
-        row = self._read(
-            "walk_members", ns=namespace, reached=[n for n, _ in reached], members=members
-        )[0]
+            if not frontier or len(reached) >= max_nodes:
+                left = 0  # nothing more to reach: one more round trip reads the members
         memories = {props["id"]: _memory(namespace, props) for props in row["memories"]}
         links = [_link(link) for link in row["links"]]
         return Walk(
@@ -567,8 +595,8 @@ class Neo4jStore(Neo4jVectors, Store):
     def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
         if not ids:
             return []
-        rows = self._read("links_touching", ns=namespace, ids=[str(i) for i in ids])
-        return list(sort_links([_link(row) for row in rows]))
+        found = self._read("links_touching", ns=namespace, ids=[str(i) for i in ids])[0]["links"]
+        return list(sort_links([_link(link) for link in found]))
 
     def get_belief(self, namespace: str, belief_id: UUID) -> Belief | None:
         rows = self._read("get_belief", ns=namespace, id=str(belief_id))

@@ -60,6 +60,8 @@ MIN_FETCH = 100
 #: The first answer of the index must show this gap (cosine) between the k-th best and its
 #: lowest row, else it is asked again for more (see :func:`next_ask`).
 GAP = 0.1
+#: How much more the index is asked for when its answer is not enough (at least).
+GROW = 8
 #: The most neighbours one index query asks for; past it the namespace is scanned.
 MAX_FETCH = 10_000
 #: How much Neo4j's float32 cosine of integer codes may differ from the exact one (cosine
@@ -162,8 +164,8 @@ def next_ask(
         if exhausted or (clear and gap):
             return None
     attempts = ask.attempts + 1
-    # Grow by 4, or by what the namespace's share of the answer says it takes to see 2k of it.
-    grow = 16 if answer.mine == 0 else min(16, max(4, -(-2 * k // answer.mine)))
+    # Grow by GROW, or by what the namespace's share of the answer says it takes to see 2k of it.
+    grow = 16 if answer.mine == 0 else min(16, max(GROW, -(-2 * k // answer.mine)))
     fetch = min(ask.fetch * grow, MAX_FETCH)
     if attempts > INDEX_RETRIES or ask.fetch >= MAX_FETCH or fetch >= answer.vectors:
         return Ask("scan", first, None, attempts)
@@ -290,16 +292,15 @@ class Neo4jVectors(Neo4jBoundary):
         docstring."""
         dimension = len(query)
         codes = np.frombuffer(query, dtype=np.int8)
-        zero = not bool(codes.any())
         k = max(k, 0)
         first = max(k * OVERFETCH, MIN_FETCH) if k else 0
         base = {
             "ns": namespace, "dimension": dimension, "index": vector_index(dimension),
-            "property": vector_property(dimension), "query": codes.tolist(), "zero": zero,
-            "exactBelow": EXACT_BELOW, "k": k, "margin": SLACK,
+            "property": vector_property(dimension), "query": codes.tolist(),
+            "zero": not bool(codes.any()), "exactBelow": EXACT_BELOW, "k": k, "margin": SLACK,
         }  # fmt: skip
         wanted = list(dict.fromkeys(str(i) for i in ids))
-        row = self._read("similar", **base, mode="auto" if k else "scan", fetch=first,
+        row = self._read("similar", **base, mode="auto" if k else "given", fetch=first,
                          floor=None, ids=wanted)[0]  # fmt: skip
         model = _model(row)
         if model is None:
@@ -308,34 +309,50 @@ class Neo4jVectors(Neo4jBoundary):
             raise wrong_length("the query vector", dimension, namespace, model)
         pool: dict[str, list[float]] = {item["id"]: item["codes"] for item in row["given"]}
         given = [UUID(key) for key in pool]
+        best: list[tuple[UUID, float]] = []
+        if k:
+            found = self._search(row, pool, codes, base, k, first)
+            if found is None:  # the model changed between two round trips
+                return []
+            best = found
+        uuids = [UUID(key) for key in pool]
+        scores = dict(zip(uuids, self._exact(codes, list(pool.values())).tolist(), strict=True))
+        chosen = {uuid for uuid, _ in best}.union(given)
+        return sorted(((uuid, scores[uuid]) for uuid in chosen), key=lambda p: (-p[1], p[0]))
+
+    def _search(
+        self,
+        row: Any,
+        pool: dict[str, list[float]],
+        codes: np.ndarray[Any, Any],
+        base: Mapping[str, Any],
+        k: int,
+        first: int,
+    ) -> list[tuple[UUID, float]] | None:
+        """The exact ``k`` best, from the first answer ``row`` and as many more as
+        :func:`next_ask` wants; every vector fetched is added to ``pool``. None when the model
+        changed in between."""
         ask = Ask(mode=row["mode"], fetch=first)
         while True:
-            if row["mode"] is None:  # the model changed between two round trips
-                return []
+            if row["mode"] is None or row["dimension"] != base["dimension"]:
+                return None
             part = row["indexed"] if row["mode"] == "index" else row["scanned"]
             for item in part["hits"]:
                 pool[item["id"]] = item["codes"]
             uuids = [UUID(key) for key in pool]
-            scores = self._exact(codes, list(pool.values()))
-            best = top_k(uuids, scores, k)
-            kth = best[-1][1] if k and len(best) == k else None
+            best = top_k(uuids, self._exact(codes, list(pool.values())), k)
             answer = Answer(
                 mode=row["mode"], returned=int(part["returned"]), mine=int(part["mine"]),
                 least=None if part["least"] is None else _cosine(float(part["least"])),
                 vectors=int(row["vectors"]),
             )  # fmt: skip
-            following = next_ask(ask, answer, k=k, kth=kth, zero=zero, first=first)
+            kth = best[-1][1] if len(best) == k else None
+            following = next_ask(ask, answer, k=k, kth=kth, zero=base["zero"], first=first)
             if following is None:
-                break
+                return best
             ask = following
             row = self._read("similar", **base, mode=ask.mode, fetch=ask.fetch,
                              floor=ask.floor, ids=[])[0]  # fmt: skip
-            if row["modelId"] is None or row["dimension"] != dimension:
-                return []
-        index = {uuid: i for i, uuid in enumerate(uuids)}
-        chosen = {uuid for uuid, _ in best}.union(given)
-        found = [(uuid, float(scores[index[uuid]])) for uuid in chosen]
-        return sorted(found, key=lambda pair: (-pair[1], pair[0]))
 
     @staticmethod
     def _exact(query: np.ndarray[Any, Any], rows: list[list[float]]) -> np.ndarray[Any, Any]:

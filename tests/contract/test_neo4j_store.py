@@ -1,0 +1,219 @@
+"""What only the Neo4j store's write and read paths do (issue 13): times sent as integers and made
+DateTimes in Cypher, analysed terms stored as one string (``termSeq``), the walk in one round trip
+per four hops, and the query's statistics and candidates in one round trip
+(``recall_candidates``). Each is checked against the slower path it replaces, against the mirror,
+or against what older databases hold (memories with a ``terms`` list, links without
+``createdUs``), which must keep reading the same.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from uuid import UUID, uuid4
+
+import pytest
+from neo4j import GraphDatabase
+
+from graphsvc.model import EraseFilter, Link, LinkKind, Memory
+from graphsvc.recall import plan_candidates
+from graphsvc.store.base import EPOCH, Candidate, Store
+from graphsvc.store.mirror import MirrorStore
+from graphsvc.store.neo4j import Neo4jStore
+from graphsvc.text import analyse, estimate_tokens, query_terms
+from tests.neo4j_server import neo4j_store_factory
+
+pytestmark = pytest.mark.neo4j
+
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
+CAP = 100_000
+WORDS = [
+    "kettle", "boils", "whistles", "leaks", "rusts", "cracked", "descaled", "unplugged", "lid",
+    "handle", "spout", "filter", "water", "steam", "switch", "base", "cord", "light",
+]  # fmt: skip
+
+
+@pytest.fixture
+def neo() -> Iterator[Neo4jStore]:
+    store = neo4j_store_factory()()
+    assert isinstance(store, Neo4jStore)
+    store.open()
+    yield store
+    store.close()
+
+
+def cypher(text: str, **params: Any) -> list[dict[str, Any]]:
+    """Run Cypher on the suite's server directly (to look at, or age, what the store wrote)."""
+    uri = os.environ.get("GRAPHSVC_NEO4J_URI")
+    if not uri:
+        pytest.skip("reads and rewrites nodes of GRAPHSVC_NEO4J_URI's database directly")
+    password = os.environ.get("GRAPHSVC_NEO4J_PASSWORD", "")
+    auth = (os.environ.get("GRAPHSVC_NEO4J_USER", "neo4j"), password) if password else None
+    database = os.environ.get("GRAPHSVC_NEO4J_DATABASE", "neo4j")
+    with GraphDatabase.driver(uri, auth=auth) as driver:
+        records = driver.execute_query(text, params, database_=database).records
+    return [record.data() for record in records]
+
+
+def memory(ns: str, n: int, text: str, *, occurred: datetime | None = None) -> Memory:
+    return Memory(
+        id=uuid4(), namespace=ns, text=text, kind="note", occurred_at=occurred,
+        recorded_at=BASE + timedelta(seconds=n, microseconds=n), tokens=estimate_tokens(text),
+        terms=tuple(analyse(text)),
+    )  # fmt: skip
+
+
+def corpus(ns: str, count: int) -> list[Memory]:
+    """Texts over a small vocabulary, words repeated (term frequencies above 1), a few without
+    any analysed term, some dated before 1970."""
+    made = []
+    for n in range(count):
+        words = [WORDS[(n * 7 + i * i) % len(WORDS)] for i in range(n % 9)]
+        words += [WORDS[n % len(WORDS)]] * (n % 3)
+        text = " ".join(words) or "it is the"  # stop words only: no analysed term
+        occurred = datetime(1960, 1, 1, tzinfo=UTC) + timedelta(days=n, microseconds=7 * n)
+        made.append(memory(ns, n, f"{text} #{n}", occurred=occurred if n % 4 == 0 else None))
+    return made
+
+
+def chain_links(items: list[Memory]) -> list[Link]:
+    kinds = list(LinkKind)
+    links = []
+    for i in range(len(items) - 1):
+        links.append(
+            Link(source=items[i].id, target=items[i + 1].id, kind=kinds[i % len(kinds)],
+                 created_at=BASE + timedelta(microseconds=i))
+        )  # fmt: skip
+        if i % 5 == 0 and i + 7 < len(items):
+            links.append(
+                Link(source=items[i + 7].id, target=items[i].id, kind=LinkKind.RELATES_TO,
+                     weight=0.5, note=f"jump {i}", created_at=BASE)
+            )  # fmt: skip
+    return links
+
+
+def planned(store: Store, ns: str, terms: list[str], limit: int) -> tuple[Any, list[Candidate]]:
+    """The two round trips ``recall_candidates`` replaces, as the service made them."""
+    stats = store.term_stats(ns, terms)
+    plan = plan_candidates(terms, stats, limit)
+    if plan.fallback_term is not None:
+        return stats, store.recent_candidates(ns, plan.fallback_term, plan.fallback_limit, terms)
+    return stats, store.candidates(ns, plan.terms, terms) if plan.terms else []
+
+
+def age(ns: str) -> None:
+    """Make the namespace look written by an older graphsvc: terms as a list, no termSeq, links
+    with only their DateTime."""
+    cypher(
+        "MATCH (m:Memory {namespace: $ns}) "
+        "SET m.terms = CASE WHEN m.termSeq = '' THEN [] ELSE split(m.termSeq, ' ') END "
+        "REMOVE m.termSeq",
+        ns=ns,
+    )
+    cypher("MATCH (m:Memory {namespace: $ns})-[r]->(:Memory) REMOVE r.createdUs", ns=ns)
+
+
+def test_times_are_stored_as_datetimes_made_from_the_microseconds(neo: Neo4jStore, ns: str) -> None:
+    items = corpus(ns, 12)
+    neo.upsert_memories(ns, items, max_memories=CAP)
+    neo.add_links(ns, chain_links(items))
+    rows = cypher(
+        "MATCH (m:Memory {namespace: $ns}) RETURN m.id AS id, m.recordedAt AS recorded, "
+        "m.occurredAt AS occurred, m.terms AS terms",
+        ns=ns,
+    )
+    by_id = {UUID(row["id"]): row for row in rows}
+    for item in items:
+        row = by_id[item.id]
+        assert row["recorded"].to_native() == item.recorded_at
+        occurred = row["occurred"]
+        assert (occurred.to_native() if occurred else None) == item.occurred_at
+        assert row["terms"] is None  # the list is no longer written: termSeq holds the terms
+    links = cypher(
+        "MATCH (a:Memory {namespace: $ns})-[r]->(:Memory) RETURN r.createdAt AS at, "
+        "r.createdUs AS us",
+        ns=ns,
+    )
+    assert links and all(
+        link["at"].to_native() == EPOCH + timedelta(microseconds=link["us"]) for link in links
+    )
+    assert neo.get_memories(ns, [m.id for m in items]) == items
+
+
+@pytest.mark.parametrize("aged", [False, True], ids=["current", "older-database"])
+def test_recall_candidates_is_term_stats_then_the_plan_s_candidates(
+    neo: Neo4jStore, ns: str, aged: bool
+) -> None:
+    items = corpus(ns, 150)
+    # Many words of their own: a query of over 100 rare terms takes several full-text queries.
+    rare = [f"zq{n}x" for n in range(130)]
+    items += [memory(ns, 1_000 + n, f"{word} kettle") for n, word in enumerate(rare)]
+    neo.upsert_memories(ns, items, max_memories=CAP)
+    if aged:
+        age(ns)
+    queries = [
+        "kettle", "the kettle boils and whistles", "rusts cracked lid spout", "unknown words only",
+        "descaled descaled water", " ".join(rare), " ".join(rare[:40] + WORDS), "",
+    ]  # fmt: skip
+    for query in queries:
+        terms = query_terms(query)
+        for limit in (1_000, 60, 9, 1):
+            assert neo.recall_candidates(ns, terms, limit) == planned(neo, ns, terms, limit), (
+                query,
+                limit,
+            )
+    # Candidates count each query term in the memory's own terms.
+    terms = query_terms("kettle boils water steam")
+    _, found = neo.recall_candidates(ns, terms, 1_000)
+    stored = {m.id: m for m in neo.get_memories(ns, [c.id for c in found])}
+    assert found and all(c == Candidate.of(stored[c.id], terms) for c in found)
+
+
+@pytest.mark.parametrize("aged", [False, True], ids=["current", "older-database"])
+def test_the_walk_matches_the_mirror_at_every_depth_and_size(
+    neo: Neo4jStore, ns: str, tmp_path: Path, aged: bool
+) -> None:
+    mirror = MirrorStore(tmp_path / "mirror", fsync=False)
+    mirror.open()
+    try:
+        items = corpus(ns, 40)
+        links = chain_links(items)
+        for store in (neo, mirror):
+            store.upsert_memories(ns, items, max_memories=CAP)
+            store.add_links(ns, links)
+        if aged:
+            age(ns)
+        starts = [items[0].id, items[20].id, uuid4()]
+        for depth in (0, 1, 2, 4, 5, 9):
+            for max_nodes in (1, 3, 8, 50):
+                assert neo.walk(ns, starts, depth, max_nodes) == mirror.walk(
+                    ns, starts, depth, max_nodes
+                ), (depth, max_nodes)
+        assert neo.links_of(ns, [items[3].id]) == mirror.links_of(ns, [items[3].id])
+    finally:
+        mirror.close()
+
+
+def test_an_older_namespace_reads_and_erases_with_exact_statistics(
+    neo: Neo4jStore, ns: str
+) -> None:
+    items = corpus(ns, 30)
+    neo.upsert_memories(ns, items, max_memories=CAP)
+    neo.add_links(ns, chain_links(items))
+    age(ns)
+    assert neo.get_memories(ns, [m.id for m in items]) == items
+    assert list(neo.export(ns))[: len(items)] == sorted(items, key=lambda m: m.recorded_at)
+    neo.forget(ns, items[0].id, at=BASE)
+    neo.erase(ns, EraseFilter(until=datetime(1960, 2, 1, tzinfo=UTC)), at=BASE, batch_size=2)
+    live = neo.get_memories(ns, [m.id for m in items])
+    words = sorted({t for m in items for t in m.terms})
+    stats = neo.term_stats(ns, words)
+    assert stats.n_docs == len(live)
+    assert stats.total_length == sum(len(m.terms) for m in live)
+    assert stats.df == {w: sum(w in m.terms for m in live) for w in words}
+    # Written again, a forgotten memory comes back in the current form beside the older ones.
+    neo.upsert_memories(ns, [items[0]], max_memories=CAP)
+    assert neo.get_memories(ns, [items[0].id]) == [items[0]]
