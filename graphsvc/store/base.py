@@ -480,6 +480,50 @@ def no_assembled_event(run_id: str, step: int) -> NotFoundError:
     )
 
 
+# -- the vector contract's words (both stores say the same) --------------------------------------
+
+
+def describe_model(model: VectorModel) -> str:
+    """A model for messages."""
+    return f"{model.model_id} (dimension {model.dimension})"
+
+
+def no_vector_model(namespace: str) -> BadInputError:
+    return BadInputError(
+        f"namespace {namespace!r} has no vector model: set one (Store.set_vector_model; "
+        "`graphsvc embed` does it) before storing vectors"
+    )
+
+
+def wrong_length(what: str, length: int, namespace: str, model: VectorModel) -> BadInputError:
+    return BadInputError(
+        f"{what} has {length} codes, but namespace {namespace!r} uses vector model "
+        f"{describe_model(model)}: encode it with that model (graphsvc.dense.quantize)"
+    )
+
+
+def vectors_in_the_way(
+    namespace: str, count: int, model: VectorModel, current: VectorModel | None
+) -> BadInputError:
+    what = "no model (being replaced)" if current is None else describe_model(current)
+    return BadInputError(
+        f"namespace {namespace!r} stores {count} vector(s) of its model in force, {what}: "
+        f"remove them (Store.clear_vectors until it answers 0; `graphsvc embed --rebuild` does "
+        f"it) before setting vector model {describe_model(model)}"
+    )
+
+
+def bad_model(model: VectorModel) -> BadInputError | None:
+    """Why a model cannot be declared, or None."""
+    if not model.model_id or not model.model_id.strip():
+        return BadInputError("a vector model needs a model id (the encoder's name)")
+    if model.dimension < 1:
+        return BadInputError(
+            f"vector model {model.model_id} has dimension {model.dimension}: it must be at least 1"
+        )
+    return None
+
+
 __all__ = [
     "EPOCH",
     "ERASED",
@@ -487,15 +531,20 @@ __all__ = [
     "Store",
     "TermStats",
     "Walk",
+    "bad_model",
     "belief_memory_missing",
+    "describe_model",
     "link_end_missing",
     "memory_missing",
     "micros",
     "no_assembled_event",
+    "no_vector_model",
     "nothing_to_erase",
     "redact",
     "sort_links",
     "split_upsert",
     "supersedes_cycle",
     "uuids_in",
+    "vectors_in_the_way",
+    "wrong_length",
 ]

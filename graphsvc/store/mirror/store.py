@@ -34,14 +34,18 @@ from graphsvc.store.base import (
     Store,
     TermStats,
     Walk,
+    bad_model,
     belief_memory_missing,
     link_end_missing,
     memory_missing,
     micros,
     no_assembled_event,
+    no_vector_model,
     sort_links,
     split_upsert,
     supersedes_cycle,
+    vectors_in_the_way,
+    wrong_length,
 )
 from graphsvc.store.journal import LogHead
 from graphsvc.store.mirror.loader import MirrorLoader
@@ -54,12 +58,6 @@ from graphsvc.store.mirror.rows import (
     _vector_rows,
 )
 from graphsvc.store.mirror.state import _Namespace
-from graphsvc.store.mirror.vectors import (
-    bad_model,
-    no_vector_model,
-    vectors_in_the_way,
-    wrong_length,
-)
 
 # BM25 parameters of native_top_k (Lucene's defaults).
 BM25_K1 = 1.2

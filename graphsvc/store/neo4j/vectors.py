@@ -42,7 +42,7 @@ from neo4j import Transaction
 
 from graphsvc.dense import VectorModel, cosines, top_k
 from graphsvc.errors import BadInputError, StoreCorruptError
-from graphsvc.store.mirror.vectors import (
+from graphsvc.store.base import (
     bad_model,
     no_vector_model,
     vectors_in_the_way,
