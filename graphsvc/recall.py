@@ -23,7 +23,7 @@ from graphsvc.model import (
     Memory,
     ReconstructedBelief,
 )
-from graphsvc.store.base import Candidate, TermStats, Walk, micros
+from graphsvc.store.base import Candidate, CandidatePlan, TermStats, Walk, micros, plan_candidates
 from graphsvc.text import analyse, asks_about_order, estimate_tokens
 
 # BM25 parameters (Robertson/Sparck Jones defaults, as Lucene uses them).
@@ -71,38 +71,6 @@ def get_stage(name: str) -> Stage:
     except KeyError:
         known = ", ".join(sorted(STAGES))
         raise BadInputError(f"unknown stage {name!r}: use one of {known}") from None
-
-
-@dataclass(frozen=True)
-class CandidatePlan:
-    """Which postings to fetch: every memory containing one of ``terms``, plus the
-    ``fallback_limit`` newest memories containing ``fallback_term`` when even the rarest term is
-    too common."""
-
-    terms: tuple[str, ...]
-    fallback_term: str | None = None
-    fallback_limit: int = 0
-
-
-def plan_candidates(terms: Sequence[str], stats: TermStats, limit: int) -> CandidatePlan:
-    """Bound the work of candidate generation by what the query touches.
-
-    Terms are taken rarest first (df ascending, then the term) while their summed df stays within
-    ``limit``: rare terms discriminate, and a memory that shares only very common terms with the
-    query could not score high anyway. When the rarest known term alone is over the limit, the
-    ``limit`` newest memories containing it stand in.
-    """
-    known = sorted((stats.df.get(t, 0), t) for t in terms if stats.df.get(t, 0) > 0)
-    chosen: list[str] = []
-    total = 0
-    for df, term in known:
-        if total + df > limit:
-            continue
-        chosen.append(term)
-        total += df
-    if chosen or not known:
-        return CandidatePlan(terms=tuple(chosen))
-    return CandidatePlan(terms=(), fallback_term=known[0][1], fallback_limit=limit)
 
 
 @dataclass(frozen=True)

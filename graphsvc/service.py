@@ -58,7 +58,6 @@ from graphsvc.recall import (
     expand_answers,
     fuse,
     get_stage,
-    plan_candidates,
     rank_order,
     score_candidates,
 )
@@ -410,13 +409,9 @@ class MemoryService:
         """Candidates for a query, scored, in rank order with supersessions applied."""
         stage = get_stage(stage_name)
         terms = query_terms(query)
-        stats = self.store.term_stats(namespace, terms)
-        plan = plan_candidates(terms, stats, self.settings.candidate_limit)
-        candidates = self.store.candidates(namespace, plan.terms, terms) if plan.terms else []
-        if plan.fallback_term is not None:
-            candidates = self.store.recent_candidates(
-                namespace, plan.fallback_term, plan.fallback_limit, terms
-            )
+        stats, candidates = self.store.recall_candidates(
+            namespace, terms, self.settings.candidate_limit
+        )
         ranked = score_candidates(terms, stats, candidates, stage, self.settings.ranked_limit)
         memories, pairs = self.store.window(namespace, [r.candidate.id for r in ranked])
         direct = attach(ranked, {m.id: m for m in memories})

@@ -68,6 +68,38 @@ class TermStats:
         return self._smooth_idf(self.df.get(term, 0))
 
 
+@dataclass(frozen=True)
+class CandidatePlan:
+    """Which postings to fetch: every memory containing one of ``terms``, plus the
+    ``fallback_limit`` newest memories containing ``fallback_term`` when even the rarest term is
+    too common."""
+
+    terms: tuple[str, ...]
+    fallback_term: str | None = None
+    fallback_limit: int = 0
+
+
+def plan_candidates(terms: Sequence[str], stats: TermStats, limit: int) -> CandidatePlan:
+    """Bound the work of candidate generation by what the query touches.
+
+    Terms are taken rarest first (df ascending, then the term) while their summed df stays within
+    ``limit``: rare terms discriminate, and a memory that shares only very common terms with the
+    query could not score high anyway. When the rarest known term alone is over the limit, the
+    ``limit`` newest memories containing it stand in.
+    """
+    known = sorted((stats.df.get(t, 0), t) for t in terms if stats.df.get(t, 0) > 0)
+    chosen: list[str] = []
+    total = 0
+    for df, term in known:
+        if total + df > limit:
+            continue
+        chosen.append(term)
+        total += df
+    if chosen or not known:
+        return CandidatePlan(terms=tuple(chosen))
+    return CandidatePlan(terms=(), fallback_term=known[0][1], fallback_limit=limit)
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """What scoring needs of a memory, without its text: stores compute it where the data is, so a
@@ -264,6 +296,20 @@ class Store(ABC):
     ) -> list[Candidate]:
         """The ``limit`` newest memories containing ``term``, by ``recordedAt`` descending, then
         ``str(id)`` ascending, as candidates."""
+
+    def recall_candidates(
+        self, namespace: str, terms: Sequence[str], limit: int
+    ) -> tuple[TermStats, list[Candidate]]:
+        """What a ranking needs first: :meth:`term_stats` of ``terms`` and the candidates
+        :func:`plan_candidates` picks with them (``limit``: its candidate limit), scored on the
+        frequencies of ``terms``. A store that can answer it in fewer round trips overrides it."""
+        stats = self.term_stats(namespace, terms)
+        plan = plan_candidates(terms, stats, limit)
+        if plan.fallback_term is not None:
+            return stats, self.recent_candidates(
+                namespace, plan.fallback_term, plan.fallback_limit, terms
+            )
+        return stats, self.candidates(namespace, plan.terms, terms) if plan.terms else []
 
     @abstractmethod
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
@@ -528,6 +574,7 @@ __all__ = [
     "EPOCH",
     "ERASED",
     "Candidate",
+    "CandidatePlan",
     "Store",
     "TermStats",
     "Walk",
@@ -540,6 +587,7 @@ __all__ = [
     "no_assembled_event",
     "no_vector_model",
     "nothing_to_erase",
+    "plan_candidates",
     "redact",
     "sort_links",
     "split_upsert",
