@@ -122,3 +122,17 @@ def test_embed_on_reports_vectors_and_encodes_every_memory(
     assert figures["model_load_s"] > 0
     assert figures["query_encode_p50_ms"] > 0
     assert memories_left(open_store, report["environment"]["namespace"]) == 0
+
+
+def test_embed_synthetic_stores_word_hash_vectors_and_sets_no_targets(
+    where: tuple[list[str], Any], tmp_path: Path
+) -> None:
+    args, open_store = where
+    output, report = run_bench([*args, "--embed", "synthetic"], tmp_path)
+    figures, config = report["figures"], report["config"]
+    assert config["embed"] == "synthetic" and config["retrieval"] == "hybrid"
+    assert figures["vectors_stored"] == 200
+    assert report["targets"] == [] and "synthetic vectors): figures only" in output
+    # Word-hash vectors put a query near its source: the bundle packs it as often as bm25s does.
+    assert figures["bundle_source_packed"] >= 0.6
+    assert memories_left(open_store, report["environment"]["namespace"]) == 0

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from graphsvc.model import LinkKind, MemoryInput
 from graphsvc.text import analyse
-from graphsvc.tools.bench import Target, Timed, _timings, make_corpus, render_table
+from graphsvc.tools.bench import (
+    Target,
+    Timed,
+    WordHashEmbedder,
+    _timings,
+    make_corpus,
+    render_table,
+)
 
 
 def corpus_key(seed: int, n: int = 400) -> tuple[object, ...]:
@@ -128,3 +136,15 @@ def test_the_table_shows_values_spreads_and_missed_targets() -> None:
     restart = next(line for line in lines if line.startswith("restart: open + first"))
     assert restart.endswith("NO") and "<= 10.00" in restart
     assert Target("ingest_memories_per_s", 150, at_least=True).met(150)
+
+
+def test_word_hash_vectors_are_unit_deterministic_and_near_for_shared_terms() -> None:
+    embedder = WordHashEmbedder(dimension=64)
+    texts = ["Billing invoice failed", "the billing invoice failed again", "Kernel panic on boot"]
+    first = embedder.embed(texts)
+    again = WordHashEmbedder(dimension=64).embed(texts[::-1])[::-1]
+    assert first.shape == (3, 64) and first.dtype == np.float32
+    assert np.array_equal(first, again)  # per text, whatever it is batched with
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-6)
+    assert first[0] @ first[1] > 0.9 > abs(first[0] @ first[2])
+    assert embedder.model_id == "bench-word-hash-64" and embedder.dimension == 64
