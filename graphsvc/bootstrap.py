@@ -6,6 +6,8 @@ otherwise.
 
 from __future__ import annotations
 
+from threadpoolctl import threadpool_limits
+
 from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
@@ -40,9 +42,17 @@ def store_label(settings: Settings) -> str:
     return f"embedded store in {settings.data_dir}"
 
 
+def limit_blas_threads(settings: Settings) -> None:
+    """Hold numpy's BLAS to GRAPHSVC_BLAS_THREADS threads in this process (0: leave it)."""
+    if settings.blas_threads > 0:
+        threadpool_limits(limits=settings.blas_threads, user_api="blas")
+
+
 def bootstrap(settings: Settings, *, read_only: bool = False, warm: bool = False) -> MemoryService:
     """Open the store these settings name and return a service on it, with the encoder the
     settings name for dense recall (GRAPHSVC_EMBED). Close with ``close()``.
+
+    BLAS is held to ``settings.blas_threads`` threads (:func:`limit_blas_threads`).
 
     ``warm`` loads the encoder now (servers: the first query does not pay for it, and
     GRAPHSVC_EMBED=on fails at start when the model is missing); otherwise it loads on first use.
@@ -51,6 +61,7 @@ def bootstrap(settings: Settings, *, read_only: bool = False, warm: bool = False
         StoreUnavailableError: the store cannot be opened.
         ModelUnavailableError: ``warm`` and GRAPHSVC_EMBED=on, and the model cannot be loaded.
     """
+    limit_blas_threads(settings)
     dense = DenseRecall.from_settings(settings)
     store = make_store(settings, read_only=read_only)
     store.open()

@@ -16,6 +16,7 @@ Cosines are rounded to :data:`graphsvc.recall.PLACES` (6) decimals like every ot
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -122,3 +123,102 @@ def top_k(ids: Sequence[UUID], scores: NDArray[np.float64], k: int) -> list[tupl
         chosen = list(range(len(ids)))
     ranked = sorted(((ids[i], float(scores[i])) for i in chosen), key=lambda p: (-p[1], p[0]))
     return ranked[:k]
+
+
+# -- exact nearest neighbours without reading every vector ---------------------------------------
+
+#: Directions a :class:`Sketch` keeps: for MiniLM codes of LoCoMo, BEAM and EventStoryLine, 96
+#: principal directions hold 77% of the energy and leave about 3% of the rows (median 1%) for the
+#: exact product of a top-10 search (measured over 14,752 vectors).
+SKETCH_DIMENSION = 96
+#: Cosine units added to every bound: far above float32 rounding in the projected products
+#: (about 1e-5 for codes) and the 6-place rounding of cosines (5e-7).
+SKETCH_MARGIN = 1e-4
+
+
+class Sketch:
+    """An orthonormal basis ``P`` of a few directions (columns), for upper bounds on cosines.
+
+    For any orthonormal ``P``, ``q . x = (qP) . (xP) + q_r . x_r`` where ``q_r``, ``x_r`` are the
+    parts outside its span, and ``|q_r . x_r| <= |q_r| |x_r|`` (Cauchy-Schwarz). So
+    ``((qP) . (xP) + |q_r| |x_r|) / (|q| |x|)`` bounds the cosine from above whatever ``P`` is:
+    the basis decides how tight the bounds are (how many rows a search must still compute
+    exactly), never which rows it returns. :meth:`fit` takes the leading eigenvectors of the
+    rows' second moments, where sentence vectors put most of their energy.
+    """
+
+    def __init__(self, basis: NDArray[np.float64]) -> None:
+        self.basis = np.ascontiguousarray(basis, dtype=np.float64)
+        self._basis32 = self.basis.astype(np.float32)
+
+    @classmethod
+    def fit(cls, codes: NDArray[Any], size: int = SKETCH_DIMENSION) -> Sketch:
+        """The ``size`` leading principal directions (uncentred) of the rows of ``codes``."""
+        rows = np.asarray(codes, dtype=np.float64)
+        size = min(size, rows.shape[1])
+        _, vectors = np.linalg.eigh(rows.T @ rows)  # ascending eigenvalues
+        return cls(vectors[:, ::-1][:, :size])
+
+    @property
+    def size(self) -> int:
+        return int(self.basis.shape[1])
+
+    def project(
+        self, codes: NDArray[Any], norms: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        """Each row's coordinates in the basis (float32, for the scan) and the length of its part
+        outside the span, from the exact squared ``norms`` (:func:`squared_norms`): computed in
+        float64, so that no cancellation makes it short."""
+        coords = np.asarray(codes, dtype=np.float64) @ self.basis
+        rest = np.sqrt(np.maximum(norms - np.einsum("ij,ij->i", coords, coords), 0.0))
+        return coords.astype(np.float32), rest.astype(np.float32)
+
+    def bounds(
+        self,
+        query: Codes,
+        coords: NDArray[np.float32],
+        rest: NDArray[np.float32],
+        inverse_lengths: NDArray[np.float32],
+    ) -> NDArray[np.float32]:
+        """Upper bounds on the cosine of ``query`` with each row, from the rows' :meth:`project`
+        output and ``1 / |row|`` (0 for a row of zeros, whose cosine is 0); before the margin."""
+        q = query.astype(np.float64)
+        length = math.sqrt(float(q @ q))
+        if length == 0.0:
+            return np.zeros(coords.shape[0], dtype=np.float32)
+        projected = q @ self.basis
+        outside = math.sqrt(max(float(q @ q) - float(projected @ projected), 0.0))
+        raw = coords @ (projected / length).astype(np.float32)
+        raw += rest * np.float32(outside / length)
+        raw *= inverse_lengths
+        return raw
+
+
+def nearest_rows(
+    query: Codes,
+    codes: NDArray[np.int8],
+    norms: NDArray[np.float64],
+    k: int,
+    sketched: tuple[Sketch, NDArray[np.float32], NDArray[np.float32], NDArray[np.float32]]
+    | None = None,
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Rows that hold the exact ``k`` best cosines of ``query`` (every row tied with the
+    ``k``-th included) and their exact :func:`cosines`: pass them to :func:`top_k`.
+
+    Without ``sketched`` every row is computed. With it (a :class:`Sketch` and, for every row,
+    its coordinates, outside length and inverse length), the rows' bounds pick ``4k`` (at least
+    64) rows to compute exactly; their ``k``-th best cosine is a floor, and only rows whose bound
+    reaches it (less :data:`SKETCH_MARGIN`) are computed too. A row left out has a cosine below
+    the floor, so the answer is the one a full scan gives, bit for bit.
+    """
+    count = codes.shape[0]
+    if sketched is None or count <= max(4 * k, 64):
+        return np.arange(count), cosines(query, codes, norms)
+    sketch, coords, rest, inverse = sketched
+    bounds = sketch.bounds(query, coords, rest, inverse)
+    first = max(4 * k, 64)
+    probe = np.argpartition(bounds, count - first)[count - first :]
+    exact = cosines(query, codes[probe], norms[probe])
+    floor = np.partition(exact, exact.shape[0] - k)[exact.shape[0] - k] if k > 0 else 1.0
+    rows = np.flatnonzero(bounds >= np.float32(floor - SKETCH_MARGIN))
+    return rows, cosines(query, codes[rows], norms[rows])

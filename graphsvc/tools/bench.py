@@ -53,7 +53,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm import tqdm
 
-from graphsvc.bootstrap import make_store, store_label
+from graphsvc.bootstrap import limit_blas_threads, make_store, store_label
 from graphsvc.cli.common import TEMPORARY_DATA_DIR_HELP, data_dir_flag, make_settings
 from graphsvc.embed import ModelUnavailableError, open_embedder
 from graphsvc.errors import GraphsvcError
@@ -944,6 +944,7 @@ class Run:
         """
         figures = self.figures
         settings = self.settings(root)
+        limit_blas_threads(settings)  # as a server does
         batch = min(self.batch, settings.max_batch)
         load_start = _load_averages()
         started_at = datetime.now(UTC)
@@ -1195,6 +1196,7 @@ class Run:
             "embed_model": settings.embed_model if self.embed == "on" else None,
             "embed_threads": settings.embed_threads,
             "query_cache": settings.query_cache,
+            "blas_threads": settings.blas_threads,
             "dense_weight": settings.dense_weight,
             "dense_k": settings.dense_k,
             "fsync": settings.fsync,

@@ -14,7 +14,7 @@ from uuid import UUID
 
 import numpy as np
 
-from graphsvc.dense import VectorModel, cosines, top_k
+from graphsvc.dense import VectorModel
 from graphsvc.model import (
     Belief,
     ContextEvent,
@@ -424,8 +424,9 @@ class MirrorStore(MirrorLoader, Store):
     def similar(
         self, namespace: str, query: bytes, k: int, ids: Sequence[UUID]
     ) -> list[tuple[UUID, float]]:
-        """As :meth:`Store.similar`, exhaustively: one product of the query with every vector of
-        the namespace (:func:`graphsvc.dense.cosines`), then :func:`graphsvc.dense.top_k`."""
+        """As :meth:`Store.similar`, exactly: the table's :meth:`VectorTable.nearest` (a full
+        scan's answer, reading only what can reach the ``k`` best once the table is sketched) and
+        the cosines of ``ids``."""
         with self._lock:
             space = self._spaces.get(namespace)
             model = None if space is None else space.model
@@ -437,12 +438,10 @@ class MirrorStore(MirrorLoader, Store):
             if table is None:
                 return []
             codes = np.frombuffer(query, dtype=np.int8)
-            scores = cosines(codes, table.matrix, table.norms)
-            found = dict(top_k(table.ids, scores, k))
-            for mid in ids:
-                row = table.row_of(mid.int)
-                if row is not None and mid not in found:
-                    found[mid] = float(scores[row])
+            found = dict(table.nearest(codes, k))
+            asked = [mid.int for mid in ids if mid not in found]
+            for key, score in table.cosines_of(codes, asked).items():
+                found[UUID(int=key)] = score
         return sorted(found.items(), key=lambda pair: (-pair[1], pair[0]))
 
     # -- reads -----------------------------------------------------------------------------------

@@ -1,11 +1,16 @@
-"""A namespace's vectors as the mirror searches them: one float32 matrix of code values.
+"""A namespace's vectors as the mirror searches them: one int8 matrix of codes, and a sketch.
 
 Row ``r`` of :attr:`VectorTable.matrix` holds the codes (:mod:`graphsvc.dense`) of memory
-``ids[r]`` as float32 (exact: codes are small integers), and ``norms[r]`` their exact squared norm,
-so that dense recall over a namespace is one matrix-vector product plus
-:func:`graphsvc.dense.cosines`' arithmetic. Rows ``0 .. count - 1`` are live, with no hole: a
-deleted row takes the last row's place. The arrays grow by doubling and shrink by half when a
-quarter is used.
+``ids[r]``, and ``norms[r]`` their exact squared norm. Rows ``0 .. count - 1`` are live, with no
+hole: a deleted row takes the last row's place. The arrays grow by doubling and shrink by half
+when a quarter is used.
+
+A search (:meth:`VectorTable.nearest`) of a small table computes every cosine. Once the table
+has :data:`SKETCH_FROM` rows it fits a :class:`~graphsvc.dense.Sketch` on them and keeps every
+row's projection on it (96 float32 and two lengths: about 400 bytes a row beside the 384 of the
+codes): a search then reads the projections, bounds every cosine from above, and computes
+exactly only the rows that can reach the ``k`` best (:func:`graphsvc.dense.nearest_rows`). The
+answer is the full scan's, bit for bit; the sketch only decides how much is read.
 
 A compaction writes the snapshot from a capture taken under the store's lock while writes go on
 (:mod:`graphsvc.store.mirror.writer`): :meth:`VectorTable.share` hands it the live rows by
@@ -17,15 +22,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 from uuid import UUID
 
 import numpy as np
 from numpy.typing import NDArray
 
-from graphsvc.dense import Codes, squared_norms
+from graphsvc.dense import Codes, Sketch, cosines, nearest_rows, squared_norms, top_k
+
+T = TypeVar("T", bound=np.generic)
 
 #: Rows of a new table's arrays.
 MIN_CAPACITY = 16
+#: Rows from which a table keeps a sketch: below, a full scan is about as fast.
+SKETCH_FROM = 4_096
 
 
 @dataclass(frozen=True)
@@ -34,22 +44,28 @@ class VectorShare:
 
     table: VectorTable
     ids: list[UUID]
-    matrix: NDArray[np.float32]
+    matrix: NDArray[np.int8]
 
     def codes(self, start: int, stop: int) -> bytes:
         """The int8 codes of rows ``start .. stop - 1``, concatenated."""
-        return self.matrix[start:stop].astype(np.int8).tobytes()
+        return self.matrix[start:stop].tobytes()
 
 
 class VectorTable:
     """The vectors of one namespace, all of one ``dimension`` (see the module docstring)."""
 
-    def __init__(self, dimension: int) -> None:
+    def __init__(self, dimension: int, sketch_from: int = SKETCH_FROM) -> None:
         self.dimension = dimension
         self.ids: list[UUID] = []  # row -> memory id
         self.rows: dict[int, int] = {}  # id.int -> row
-        self._matrix: NDArray[np.float32] = np.zeros((0, dimension), dtype=np.float32)
+        self._matrix: NDArray[np.int8] = np.zeros((0, dimension), dtype=np.int8)
         self._norms: NDArray[np.float64] = np.zeros(0, dtype=np.float64)
+        self._sketch_from = sketch_from
+        self._sketch: Sketch | None = None
+        # Per row, with a sketch: coordinates in it, length outside it, 1 / length (0 for zeros).
+        self._coords: NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+        self._rest: NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+        self._inverse: NDArray[np.float32] = np.zeros(0, dtype=np.float32)
         self._shared = 0  # rows a snapshot capture still reads in self._matrix
         self._share: VectorShare | None = None
 
@@ -60,7 +76,7 @@ class VectorTable:
         return key in self.rows
 
     @property
-    def matrix(self) -> NDArray[np.float32]:
+    def matrix(self) -> NDArray[np.int8]:
         """The live rows (a view: valid until the next change)."""
         return self._matrix[: len(self.ids)]
 
@@ -72,6 +88,33 @@ class VectorTable:
     def row_of(self, key: int) -> int | None:
         """The row of memory ``UUID(int=key)``, or None when it has no vector."""
         return self.rows.get(key)
+
+    @property
+    def sketched(self) -> bool:
+        """Whether searches bound cosines with a sketch (the table has reached its size)."""
+        return self._sketch is not None
+
+    def nearest(self, query: Codes, k: int) -> list[tuple[UUID, float]]:
+        """The ``k`` best ``(id, cosine)`` of ``query``, as :func:`graphsvc.dense.top_k` orders
+        them: exactly what a full scan gives."""
+        live = len(self.ids)
+        sketched = None
+        if self._sketch is not None:
+            sketched = (
+                self._sketch, self._coords[:live], self._rest[:live], self._inverse[:live]
+            )  # fmt: skip
+        rows, scores = nearest_rows(query, self.matrix, self.norms, k, sketched)
+        ids = self.ids
+        return top_k([ids[row] for row in rows.tolist()], scores, k)
+
+    def cosines_of(self, query: Codes, keys: Sequence[int]) -> dict[int, float]:
+        """The exact cosine of ``query`` with each memory ``UUID(int=key)`` that has a vector."""
+        found = [(key, row) for key in keys if (row := self.rows.get(key)) is not None]
+        if not found:
+            return {}
+        rows = [row for _, row in found]
+        scores = cosines(query, self._matrix[rows], self._norms[rows]).tolist()
+        return {key: score for (key, _), score in zip(found, scores, strict=True)}
 
     # -- changes ---------------------------------------------------------------------------------
 
@@ -101,6 +144,32 @@ class VectorTable:
         self._norms[start:stop] = squared_norms(codes)
         self.ids.extend(ids)
         rows.update(zip([mid.int for mid in ids], range(start, stop), strict=True))
+        if self._sketch is not None:
+            self._project(start, stop)
+        elif stop >= self._sketch_from:
+            self._start_sketch()
+
+    def _start_sketch(self) -> None:
+        """Fit the sketch on the live rows and project them all."""
+        live = len(self.ids)
+        self._sketch = Sketch.fit(self._matrix[:live])
+        self._coords = np.empty((self._matrix.shape[0], self._sketch.size), dtype=np.float32)
+        self._rest = np.empty(self._matrix.shape[0], dtype=np.float32)
+        self._inverse = np.empty(self._matrix.shape[0], dtype=np.float32)
+        self._project(0, live)
+
+    def _project(self, start: int, stop: int) -> None:
+        sketch = self._sketch
+        if sketch is None or start >= stop:
+            return
+        norms = self._norms[start:stop]
+        coords, rest = sketch.project(self._matrix[start:stop], norms)
+        self._coords[start:stop] = coords
+        self._rest[start:stop] = rest
+        lengths = np.sqrt(norms)
+        self._inverse[start:stop] = np.divide(
+            1.0, lengths, out=np.zeros_like(lengths), where=lengths > 0.0
+        )
 
     def remove(self, key: int) -> bool:
         """Drop the vector of memory ``UUID(int=key)``; whether it had one."""
@@ -114,6 +183,10 @@ class VectorTable:
                 self._own()
             self._matrix[row] = self._matrix[last]
             self._norms[row] = self._norms[last]
+            if self._sketch is not None:
+                self._coords[row] = self._coords[last]
+                self._rest[row] = self._rest[last]
+                self._inverse[row] = self._inverse[last]
             self.ids[row] = moved
             self.rows[moved.int] = row
         capacity = self._matrix.shape[0]
@@ -126,6 +199,7 @@ class VectorTable:
             self._own()
         self._matrix[row] = codes
         self._norms[row] = squared_norms(codes)
+        self._project(row, row + 1)
 
     def reserve(self, rows: int) -> None:
         """Make room for ``rows`` vectors in all (a load that knows how many are coming)."""
@@ -136,11 +210,12 @@ class VectorTable:
     def _resize(self, capacity: int) -> None:
         live = len(self.ids)
         # Rows past the live ones are never read: no need to zero them.
-        matrix = np.empty((capacity, self.dimension), dtype=np.float32)
-        matrix[:live] = self._matrix[:live]
-        norms = np.empty(capacity, dtype=np.float64)
-        norms[:live] = self._norms[:live]
-        self._matrix, self._norms = matrix, norms
+        self._matrix = _resized(self._matrix, capacity, live)
+        self._norms = _resized(self._norms, capacity, live)
+        if self._sketch is not None:
+            self._coords = _resized(self._coords, capacity, live)
+            self._rest = _resized(self._rest, capacity, live)
+            self._inverse = _resized(self._inverse, capacity, live)
         self._shared = 0  # a capture keeps the old array to itself
 
     def _own(self) -> None:
@@ -167,8 +242,16 @@ class VectorTable:
             self._shared = 0
 
 
+def _resized(array: NDArray[T], capacity: int, live: int) -> NDArray[T]:
+    """``array`` with ``capacity`` rows, its first ``live`` ones kept (the rest never read)."""
+    grown = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
+    grown[:live] = array[:live]
+    return grown
+
+
 __all__ = [
     "MIN_CAPACITY",
+    "SKETCH_FROM",
     "VectorShare",
     "VectorTable",
 ]

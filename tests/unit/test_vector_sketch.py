@@ -1,0 +1,126 @@
+"""Exact nearest neighbours through a sketch: the bounds never cut a row a full scan would return
+(ties, zero vectors, duplicates, rows replaced and removed), and on vectors with structure they
+leave most rows unread."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.typing import NDArray
+
+from graphsvc.dense import (
+    SKETCH_MARGIN,
+    Sketch,
+    cosines,
+    nearest_rows,
+    quantize,
+    squared_norms,
+    top_k,
+)
+from graphsvc.store.mirror.vectors import VectorTable
+
+DIMENSION = 24
+
+
+def structured_codes(rng: np.random.Generator, count: int, rank: int = 4) -> NDArray[np.int8]:
+    """Codes of vectors that mostly live in a few directions, as sentence vectors do."""
+    mixing = rng.standard_normal((rank, DIMENSION))
+    vectors = rng.standard_normal((count, rank)) @ mixing
+    vectors += 0.15 * rng.standard_normal((count, DIMENSION))
+    return quantize(vectors.astype(np.float32))
+
+
+def full_scan(
+    ids: list[UUID], codes: NDArray[np.int8], query: NDArray[np.int8], k: int
+) -> list[tuple[UUID, float]]:
+    return top_k(ids, cosines(query, codes, squared_norms(codes)), k)
+
+
+def ids_for(count: int, offset: int = 0) -> list[UUID]:
+    return [UUID(int=offset + i + 1) for i in range(count)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    count=st.integers(1, 400),
+    k=st.integers(1, 30),
+    duplicates=st.integers(0, 20),
+    zeros=st.integers(0, 5),
+)
+def test_a_sketched_search_returns_the_full_scans_answer(
+    seed: int, count: int, k: int, duplicates: int, zeros: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    codes = structured_codes(rng, count)
+    # Ties at the boundary: copies of rows; and rows of zeros (cosine 0 with everything).
+    codes = np.concatenate(
+        [codes, codes[rng.integers(0, count, duplicates)], np.zeros((zeros, DIMENSION), np.int8)]
+    )
+    ids = ids_for(len(codes))
+    table = VectorTable(DIMENSION, sketch_from=16)
+    table.put(ids, codes)
+    assert table.sketched == (len(codes) >= 16)
+    for query in [codes[0], structured_codes(rng, 1)[0], np.zeros(DIMENSION, np.int8)]:
+        assert table.nearest(query, k) == full_scan(ids, codes, query, k)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 12))
+def test_the_answer_stays_exact_through_replacements_and_removals(seed: int, k: int) -> None:
+    rng = np.random.default_rng(seed)
+    table = VectorTable(DIMENSION, sketch_from=32)
+    truth: dict[UUID, NDArray[np.int8]] = {}
+    for step in range(6):
+        fresh = ids_for(int(rng.integers(5, 60)), offset=1_000 * step)
+        codes = structured_codes(rng, len(fresh))
+        table.put(fresh, codes)
+        truth.update(zip(fresh, codes, strict=True))
+        replaced = [mid for mid in truth if rng.random() < 0.1]
+        if replaced:
+            new_codes = structured_codes(rng, len(replaced))
+            table.put(replaced, new_codes)
+            truth.update(zip(replaced, new_codes, strict=True))
+        for mid in [mid for mid in truth if rng.random() < 0.2]:
+            assert table.remove(mid.int)
+            del truth[mid]
+        ids = sorted(truth)
+        matrix = np.array([truth[mid] for mid in ids], dtype=np.int8).reshape(-1, DIMENSION)
+        query = structured_codes(rng, 1)[0]
+        assert table.nearest(query, k) == full_scan(ids, matrix, query, k)
+        asked = ids[::3]
+        exact = dict(zip(ids, cosines(query, matrix, squared_norms(matrix)).tolist(), strict=True))
+        assert table.cosines_of(query, [mid.int for mid in asked]) == {
+            mid.int: exact[mid] for mid in asked
+        }
+
+
+def test_bounds_are_upper_bounds_for_any_orthonormal_basis() -> None:
+    rng = np.random.default_rng(3)
+    codes = structured_codes(rng, 500)
+    norms = squared_norms(codes)
+    fitted = Sketch.fit(codes, size=6)
+    random_basis, _ = np.linalg.qr(rng.standard_normal((DIMENSION, 6)))
+    for sketch in (fitted, Sketch(random_basis)):
+        coords, rest = sketch.project(codes, norms)
+        inverse = (1.0 / np.sqrt(norms)).astype(np.float32)
+        for query in structured_codes(rng, 20):
+            bounds = sketch.bounds(query, coords, rest, inverse)
+            assert np.all(bounds + SKETCH_MARGIN >= cosines(query, codes, norms))
+
+
+def test_on_structured_vectors_most_rows_are_never_computed() -> None:
+    rng = np.random.default_rng(11)
+    codes = structured_codes(rng, 20_000, rank=3)
+    norms = squared_norms(codes)
+    sketch = Sketch.fit(codes[:4_096], size=8)
+    coords, rest = sketch.project(codes, norms)
+    inverse = (1.0 / np.sqrt(norms)).astype(np.float32)
+    computed = []
+    for query in structured_codes(rng, 10, rank=3):
+        rows, _ = nearest_rows(query, codes, norms, 10, (sketch, coords, rest, inverse))
+        computed.append(len(rows))
+    assert np.median(computed) < 0.2 * len(codes)
