@@ -28,7 +28,15 @@ from uuid import UUID
 import numpy as np
 from numpy.typing import NDArray
 
-from graphsvc.dense import Codes, Sketch, cosines, nearest_rows, squared_norms, top_k
+from graphsvc.dense import (
+    SKETCH_MIN_ENERGY,
+    Codes,
+    Sketch,
+    cosines,
+    nearest_rows,
+    squared_norms,
+    top_k,
+)
 
 T = TypeVar("T", bound=np.generic)
 
@@ -150,9 +158,14 @@ class VectorTable:
             self._start_sketch()
 
     def _start_sketch(self) -> None:
-        """Fit the sketch on the live rows and project them all."""
+        """Fit the sketch on the live rows and project them all; or, when the vectors have no
+        dominant directions (:data:`~graphsvc.dense.SKETCH_MIN_ENERGY`), keep scanning."""
         live = len(self.ids)
-        self._sketch = Sketch.fit(self._matrix[:live])
+        self._sketch_from = 2**62  # fitted once per table (a restart fits again)
+        sketch = Sketch.fit(self._matrix[:live])
+        if sketch.energy < SKETCH_MIN_ENERGY:
+            return
+        self._sketch = sketch
         self._coords = np.empty((self._matrix.shape[0], self._sketch.size), dtype=np.float32)
         self._rest = np.empty(self._matrix.shape[0], dtype=np.float32)
         self._inverse = np.empty(self._matrix.shape[0], dtype=np.float32)
