@@ -11,10 +11,12 @@ Nothing is loaded at construction; the model is opened on first use or by :meth:
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Literal
 
@@ -43,6 +45,76 @@ class DenseStatus:
     reason: str | None
 
 
+class QueryBatcher:
+    """Encodes queries on one worker thread: every query waiting when the encoder is free goes
+    into its next call (at most ``max_batch``), so concurrent requests share the encoder's
+    batches instead of queueing for it one by one; a text asked again while it is waiting is
+    encoded once. A batch that fails is retried one query at a time, so a failure reaches only
+    the callers whose query fails. Batching never changes a row's bits
+    (:class:`~graphsvc.embed.Embedder`).
+
+    The thread starts with the first query and stops at :meth:`close`; a later query starts it
+    again.
+    """
+
+    def __init__(self, encode: Callable[[list[str]], list[bytes]], max_batch: int = 32) -> None:
+        self._encode = encode
+        self._max_batch = max_batch
+        self._ready = threading.Condition()
+        self._waiting: dict[str, Future[bytes]] = {}  # in arrival order
+        self._thread: threading.Thread | None = None
+        self._closing = False
+
+    def submit(self, text: str) -> Future[bytes]:
+        """The future codes of ``text``."""
+        with self._ready:
+            future = self._waiting.get(text)
+            if future is None:
+                future = self._waiting[text] = Future()
+                if self._thread is None:
+                    self._closing = False
+                    self._thread = threading.Thread(
+                        target=self._run, name="graphsvc-query-encoder", daemon=True
+                    )
+                    self._thread.start()
+                self._ready.notify()
+            return future
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                while not self._waiting and not self._closing:
+                    self._ready.wait()
+                if not self._waiting:  # closing, and nothing left to answer
+                    self._thread = None
+                    return
+                texts = list(itertools.islice(self._waiting, self._max_batch))
+                futures = [self._waiting.pop(text) for text in texts]
+            self._answer(texts, futures)
+
+    def _answer(self, texts: list[str], futures: list[Future[bytes]]) -> None:
+        try:
+            codes = self._encode(texts)
+        except BaseException as exc:  # the callers re-raise it
+            if len(texts) == 1:
+                futures[0].set_exception(exc)
+            else:  # one query's failure is not its neighbours'
+                for text, future in zip(texts, futures, strict=True):
+                    self._answer([text], [future])
+            return
+        for future, row in zip(futures, codes, strict=True):
+            future.set_result(row)
+
+    def close(self) -> None:
+        """Answer what is waiting, then stop the thread."""
+        with self._ready:
+            thread = self._thread
+            self._closing = True
+            self._ready.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+
 class DenseRecall:
     """The encoder of a service, or why it has none.
 
@@ -69,6 +141,7 @@ class DenseRecall:
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._cache_size = cache_size
+        self._batcher = QueryBatcher(self.codes)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DenseRecall:
@@ -119,20 +192,41 @@ class DenseRecall:
             return []
         return [to_bytes(row) for row in quantize(embedder.embed(list(texts)))]
 
+    def prefetch(self, query: str) -> None:
+        """Start encoding ``query`` now, on the encoder's thread (onnxruntime runs without the
+        GIL), so that it overlaps the lexical ranking; :meth:`query_codes` collects it."""
+        if self._embedder is None:
+            return
+        with self._lock:
+            if query in self._cache:
+                return
+        self._batcher.submit(query)
+
     def query_codes(self, query: str) -> bytes:
-        """The codes of a query, from the cache when it was asked recently."""
+        """The codes of a query: from the cache when it was asked recently, else encoded on the
+        encoder's thread, in one batch with the queries of concurrent requests.
+
+        Raises:
+            ModelUnavailableError: the model cannot be loaded or run.
+        """
         with self._lock:
             hit = self._cache.get(query)
             if hit is not None:
                 self._cache.move_to_end(query)
                 return hit
-        codes = self.codes([query])[0]
+        if self._embedder is None:
+            return b""
+        codes = self._batcher.submit(query).result()
         if self._cache_size > 0:
             with self._lock:
                 self._cache[query] = codes
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
         return codes
+
+    def close(self) -> None:
+        """Stop the encoder's thread (a later query starts it again)."""
+        self._batcher.close()
 
     def for_namespace(self, store: Store, namespace: str, *, writing: bool) -> VectorModel | None:
         """The model whose vectors this namespace uses, when it is this encoder's: then dense
