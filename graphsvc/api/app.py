@@ -392,6 +392,15 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status_code, str(exc.detail), headers=headers)
 
 
+def store_threads(settings: Settings) -> int:
+    """How many worker threads run store calls at once: ``GRAPHSVC_API_THREADS``, at most
+    ``GRAPHSVC_EMBEDDED_THREADS`` on the embedded store (its calls hold the interpreter lock, so
+    more threads only contend for it; Neo4j's calls wait on the network)."""
+    if settings.neo4j_uri:
+        return settings.api_threads
+    return min(settings.api_threads, settings.embedded_threads)
+
+
 def create_app(
     settings: Settings,
     keys: ApiKeys,
@@ -420,7 +429,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        state.limiter = CapacityLimiter(settings.api_threads)
+        state.limiter = CapacityLimiter(store_threads(settings))
         try:
             service = await anyio.to_thread.run_sync(opener)
         except GraphsvcError as exc:
@@ -541,4 +550,5 @@ __all__ = [
     "create_app",
     "error_response",
     "is_ide_request",
+    "store_threads",
 ]

@@ -6,8 +6,8 @@ server serves one namespace (``GRAPHSVC_NAMESPACE``, ``default``) with write acc
 can connect, so it refuses to bind anything but a loopback address. SIGINT/SIGTERM stop it
 gracefully: no new connections, in-flight requests get ``GRAPHSVC_SHUTDOWN_TIMEOUT`` seconds,
 then the store is closed. A connection that does not send a request's headers within
-``GRAPHSVC_HEADER_TIMEOUT`` seconds is answered 408 and closed
-(:class:`~graphsvc.api.protocol.HeaderDeadlineProtocol`).
+``GRAPHSVC_HEADER_TIMEOUT`` seconds is answered 408 and closed, one whose headers pass 16 KiB is
+refused, whichever parser ``GRAPHSVC_HTTP_PARSER`` picks (:mod:`graphsvc.api.protocol`).
 
 ``--workers N`` (N > 1, Neo4j only) runs N API processes on one listening socket, under a
 :class:`Supervisor` (this process). The workers hold no state of their own beyond caches and
@@ -46,7 +46,7 @@ import uvicorn
 
 from graphsvc.api.app import configure_logging, create_app
 from graphsvc.api.auth import ApiKeys
-from graphsvc.api.protocol import ServerConfig
+from graphsvc.api.protocol import ServerConfig, protocol_class
 from graphsvc.bootstrap import store_label
 from graphsvc.cli.common import BAD_INPUT_EXIT, UNAVAILABLE_EXIT, data_dir_option, make_settings
 from graphsvc.errors import BadInputError
@@ -149,6 +149,7 @@ def _server_config(app: Any, settings: Settings) -> ServerConfig:
     return ServerConfig(
         app,
         header_timeout=settings.header_timeout,
+        http_parser=settings.http_parser,
         host=settings.host,
         port=settings.port,
         log_config=None,
@@ -447,6 +448,7 @@ def serve(
             "graphsvc import move the data)"
         )
     try:
+        parser = protocol_class(settings.http_parser)
         secret = settings.api_keys.get_secret_value() if settings.api_keys else None
         keys = ApiKeys.configured(secret, settings.api_keys_file)
     except BadInputError as exc:
@@ -472,6 +474,7 @@ def serve(
     else:
         logger.info("%d API key(s) for namespace(s) %s", len(keys), ", ".join(keys.namespaces))
     logger.info("store: %s", store_label(settings))
+    logger.info("HTTP protocol: %s", parser.__name__)
     if workers > 1:
         sys.exit(Supervisor(settings, keys, workers).run())
     server = Server(_server_config(create_app(settings, keys), settings))

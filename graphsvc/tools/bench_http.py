@@ -8,6 +8,11 @@ number of requests and a bounded time per operation. Prints req/s, latency perce
 server's CPU time per request (Linux) and the load average; exits 0 either way (it is a
 measurement). Loopback only.
 
+``--workers 1,2`` measures each worker count against its own server (``graphsvc serve --workers
+N``; more than one needs Neo4j): the corpus is loaded once, through the first server, and every
+server reads the same namespace. Afterwards the bench erases its Neo4j namespace through the API
+(``--keep`` keeps it, and keeps the embedded store's temporary data directory).
+
 The load generator runs on the same machine as the server, so on a small machine it takes CPU
 from the server: the figures are a lower bound of what the server does alone. Its default client
 (``--client raw``) writes each request as bytes on an asyncio stream and reads the answer by its
@@ -32,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from statistics import median_low
 from typing import Any
@@ -47,6 +52,9 @@ from graphsvc.tools.eval.metrics import percentile
 
 START_SECONDS = 120.0
 LOAD_BATCH = 500
+#: Memories per write with dense recall on: each is encoded in the request, and a batch must
+#: finish within the server's GRAPHSVC_REQUEST_TIMEOUT on a busy machine.
+EMBED_LOAD_BATCH = 50
 BUNDLE_TARGET_RPS = 300.0  # bundle on the embedded store, lexical, one worker, 2 cores
 REQUEST_TIMEOUT = 60.0  # seconds one request may take before it counts as an error
 CLIENTS = ("raw", "httpx")
@@ -72,9 +80,10 @@ OPERATIONS = {
 
 @dataclass(frozen=True)
 class Figures:
-    """What one run of an operation measured. ``server_cpu_ms`` is the server process's CPU
-    time (user and system) per timed request, ``None`` where ``/proc`` is not there; ``load`` the
-    1-minute load average at the end of the run."""
+    """What one run of an operation measured. ``server_cpu_ms`` is the CPU time (user and
+    system) per timed request of the server process and its workers, ``None`` where ``/proc`` is
+    not there; ``load`` the 1-minute load average at the end of the run; ``workers`` the server's
+    worker processes."""
 
     operation: str
     requests: int
@@ -86,6 +95,7 @@ class Figures:
     p99_ms: float
     server_cpu_ms: float | None = None
     load: float | None = None
+    workers: int = 1
 
 
 def median_run(runs: Sequence[Figures]) -> Figures:
@@ -103,6 +113,29 @@ def process_cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def child_pids(pid: int) -> list[int]:
+    """The children of a process, from ``/proc`` (empty where it is not there)."""
+    children: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            children += [int(c) for c in (task / "children").read_text().split()]
+    except (OSError, ValueError):
+        pass
+    return children
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """User and system CPU seconds so far of a process and its descendants (a server with
+    workers), from ``/proc`` (``None`` elsewhere). A descendant that exits in between takes its
+    seconds with it; the server's processes live for the whole run."""
+    total = process_cpu_seconds(pid)
+    if total is None:
+        return None
+    for child in child_pids(pid):
+        total += tree_cpu_seconds(child) or 0.0
+    return total
+
+
 def load_average() -> float | None:
     """The 1-minute load average (``None`` where the platform has none)."""
     try:
@@ -118,12 +151,13 @@ class ServerProcess:
     log_path: Path
 
 
-def start_server(root: Path, env: dict[str, str]) -> ServerProcess:
-    """``python -m graphsvc.api.serve --port 0``; the port is read back from its log."""
-    log_path = root / "server.log"
+def start_server(root: Path, env: dict[str, str], workers: int = 1) -> ServerProcess:
+    """``python -m graphsvc.api.serve --port 0 --workers N``; the port is read back from its
+    log (``server-N.log`` in ``root``)."""
+    log_path = root / f"server-{workers}.log"
     command = [
         sys.executable, "-m", "graphsvc.api.serve", "--host", "127.0.0.1", "--port", "0",
-        "--data-dir", str(root / "data"),
+        "--data-dir", str(root / "data"), "--workers", str(workers),
     ]  # fmt: skip
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -165,19 +199,81 @@ def _post(http: httpx.Client, url: str, document: str, variables: dict[str, Any]
     return payload["data"]
 
 
-def load(url: str, key: str, corpus: Corpus) -> tuple[float, float]:
-    """Write the corpus through the API; returns (seconds for memories, seconds for links)."""
+ERASE = "mutation { erase(input: {everything: true}) { memories complete } }"
+
+
+def erase(url: str, key: str) -> int:
+    """Erase the key's whole namespace through the API (again until it is complete); memories
+    removed.
+
+    Raises:
+        click.ClickException: the server answered an error.
+        httpx.HTTPError: the server could not be reached.
+    """
+    removed = 0
+    with httpx.Client(headers={"Authorization": f"Bearer {key}"}) as http:
+        while True:
+            receipt = _post(http, url, ERASE, {})["erase"]
+            removed += int(receipt["memories"])
+            if receipt["complete"]:
+                return removed
+
+
+def erase_with_new_server(root: Path, env: dict[str, str], key: str, namespace: str) -> None:
+    """Erase the namespace of a run that failed, through a server started for it; say how to
+    finish by hand when that fails too."""
+    try:
+        server = start_server(root, env)
+        try:
+            erase(server.url, key)
+        finally:
+            stop_server(server)
+    except (click.ClickException, httpx.HTTPError, OSError) as exc:
+        click.echo(
+            f"warning: the bench's namespace {namespace} could not be erased ({exc}): erase it "
+            f"with `graphsvc erase --everything --yes --namespace {namespace}`",
+            err=True,
+        )
+
+
+def parse_workers(text: str, neo4j: bool) -> list[int]:
+    """The worker counts of ``--workers`` (``"1,2"``), in order.
+
+    Raises:
+        click.BadParameter: not a list of counts of 1 or more, or more than one worker on the
+            embedded store.
+    """
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise click.BadParameter(
+            f"{text!r}: give worker counts of 1 or more, e.g. 1,2", param_hint="--workers"
+        )
+    if max(counts) > 1 and not neo4j:
+        raise click.BadParameter(
+            "more than one worker needs Neo4j (set GRAPHSVC_NEO4J_URI): the embedded store is "
+            "opened by one process at a time",
+            param_hint="--workers",
+        )
+    return counts
+
+
+def load(url: str, key: str, corpus: Corpus, batch: int = LOAD_BATCH) -> tuple[float, float]:
+    """Write the corpus through the API, ``batch`` memories a request; returns (seconds for
+    memories, seconds for links)."""
     headers = {"Authorization": f"Bearer {key}"}
     with httpx.Client(headers=headers) as http:
         began = time.perf_counter()
         ids: list[str] = []
-        for start in range(0, len(corpus.memories), LOAD_BATCH):
-            batch = [m.to_json_dict() for m in corpus.memories[start : start + LOAD_BATCH]]
+        for start in range(0, len(corpus.memories), batch):
+            items = [m.to_json_dict() for m in corpus.memories[start : start + batch]]
             data = _post(
                 http,
                 url,
                 "mutation($i: [MemoryInput!]!) { rememberMany(inputs: $i) { id } }",
-                {"i": batch},
+                {"i": items},
             )
             ids += [row["id"] for row in data["rememberMany"]]
         memories_s = time.perf_counter() - began
@@ -362,12 +458,12 @@ async def drive(
 
     tasks = [asyncio.create_task(worker(i)) for i in range(clients)]
     await barrier.wait()  # every client warmed up: the clock starts now
-    cpu_before = process_cpu_seconds(server_pid) if server_pid is not None else None
+    cpu_before = tree_cpu_seconds(server_pid) if server_pid is not None else None
     began = time.perf_counter()
     state.deadline = began + max_seconds
     await asyncio.gather(*tasks)
     seconds = time.perf_counter() - began
-    cpu_after = process_cpu_seconds(server_pid) if server_pid is not None else None
+    cpu_after = tree_cpu_seconds(server_pid) if server_pid is not None else None
     ms = [x * 1000 for x in latencies]
     cpu_ms = (
         round((cpu_after - cpu_before) * 1000 / len(latencies), 3)
@@ -391,7 +487,7 @@ async def drive(
 def _row(label: str, f: Figures) -> str:
     cpu = "-" if f.server_cpu_ms is None else f"{f.server_cpu_ms:.2f}"
     load = "-" if f.load is None else f"{f.load:.2f}"
-    return (f"{label:<28} {f.requests:>8} {f.errors:>6} {f.requests_per_s:>8.1f} "
+    return (f"{label:<32} {f.requests:>8} {f.errors:>6} {f.requests_per_s:>8.1f} "
             f"{f.p50_ms:>8.2f} {f.p95_ms:>8.2f} {f.p99_ms:>8.2f} {cpu:>8} {load:>6}")  # fmt: skip
 
 
@@ -460,7 +556,30 @@ def _row(label: str, f: Figures) -> str:
     default="off",
     show_default=True,
     help="Dense recall in the server (GRAPHSVC_EMBED): 'on' encodes every memory at load and "
-    "every query (query cache off, so the queries' repeats do not measure the cache).",
+    "every query (query cache off unless --query-cache, so the queries' repeats do not measure "
+    "the cache).",
+)
+@click.option(
+    "--query-cache",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="With --embed on: query vectors the server keeps (GRAPHSVC_QUERY_CACHE); the run cycles "
+    "through 500 queries, so 500 or more measures a warm cache.",
+)
+@click.option(
+    "--workers",
+    "worker_counts",
+    default="1",
+    show_default=True,
+    help="Comma-separated server worker counts to measure in turn, e.g. 1,2 (graphsvc serve "
+    "--workers N; above 1 needs Neo4j). The corpus is loaded once, through the first server.",
+)
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the bench's Neo4j namespace (default: erase it at the end) and the embedded "
+    "store's temporary data directory (default: remove it).",
 )
 @click.option("--seed", type=int, default=7, show_default=True, help="Seed of the corpus.")
 @click.option(
@@ -472,13 +591,15 @@ def _row(label: str, f: Figures) -> str:
 )
 def bench_http(
     memories: int, clients: int, max_requests: int, max_seconds: float, warmup: int,
-    operations: str, client: str, repeat: int, embed: str, seed: int, json_path: Path | None,
+    operations: str, client: str, repeat: int, embed: str, query_cache: int,
+    worker_counts: str, keep: bool, seed: int, json_path: Path | None,
 ) -> None:  # fmt: skip
     """Measure bundle and reconstruct over HTTP with concurrent clients, against a fresh server.
 
-    Uses Neo4j when GRAPHSVC_NEO4J_URI is set (in a fresh namespace), the embedded store
-    otherwise (in a fresh temporary folder). Prints req/s, p50/p95/p99 latency, the server's CPU
-    time per request and the load average.
+    Uses Neo4j when GRAPHSVC_NEO4J_URI is set (in a fresh namespace, erased afterwards unless
+    --keep), the embedded store otherwise (in a fresh temporary folder). Prints req/s,
+    p50/p95/p99 latency, the server's CPU time per request and the load average, for each
+    worker count of --workers.
     """
     chosen = [op.strip() for op in operations.split(",") if op.strip()]
     unknown = sorted(set(chosen) - set(OPERATIONS))
@@ -486,10 +607,11 @@ def bench_http(
         raise click.BadParameter(
             f"unknown operation(s) {', '.join(unknown)}", param_hint="--operations"
         )
+    neo4j = bool(Settings().neo4j_uri)  # an empty GRAPHSVC_NEO4J_URI means the embedded store
+    counts = parse_workers(worker_counts, neo4j)
     root = Path(tempfile.mkdtemp(prefix="graphsvc-bench-http-"))
     key = secrets.token_urlsafe(24)
     namespace = f"benchhttp{seed}_{secrets.token_hex(4)}"
-    neo4j = bool(Settings().neo4j_uri)  # an empty GRAPHSVC_NEO4J_URI means the embedded store
     # The benchmark measures throughput: the server's per-key and per-client rate limits are off.
     env = {
         **os.environ,
@@ -499,69 +621,108 @@ def bench_http(
         "GRAPHSVC_EMBED": embed,
     }
     if embed == "on":
-        env["GRAPHSVC_QUERY_CACHE"] = "0"
+        env["GRAPHSVC_QUERY_CACHE"] = str(query_cache)
     env.pop("GRAPHSVC_API_KEYS_FILE", None)
     recall = "hybrid" if embed == "on" else "lexical"
+    cache = query_cache if embed == "on" else None
+    store = "Neo4j" if neo4j else "embedded"
     corpus = make_corpus(seed, memories, 500, 30_000, links_per_memory=1.0)
     texts = [q.text for q in corpus.queries]
-    server = start_server(root, env)
+    click.echo(
+        f"graphsvc bench-http: {store} store, {recall} recall"
+        + ("" if cache is None else f" (query cache {cache})")
+        + f", {memories} memories, "
+        f"{clients} clients ({client}), <= {max_requests} requests / <= {max_seconds:g} s "
+        f"per run, {repeat} run(s) per operation, workers {','.join(map(str, counts))}; "
+        f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} "
+        f"CPU(s); load average {load_average()}"
+    )
+    runs: dict[tuple[int, str], list[Figures]] = {}
+    memories_s = links_s = 0.0
+    loaded = erased = False
     try:
-        store = "Neo4j" if neo4j else "embedded"
-        click.echo(
-            f"graphsvc bench-http: {store} store, {recall} recall, {memories} memories, "
-            f"{clients} clients ({client}), <= {max_requests} requests / <= {max_seconds:g} s "
-            f"per run, {repeat} run(s) per operation; {platform.python_implementation()} "
-            f"{platform.python_version()}, {os.cpu_count()} CPU(s); server pid "
-            f"{server.process.pid}; load average {load_average()}"
-        )
-        memories_s, links_s = load(server.url, key, corpus)
-        click.echo(
-            f"loaded {memories} memories in {memories_s:.1f} s "
-            f"({memories / memories_s:,.0f}/s over HTTP) and {len(corpus.links)} links in "
-            f"{links_s:.1f} s"
-        )
-        runs: dict[str, list[Figures]] = {}
-        for operation in chosen:
-            for _ in range(repeat):
-                figures = asyncio.run(
-                    drive(server.url, key, operation, texts, clients=clients,
-                          max_requests=max_requests, max_seconds=max_seconds, warmup=warmup,
-                          client=client, server_pid=server.process.pid)
-                )  # fmt: skip
-                runs.setdefault(operation, []).append(figures)
-        results = [median_run(found) for found in runs.values()]
-        click.echo(f"{'operation':<28} {'requests':>8} {'errors':>6} {'req/s':>8} {'p50 ms':>8} "
-                   f"{'p95 ms':>8} {'p99 ms':>8} {'cpu ms':>8} {'load':>6}")  # fmt: skip
-        for operation, found in runs.items():
-            if len(found) > 1:
-                for number, f in enumerate(found, 1):
-                    click.echo(_row(f"{operation} run {number}", f))
-            click.echo(_row(operation + (" (median)" if len(found) > 1 else ""),
-                            median_run(found)))  # fmt: skip
-        click.echo(
-            "cpu ms: the server process's CPU time per timed request (user + system); load: the "
-            "1-minute load average at the end of the run"
-        )
-        bundle = next((f for f in results if f.operation == "bundle"), None)
-        if bundle is not None and not neo4j and embed == "off":
-            met = bundle.requests_per_s >= BUNDLE_TARGET_RPS
-            click.echo(
-                f"target bundle >= {BUNDLE_TARGET_RPS:g} req/s on the embedded store: "
-                + ("met" if met else f"MISSED ({bundle.requests_per_s:g} req/s)")
-            )
+        for index, workers in enumerate(counts):
+            server = start_server(root, env, workers)
+            try:
+                click.echo(f"server with {workers} worker(s): pid {server.process.pid}")
+                if not loaded:
+                    batch = EMBED_LOAD_BATCH if embed == "on" else LOAD_BATCH
+                    memories_s, links_s = load(server.url, key, corpus, batch)
+                    loaded = True
+                    click.echo(
+                        f"loaded {memories} memories in {memories_s:.1f} s "
+                        f"({memories / memories_s:,.0f}/s over HTTP) and {len(corpus.links)} "
+                        f"links in {links_s:.1f} s"
+                    )
+                for operation in chosen:
+                    for _ in range(repeat):
+                        figures = asyncio.run(
+                            drive(server.url, key, operation, texts, clients=clients,
+                                  max_requests=max_requests, max_seconds=max_seconds,
+                                  warmup=warmup, client=client, server_pid=server.process.pid)
+                        )  # fmt: skip
+                        runs.setdefault((workers, operation), []).append(
+                            replace(figures, workers=workers)
+                        )
+                if neo4j and not keep and index == len(counts) - 1:
+                    began = time.perf_counter()
+                    removed = erase(server.url, key)
+                    erased = True
+                    click.echo(
+                        f"namespace {namespace} erased ({removed} memories) in "
+                        f"{time.perf_counter() - began:.1f} s"
+                    )
+            finally:
+                stop_server(server)
+        _report(runs, neo4j=neo4j, embed=embed)
         if json_path is not None:
             body = {
-                "store": store, "recall": recall, "memories": memories, "clients": clients,
-                "client": client, "repeat": repeat,
+                "store": store, "recall": recall, "query_cache": cache, "memories": memories,
+                "clients": clients,
+                "client": client, "repeat": repeat, "workers": counts,
                 "load_memories_s": round(memories_s, 3), "load_links_s": round(links_s, 3),
-                "operations": [asdict(f) for f in results],
-                "runs": {op: [asdict(f) for f in found] for op, found in runs.items()},
+                "namespace": namespace, "namespace_erased": erased,
+                "operations": [asdict(median_run(found)) for found in runs.values()],
+                "runs": [
+                    {"workers": workers, "operation": operation,
+                     "runs": [asdict(f) for f in found]}
+                    for (workers, operation), found in runs.items()
+                ],
             }  # fmt: skip
             json_path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
             click.echo(f"figures written to {json_path}")
     finally:
-        stop_server(server)
-        shutil.rmtree(root, ignore_errors=True)
+        if neo4j and loaded and not keep and not erased:  # after a failure or an interrupt
+            erase_with_new_server(root, env, key, namespace)
+        if keep:
+            where = f"namespace {namespace}" if neo4j else f"data directory {root / 'data'}"
+            click.echo(f"kept (--keep): {where}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _report(runs: dict[tuple[int, str], list[Figures]], *, neo4j: bool, embed: str) -> None:
+    """Print every run, the median run per worker count and operation, and the target."""
+    click.echo(f"{'operation':<32} {'requests':>8} {'errors':>6} {'req/s':>8} {'p50 ms':>8} "
+               f"{'p95 ms':>8} {'p99 ms':>8} {'cpu ms':>8} {'load':>6}")  # fmt: skip
+    for (workers, operation), found in runs.items():
+        label = f"{operation} ({workers} worker{'s' if workers > 1 else ''})"
+        if len(found) > 1:
+            for number, f in enumerate(found, 1):
+                click.echo(_row(f"{label} run {number}", f))
+        click.echo(_row(label + (" median" if len(found) > 1 else ""), median_run(found)))
+    click.echo(
+        "cpu ms: the CPU time (user + system) of the server's processes per timed request; "
+        "load: the 1-minute load average at the end of the run"
+    )
+    bundle = runs.get((1, "bundle"))
+    if bundle is not None and not neo4j and embed == "off":
+        rate = median_run(bundle).requests_per_s
+        met = rate >= BUNDLE_TARGET_RPS
+        click.echo(
+            f"target bundle >= {BUNDLE_TARGET_RPS:g} req/s on the embedded store: "
+            + ("met" if met else f"MISSED ({rate:g} req/s)")
+        )
 
 
 if __name__ == "__main__":
