@@ -19,6 +19,7 @@ from graphsvc.errors import BadInputError
 from graphsvc.model import (
     ContextBundle,
     ContextCapsule,
+    Link,
     LinkKind,
     Memory,
     ReconstructedBelief,
@@ -100,6 +101,8 @@ def score_candidates(
     candidates: Iterable[Candidate],
     stage: Stage,
     limit: int | None = None,
+    bm25_b: float = BM25_B,
+    coverage_b: float = 0.0,
 ) -> list[Ranked]:
     """Score and rank candidates (docs/design.md, read semantics: score).
 
@@ -109,7 +112,11 @@ def score_candidates(
     mention of every term in an average-length memory (capped at 1). Freshness halves every
     ``half_life_days`` before the newest candidate's day, so it depends on the data, not on the
     clock. Ranking: score descending, then ``recordedAt`` descending (newer first), then id;
-    with ``limit``, only the first ``limit`` of that ranking.
+    with ``limit``, only the first ``limit`` of that ranking. ``bm25_b`` is BM25's length
+    normalisation (0: a memory's length does not matter, 1: relevance per average length).
+    ``coverage_b`` is a length prior on coverage: a memory longer than average keeps
+    ``1 / (1 - coverage_b + coverage_b * length / average length)`` of its coverage (a shorter one
+    keeps all of it; 0: coverage does not depend on length).
     """
     pool = list(candidates)
     weights = [stats.idf(t) for t in terms]
@@ -125,7 +132,7 @@ def score_candidates(
     when_days = [c.when_us // DAY_US for c in pool]
     confidence = np.fromiter((c.confidence for c in pool), dtype=np.float64, count=n)
     avg_len = stats.avg_length or 1.0
-    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / avg_len)
+    norm = BM25_K1 * (1.0 - bm25_b + bm25_b * length / avg_len)
     covered = np.zeros(n)
     bm25 = np.zeros(n)
     for j, weight in enumerate(weights):
@@ -134,8 +141,13 @@ def score_candidates(
         covered += np.where(hit, weight, 0.0)
         bm25 += np.where(hit, weight * count * (BM25_K1 + 1.0) / (count + norm), 0.0)
     rel_sum = stage.coverage + stage.bm25
+    coverage = covered / total_weight
+    if coverage_b > 0.0:
+        coverage = coverage * np.minimum(
+            1.0, 1.0 / (1.0 - coverage_b + coverage_b * length / avg_len)
+        )
     relevance = (
-        stage.coverage * covered / total_weight + stage.bm25 * np.minimum(1.0, bm25 / total_weight)
+        stage.coverage * coverage + stage.bm25 * np.minimum(1.0, bm25 / total_weight)
     ) / rel_sum
     newest = max(when_days)
     decay = {age: 0.5 ** (age / stage.half_life_days) for age in {newest - d for d in when_days}}
@@ -371,12 +383,15 @@ def fuse(
     weight: float,
     terms: Sequence[str],
     relative: bool = False,
+    spread: bool = False,
 ) -> list[Scored]:
     """Lexical-graph scores and dense cosines in one score (docs/design.md, hybrid recall).
 
     With ``relative``, each part is first divided by its best value among this query's
     memories (the best lexical-graph score, the best positive cosine), so the weight shares
-    out two parts on the same scale whatever a corpus' typical scores are.
+    out two parts on the same scale whatever a corpus' typical scores are. With ``spread``
+    (min-max), each part is first mapped to [0, 1] between its lowest and its best value among
+    the memories being fused (a part with one value throughout weighs nothing for any of them).
 
     Each ranked memory scores ``(1 - weight) * score + weight * max(cosine, 0)``, with cosine 0
     for a memory without a vector; ``dense_only`` memories (the nearest by meaning that no query
@@ -385,14 +400,25 @@ def fuse(
     ``recordedAt`` first, then id. ``matched`` stays the query terms a memory holds.
     """
     keep = 1.0 - weight
+    lexical_low = cosine_low = 0.0
     lexical_scale = cosine_scale = 1.0
-    if relative:
+    if spread:
+        lexical = [it.score for it in ranked] + [0.0] * len(dense_only)
+        similar = [
+            max(cosine.get(m_id, 0.0), 0.0)
+            for m_id in [it.memory.id for it in ranked] + [m.id for m in dense_only]
+        ]
+        lexical_low, cosine_low = min(lexical, default=0.0), min(similar, default=0.0)
+        lexical_scale = (max(lexical, default=0.0) - lexical_low) or 1.0
+        cosine_scale = (max(similar, default=0.0) - cosine_low) or 1.0
+    elif relative:
         lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0
         cosine_scale = max((max(c, 0.0) for c in cosine.values()), default=0.0) or 1.0
 
     def fused(score: float, memory_id: UUID) -> float:
-        similarity = max(cosine.get(memory_id, 0.0), 0.0) / cosine_scale
-        return round(keep * score / lexical_scale + weight * similarity, PLACES)
+        similarity = (max(cosine.get(memory_id, 0.0), 0.0) - cosine_low) / cosine_scale
+        lexical_part = (score - lexical_low) / lexical_scale
+        return round(keep * lexical_part + weight * similarity, PLACES)
 
     items = [Scored(it.memory, fused(it.score, it.memory.id), it.matched) for it in ranked]
     for memory in dense_only:
@@ -406,6 +432,87 @@ def fuse(
             -it.score,
             position.get(it.memory.id, len(position)),
             -cosine.get(it.memory.id, 0.0),
+            -micros(it.memory.recorded_at),
+            it.memory.id.int,
+        ),
+    )
+
+
+# Link kinds over which a memory's neighbours lend it their meaning (:func:`context_cosines`): a
+# superseded memory says what is no longer so, so SUPERSEDES lends nothing.
+CONTEXT_KINDS = frozenset({LinkKind.PRECEDES, LinkKind.CAUSES, LinkKind.RELATES_TO})
+
+
+def context_cosines(
+    pool: Sequence[UUID], links: Iterable[Link], cosine: Mapping[UUID, float], weight: float
+) -> dict[UUID, float]:
+    """Dense similarity with context: each memory of ``pool`` scores the larger of its own cosine
+    and ``weight`` times the best cosine of a memory linked to it (either direction, a link kind
+    of :data:`CONTEXT_KINDS`); a memory or neighbour without a cosine counts 0. A short turn
+    ("yes, last May") takes part of the meaning of the turns around it. Only the pool's memories
+    are in the result; ``weight`` 0 gives their own cosines.
+    """
+    members = set(pool)
+    best: dict[UUID, float] = {}
+    if weight > 0.0:
+        for link in links:
+            if link.kind not in CONTEXT_KINDS or link.source == link.target:
+                continue
+            for own, other in ((link.source, link.target), (link.target, link.source)):
+                if own in members:
+                    value = cosine.get(other, 0.0)
+                    if value > best.get(own, 0.0):
+                        best[own] = value
+    return {
+        memory_id: max(cosine.get(memory_id, 0.0), weight * best.get(memory_id, 0.0))
+        for memory_id in pool
+    }
+
+
+def fused_seeds(fused: Sequence[Scored], count: int) -> list[Scored]:
+    """The best ``count`` of a fused ranking that ask (text ending with "?"): where
+    :func:`propagate_answers` starts."""
+    return [item for item in fused[:count] if is_question(item.memory.text)]
+
+
+def propagate_answers(
+    fused: Sequence[Scored],
+    seeds: Sequence[Scored],
+    links: Iterable[Link],
+    followers: Mapping[UUID, Memory],
+    share: float,
+    terms: Sequence[str],
+) -> list[Scored]:
+    """Question-to-answer propagation of the fused score: a memory a seed ``PRECEDES`` scores
+    ``share`` times the seed's fused score when that is more than its own (from several seeds,
+    the best); one that was not ranked joins from ``followers`` (the memories the links reach).
+    Order: score descending, ties keep the fused order, joined memories after, newest
+    ``recordedAt`` first, then id. ``share`` 0 changes nothing.
+    """
+    items: dict[UUID, Scored] = {item.memory.id: item for item in fused}
+    if share > 0.0:
+        seed_score = {item.memory.id: item.score for item in seeds}
+        for link in links:
+            if link.kind is not LinkKind.PRECEDES or link.source not in seed_score:
+                continue
+            current = items.get(link.target)
+            memory = current.memory if current is not None else followers.get(link.target)
+            if memory is None:
+                continue
+            inherited = round(seed_score[link.source] * share, PLACES)
+            if inherited > (current.score if current is not None else 0.0):
+                if current is not None:
+                    items[link.target] = Scored(memory, inherited, current.matched)
+                else:
+                    present = set(memory.terms)
+                    matched = tuple(t for t in terms if t in present)
+                    items[link.target] = Scored(memory, inherited, matched)
+    position = {item.memory.id: i for i, item in enumerate(fused)}
+    return sorted(
+        items.values(),
+        key=lambda it: (
+            -it.score,
+            position.get(it.memory.id, len(position)),
             -micros(it.memory.recorded_at),
             it.memory.id.int,
         ),
@@ -694,9 +801,12 @@ __all__ = [
     "attribute",
     "build_belief",
     "build_bundle",
+    "context_cosines",
     "expand_answers",
+    "fused_seeds",
     "get_stage",
     "plan_candidates",
+    "propagate_answers",
     "rank_order",
     "render_bundle",
     "score_candidates",

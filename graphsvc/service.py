@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from graphsvc import recall
 from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
     NAMESPACE_RE,
@@ -55,9 +56,12 @@ from graphsvc.recall import (
     attribute,
     build_belief,
     build_bundle,
+    context_cosines,
     expand_answers,
     fuse,
+    fused_seeds,
     get_stage,
+    propagate_answers,
     rank_order,
     score_candidates,
 )
@@ -412,7 +416,16 @@ class MemoryService:
         stats, candidates = self.store.recall_candidates(
             namespace, terms, self.settings.candidate_limit
         )
-        ranked = score_candidates(terms, stats, candidates, stage, self.settings.ranked_limit)
+        settings = self.settings
+        ranked = score_candidates(
+            terms,
+            stats,
+            candidates,
+            stage,
+            settings.ranked_limit,
+            settings.bm25_b,
+            settings.coverage_length_b,
+        )
         memories, pairs = self.store.window(namespace, [r.candidate.id for r in ranked])
         direct = attach(ranked, {m.id: m for m in memories})
         scored = direct
@@ -440,13 +453,15 @@ class MemoryService:
         self, namespace: str, query: str, scored: list[Scored], terms: Sequence[str]
     ) -> tuple[list[Scored], list[tuple[UUID, UUID]]]:
         """Hybrid recall: the exact cosines of the ranked memories and the ``dense_k`` nearest
-        by meaning, fused with the lexical-graph scores (:func:`fuse`); and the supersessions the
-        memories found only by meaning take part in."""
+        by meaning (with their linked neighbours' when ``dense_context`` is on:
+        :func:`context_cosines`), fused with the lexical-graph scores (:func:`fuse`), then the
+        fused score passed from questions to their answers (``fused_answer_share``:
+        :func:`propagate_answers`); and the supersessions the memories found only by meaning or
+        over links take part in."""
         s = self.settings
+        codes = self.dense.query_codes(query)
         present = {item.memory.id for item in scored}
-        hits = self.store.similar(
-            namespace, self.dense.query_codes(query), s.dense_k, [item.memory.id for item in scored]
-        )
+        hits = self.store.similar(namespace, codes, s.dense_k, [item.memory.id for item in scored])
         cosine = dict(hits)
         extra_ids = [
             memory_id
@@ -458,8 +473,59 @@ class MemoryService:
         if extra_ids:
             extra, _ = self.store.window(namespace, extra_ids)
             pairs = self.store.supersessions(namespace, [*present, *extra_ids])
-        fused = fuse(scored, cosine, extra, s.dense_weight, terms, s.dense_relative)
+        if s.dense_context > 0.0:
+            cosine = self._context_cosines(namespace, codes, [*present, *extra_ids], cosine)
+        fused = fuse(scored, cosine, extra, s.dense_weight, terms, s.dense_relative, s.dense_spread)
+        if s.fused_answer_share > 0.0:
+            fused, more = self._propagate(namespace, fused, terms)
+            pairs += more
         return fused[: s.ranked_limit], pairs
+
+    def _context_cosines(
+        self, namespace: str, codes: bytes, pool: list[UUID], cosine: dict[UUID, float]
+    ) -> dict[UUID, float]:
+        """``cosine`` with each pool memory's cosine taken with its linked neighbours' (the
+        links of the pool only, and the exact cosines of their other ends)."""
+        links = self.store.links_of(namespace, pool)
+        missing = sorted(
+            {end for lk in links for end in (lk.source, lk.target)} - cosine.keys(),
+            key=lambda memory_id: memory_id.int,
+        )
+        known = dict(cosine)
+        if missing:
+            known.update(self.store.similar(namespace, codes, 0, missing))
+        return cosine | context_cosines(pool, links, known, self.settings.dense_context)
+
+    def _propagate(
+        self, namespace: str, fused: list[Scored], terms: Sequence[str]
+    ) -> tuple[list[Scored], list[tuple[UUID, UUID]]]:
+        """:func:`propagate_answers` from the questions among the ``ANSWER_SEEDS`` best fused
+        hits, over their links; the answers not yet ranked are read, with their supersessions."""
+        seeds = fused_seeds(fused, recall.ANSWER_SEEDS)
+        if not seeds:
+            return fused, []
+        seed_ids = {item.memory.id for item in seeds}
+        links = [
+            lk
+            for lk in self.store.links_of(namespace, list(seed_ids))
+            if lk.kind is LinkKind.PRECEDES and lk.source in seed_ids
+        ]
+        ranked = {item.memory.id for item in fused}
+        new_ids = sorted({lk.target for lk in links} - ranked, key=lambda memory_id: memory_id.int)
+        followers: list[Memory] = []
+        pairs: list[tuple[UUID, UUID]] = []
+        if new_ids:
+            followers, _ = self.store.window(namespace, new_ids)
+            pairs = self.store.supersessions(namespace, [*ranked, *new_ids])
+        out = propagate_answers(
+            fused,
+            seeds,
+            links,
+            {m.id: m for m in followers},
+            self.settings.fused_answer_share,
+            terms,
+        )
+        return out, pairs
 
     def bundle(
         self,

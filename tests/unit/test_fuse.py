@@ -11,9 +11,19 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from graphsvc.recall import STAGES, BundleRequest, Scored, build_bundle, fuse
+from graphsvc.model import Link, LinkKind
+from graphsvc.recall import (
+    STAGES,
+    BundleRequest,
+    Scored,
+    build_bundle,
+    context_cosines,
+    fuse,
+    fused_seeds,
+    propagate_answers,
+)
 from graphsvc.store.base import TermStats
-from tests.unit.test_recall import mem
+from tests.unit.test_recall import BASE, mem
 
 FAST = hsettings(max_examples=200, deadline=None)
 SCORES = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
@@ -85,3 +95,124 @@ def test_hybrid_floor_is_relative_to_the_best_fused_score() -> None:
     # floor 0.3 * 0.6 = 0.18: 0.2 stays although it is below minScore, 0.1 does not.
     assert [c.score for c in result.capsules] == [0.6, 0.2]
     assert [c.reason for c in result.excluded] == ["below_floor"]
+
+
+# -- dense similarity with context, and the fused score passed from questions to answers --------
+
+
+def link(source: int, target: int, kind: LinkKind = LinkKind.PRECEDES) -> Link:
+    return Link(source=UUID(int=source), target=UUID(int=target), kind=kind, created_at=BASE)
+
+
+def test_a_short_turn_takes_a_share_of_its_neighbours_meaning() -> None:
+    cosine = {UUID(int=1): 0.8, UUID(int=2): 0.1, UUID(int=3): 0.5}
+    links = [link(1, 2), link(2, 3), link(4, 3, LinkKind.RELATES_TO)]
+    out = context_cosines([UUID(int=2), UUID(int=3), UUID(int=4)], links, cosine, 0.5)
+    # 2: 0.5 * 0.8 from the turn before it; 3: its own 0.5 beats 0.5 * 0.1;
+    # 4 has no cosine of its own and takes 0.5 * 0.5 from 3 (either direction counts).
+    assert out == {UUID(int=2): 0.4, UUID(int=3): 0.5, UUID(int=4): 0.25}
+
+
+def test_supersession_lends_no_meaning_and_weight_zero_is_own_cosine() -> None:
+    cosine = {UUID(int=1): 0.9, UUID(int=2): 0.1}
+    supersedes = [link(1, 2, LinkKind.SUPERSEDES)]
+    assert context_cosines([UUID(int=2)], supersedes, cosine, 1.0) == {UUID(int=2): 0.1}
+    assert context_cosines([UUID(int=2)], [link(1, 2)], cosine, 0.0) == {UUID(int=2): 0.1}
+
+
+@FAST
+@given(
+    st.lists(COSINES, min_size=1, max_size=8),
+    st.lists(st.tuples(st.integers(1, 8), st.integers(1, 8)), max_size=12),
+    st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+)
+def test_context_never_lowers_a_cosine_nor_exceeds_the_best(
+    values: list[float], edges: list[tuple[int, int]], weight: float
+) -> None:
+    cosine = {UUID(int=i + 1): c for i, c in enumerate(values)}
+    pool = list(cosine)
+    out = context_cosines(pool, [link(a, b) for a, b in edges], cosine, weight)
+    assert set(out) == set(pool)
+    best = max(max(values), 0.0)
+    for memory_id, value in out.items():
+        assert value >= cosine[memory_id]
+        assert value <= max(best, cosine[memory_id])
+
+
+def test_an_answer_inherits_a_share_of_its_questions_fused_score() -> None:
+    question = Scored(mem(1, "Where did you go hiking last weekend?"), 0.9, ("hike",))
+    other = Scored(mem(2, "alpha bravo"), 0.5, ())
+    answer = mem(3, "Up on the ridge above the lake.")
+    fused = [question, other]
+    seeds = fused_seeds(fused, 10)
+    assert seeds == [question]
+    out = propagate_answers(fused, seeds, [link(1, 3)], {answer.id: answer}, 0.8, ["hike"])
+    assert [(it.memory.id.int, it.score) for it in out] == [(1, 0.9), (3, 0.72), (2, 0.5)]
+    assert out[1].matched == ()
+    # share 0 or a weaker inheritance changes nothing
+    assert propagate_answers(fused, seeds, [link(1, 3)], {answer.id: answer}, 0.0, []) == fused
+    ranked = [question, Scored(answer, 0.8, ())]
+    assert propagate_answers(ranked, seeds, [link(1, 3)], {}, 0.8, []) == ranked
+
+
+def test_only_precedes_from_a_seed_passes_the_score_on() -> None:
+    question = Scored(mem(1, "Is it done?"), 0.9, ())
+    statement = Scored(mem(2, "It is done."), 0.6, ())
+    after = mem(3, "Later.")
+    fused = [question, statement]
+    followers = {after.id: after}
+    causes = [link(1, 3, LinkKind.CAUSES)]
+    assert propagate_answers(fused, [question], causes, followers, 0.8, []) == fused
+    from_statement = [link(2, 3)]
+    assert propagate_answers(fused, [question], from_statement, followers, 0.8, []) == fused
+    assert fused_seeds(fused, 1) == [question] and fused_seeds([statement], 10) == []
+
+
+@FAST
+@given(
+    st.lists(SCORES, min_size=1, max_size=10),
+    st.lists(st.tuples(st.integers(1, 10), st.integers(1, 14)), max_size=12),
+    st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+)
+def test_propagation_keeps_scores_in_range_sorted_and_never_lower(
+    scores: list[float], edges: list[tuple[int, int]], share: float
+) -> None:
+    fused = sorted(
+        (Scored(mem(i + 1, f"turn {i}?"), round(s, 6), ()) for i, s in enumerate(scores)),
+        key=lambda it: -it.score,
+    )
+    followers = {UUID(int=n): mem(n, f"reply {n}") for n in range(11, 15)}
+    out = propagate_answers(
+        fused, fused_seeds(fused, 10), [link(a, b) for a, b in edges], followers, share, []
+    )
+    before = {it.memory.id: it.score for it in fused}
+    assert all(0.0 <= it.score <= 1.0 for it in out)
+    assert [it.score for it in out] == sorted((it.score for it in out), reverse=True)
+    assert all(it.score >= before.get(it.memory.id, 0.0) for it in out)
+    assert before.keys() <= {it.memory.id for it in out}
+
+
+def test_spread_maps_each_part_between_its_lowest_and_best() -> None:
+    ranked = [scored(1, 0.8), scored(2, 0.6), scored(3, 0.4)]
+    cosine = {UUID(int=1): 0.3, UUID(int=2): 0.5, UUID(int=3): 0.2, UUID(int=4): 0.45}
+    out = fuse(ranked, cosine, [mem(4, "found by meaning")], 0.5, ["alpha"], spread=True)
+    # lexical 0.8 / 0.6 / 0.4 / 0 -> 1 / 0.75 / 0.5 / 0; cosines 0.2 .. 0.5 -> 1/3 / 1 / 0 / 5/6
+    assert [(it.memory.id.int, it.score) for it in out] == [
+        (2, round(0.5 * 0.75 + 0.5 * 1.0, 6)),
+        (1, round(0.5 * 1.0 + 0.5 * (0.1 / 0.3), 6)),
+        (4, round(0.5 * (0.25 / 0.3), 6)),
+        (3, 0.25),
+    ]
+
+
+@FAST
+@given(
+    st.lists(st.tuples(SCORES, COSINES), min_size=1, max_size=12),
+    st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+)
+def test_spread_scores_stay_in_range(pairs: list[tuple[float, float]], w: float) -> None:
+    ranked = [scored(i + 1, s) for i, (s, _) in enumerate(pairs)]
+    cosine = {UUID(int=i + 1): c for i, (_, c) in enumerate(pairs)}
+    out = fuse(ranked, cosine, [], w, ["alpha"], spread=True)
+    assert all(0.0 <= it.score <= 1.0 for it in out)
+    assert [it.score for it in out] == sorted((it.score for it in out), reverse=True)

@@ -64,8 +64,11 @@ def test_a_failing_query_fails_only_its_callers_and_the_encoder_goes_on() -> Non
 def test_close_answers_what_waits_and_a_later_query_starts_again() -> None:
     encode = Recorder()
     batcher = QueryBatcher(encode)
+    before = set(threading.enumerate())  # other tests' encoders may still be alive
     first = batcher.submit("a")
     assert encode.started.wait(10)
+    mine = set(threading.enumerate()) - before
+    assert [t.name for t in mine] == ["graphsvc-query-encoder"]
     second = batcher.submit("b")
     closer = threading.Thread(target=batcher.close)
     closer.start()
@@ -73,7 +76,7 @@ def test_close_answers_what_waits_and_a_later_query_starts_again() -> None:
     closer.join(10)
     assert not closer.is_alive()
     assert (first.result(0), second.result(0)) == (b"A", b"B")
-    assert not any(t.name == "graphsvc-query-encoder" for t in threading.enumerate())
+    assert not any(t.is_alive() for t in mine)
     assert batcher.submit("c").result(10) == b"C"
     batcher.close()
 

@@ -155,8 +155,18 @@ TUNABLE = (
     "COMPETITION_WEIGHT",
 )
 # Settings that ``--tune name=VALUE`` may change (lower case, as the Settings fields): the fusion's
-# constants, read by the service at every query.
-SETTINGS_TUNABLE = ("dense_weight", "dense_k", "dense_relative", "dense_min_cosine")
+# constants and the lexical core's length priors, read by the service at every query.
+SETTINGS_TUNABLE = (
+    "dense_weight",
+    "dense_k",
+    "dense_relative",
+    "dense_min_cosine",
+    "dense_spread",
+    "dense_context",
+    "fused_answer_share",
+    "bm25_b",
+    "coverage_length_b",
+)
 Value = float | int | bool
 Tuning = dict[str, Value]
 
