@@ -48,9 +48,9 @@ class DenseStatus:
 class QueryBatcher:
     """Encodes queries on one worker thread: every query waiting when the encoder is free goes
     into its next call (at most ``max_batch``), so concurrent requests share the encoder's
-    batches instead of queueing for it one by one; a text asked again while it is waiting is
-    encoded once. A batch that fails is retried one query at a time, so a failure reaches only
-    the callers whose query fails. Batching never changes a row's bits
+    batches instead of queueing for it one by one; a text asked again while it is waiting or
+    being encoded is encoded once. A batch that fails is retried one query at a time, so a
+    failure reaches only the callers whose query fails. Batching never changes a row's bits
     (:class:`~graphsvc.embed.Embedder`).
 
     The thread starts with the first query and stops at :meth:`close`; a later query starts it
@@ -62,13 +62,14 @@ class QueryBatcher:
         self._max_batch = max_batch
         self._ready = threading.Condition()
         self._waiting: dict[str, Future[bytes]] = {}  # in arrival order
+        self._running: dict[str, Future[bytes]] = {}  # in the encoder now
         self._thread: threading.Thread | None = None
         self._closing = False
 
     def submit(self, text: str) -> Future[bytes]:
         """The future codes of ``text``."""
         with self._ready:
-            future = self._waiting.get(text)
+            future = self._waiting.get(text) or self._running.get(text)
             if future is None:
                 future = self._waiting[text] = Future()
                 if self._thread is None:
@@ -90,7 +91,10 @@ class QueryBatcher:
                     return
                 texts = list(itertools.islice(self._waiting, self._max_batch))
                 futures = [self._waiting.pop(text) for text in texts]
+                self._running = dict(zip(texts, futures, strict=True))
             self._answer(texts, futures)
+            with self._ready:
+                self._running = {}
 
     def _answer(self, texts: list[str], futures: list[Future[bytes]]) -> None:
         try:

@@ -413,6 +413,9 @@ class MemoryService:
         """Candidates for a query, scored, in rank order with supersessions applied."""
         stage = get_stage(stage_name)
         terms = query_terms(query)
+        hybrid = self.dense.for_namespace(self.store, namespace, writing=False) is not None
+        if hybrid:  # the query's encoding runs (without the GIL) while the lexical part does
+            self.dense.prefetch(query)
         stats, candidates = self.store.recall_candidates(
             namespace, terms, self.settings.candidate_limit
         )
@@ -443,7 +446,7 @@ class MemoryService:
         scored = rank_order(attribute(scored, terms), direct)[: self.settings.ranked_limit]
         lexical_top = max((item.score for item in scored), default=0.0)
         retrieval = LEXICAL
-        if self.dense.for_namespace(self.store, namespace, writing=False) is not None:
+        if hybrid:
             retrieval = HYBRID
             scored, more = self._fuse(namespace, query, scored, terms)
             pairs = list(pairs) + more
@@ -853,7 +856,9 @@ class MemoryService:
         self.store.ping()
 
     def close(self) -> None:
-        """Close the store (connections, files, locks). Safe to call twice."""
+        """Close the store (connections, files, locks) and stop the query encoder's thread.
+        Safe to call twice."""
+        self.dense.close()
         self.store.close()
 
 

@@ -38,6 +38,7 @@ def test_queries_waiting_for_the_encoder_go_into_its_next_batch() -> None:
     batcher = QueryBatcher(encode, max_batch=3)
     first = batcher.submit("a")
     assert encode.started.wait(10)
+    assert batcher.submit("a") is first  # being encoded: not encoded again
     waiting = [batcher.submit(text) for text in ["b", "c", "b", "d", "e"]]
     encode.release.set()
     assert first.result(10) == b"A"
