@@ -14,7 +14,9 @@ so the index it looks at holds only its own vectors.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID, uuid4
@@ -210,6 +212,31 @@ def test_open_makes_missing_vector_indexes_again_and_migrating_twice_changes_not
             assert reopened.similar(ns, query, 4, []) == expected(query, given, 4)
         finally:
             reopened.close()
+
+
+@pytest.mark.neo4j
+def test_processes_opening_at_once_all_open_when_they_race_to_make_an_index(
+    neo: Neo4jStore, ns: str
+) -> None:
+    """Workers of `graphsvc serve --workers` open together: each may find the index missing and
+    create it; the losers of that race must wait for it, not fail."""
+    fill(neo, ns, VectorModel("eight-d", 8), random_codes(4, 8, 9))
+    for _ in range(3):
+        cypher("DROP INDEX memory_vector_8 IF EXISTS")
+        stores = [neo4j_store_factory()() for _ in range(4)]
+        start = threading.Barrier(len(stores))
+
+        def open_at_once(store: Neo4jStore, start: threading.Barrier = start) -> None:
+            start.wait()
+            store.open()
+
+        try:
+            with ThreadPoolExecutor(len(stores)) as pool:
+                list(pool.map(open_at_once, stores))
+            assert vector_indexes()["memory_vector_8"]["state"] == "ONLINE"
+        finally:
+            for store in stores:
+                store.close()
 
 
 @pytest.mark.neo4j

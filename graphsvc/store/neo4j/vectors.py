@@ -39,9 +39,10 @@ from uuid import UUID
 
 import numpy as np
 from neo4j import Transaction
+from neo4j.exceptions import Neo4jError
 
 from graphsvc.dense import VectorModel, cosines, top_k
-from graphsvc.errors import BadInputError, StoreCorruptError
+from graphsvc.errors import BadInputError, GraphsvcError, StoreCorruptError
 from graphsvc.store.base import (
     bad_model,
     no_vector_model,
@@ -73,6 +74,8 @@ INDEX_RETRIES = 3
 MAX_DIMENSION = 4096
 #: How long opening or setting a model waits for a new vector index to come online (seconds).
 INDEX_WAIT = 120
+#: What Neo4j says when a concurrent transaction created the same index first.
+RULE_EXISTS = "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists"
 #: A scan with a floor keeps every vector above it (LIMIT needs a number).
 NO_LIMIT = 2**62
 
@@ -188,7 +191,14 @@ class Neo4jVectors(Neo4jBoundary):
                 dimension=dimension,
             )  # fmt: skip
 
-        self._write(work)
+        try:
+            self._write(work)
+        except GraphsvcError as exc:
+            # IF NOT EXISTS is checked per transaction: another process (a worker of
+            # `graphsvc serve --workers`) may have created it first. Then it exists: wait for it.
+            cause = exc.__cause__
+            if not (isinstance(cause, Neo4jError) and cause.code == RULE_EXISTS):
+                raise
         self._read("await_index", name=name, seconds=INDEX_WAIT)
 
     def _ensure_vector_indexes(self) -> None:
