@@ -2,7 +2,7 @@
 
 Commands load lazily: the group maps each command name to ``module:attribute`` and imports it the
 first time the command runs, so ``graphsvc --help`` imports neither the server (strawberry, uvicorn)
-nor the stores (networkx, the Neo4j driver). Every store command takes ``--data-dir`` and
+nor the stores (numpy, the Neo4j driver). Every store command takes ``--data-dir`` and
 ``--namespace`` and uses Neo4j when ``GRAPHSVC_NEO4J_URI`` is set, the embedded store otherwise.
 Exit status: 0 success, 2 bad input (the message says what to fix), 3 the store is unavailable or
 another error.

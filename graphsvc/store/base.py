@@ -1,9 +1,9 @@
 """The store interface, in domain terms.
 
-Two honest implementations: :class:`graphsvc.store.mirror.MirrorStore` (networkx and an inverted
-index, persisted to a data directory) and the Neo4j store. The recall engine is pure functions over
-what these methods return, so both stores give byte-identical results when they return the same
-data. Every method is scoped to exactly one namespace.
+Two honest implementations: :class:`graphsvc.store.mirror.MirrorStore` (compact in-memory tables
+and an inverted index, persisted to a data directory) and the Neo4j store. The recall engine is
+pure functions over what these methods return, so both stores give byte-identical results when
+they return the same data. Every method is scoped to exactly one namespace.
 """
 
 from __future__ import annotations

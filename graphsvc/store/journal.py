@@ -21,8 +21,9 @@ newline. A reader tells three things apart:
   generation, ``base``, the sequence number the segment continues from, and ``prev``, the id of
   the segment before it) then one frame per acknowledged write, ``seq`` increasing by one.
 - ``snapshot.json``: the whole state at one sequence number, as frames: a header (``op:
-  snapshot``: generation, ``seq``, and ``log``, the id of the segment that continues it), chunks of
-  rows, and an ``end`` frame counting them. Written to ``snapshot.json.tmp``, fsynced, renamed.
+  snapshot``: its version, generation, ``seq``, and ``log``, the id of the segment that continues
+  it), chunks of rows (version 2) or of binary columns (version 3), and an ``end`` frame counting
+  them. Written to ``snapshot.json.tmp``, fsynced, renamed.
 - ``log.old.jsonl``: while a compaction runs, the segment it retired; its records up to the
   snapshot's ``seq`` are in the new snapshot once that is renamed into place, then it is deleted.
 - ``log.new.jsonl``: a segment being created (header written and fsynced before it is renamed to
@@ -56,6 +57,11 @@ import orjson
 
 FORMAT_VERSION = 2
 LEGACY_VERSION = 1
+#: The snapshot's content: 3 holds memories, postings and links as binary columns (see
+#: :mod:`graphsvc.store.mirror.columns`); 2 (still read) held them as JSON rows. Frames, the
+#: snapshot's header and ``end`` record, and log segments are the same in both.
+SNAPSHOT_VERSION = 3
+SNAPSHOT_VERSIONS = frozenset({FORMAT_VERSION, SNAPSHOT_VERSION})
 #: ``prev`` of the first segment written after a version-1 log.
 LEGACY_PREV = "v1"
 
@@ -387,7 +393,7 @@ class SnapshotHead:
 
     def record(self) -> dict[str, Any]:
         return {
-            "op": "snapshot", "version": FORMAT_VERSION, "gen": self.gen, "seq": self.seq,
+            "op": "snapshot", "version": self.version, "gen": self.gen, "seq": self.seq,
             "log": self.log,
         }  # fmt: skip
 
@@ -432,11 +438,11 @@ def read_snapshot(path: Path) -> Snapshot:
     try:
         first = scan.frames[0].record()
         last = scan.frames[-1].record()
-        if first["op"] != "snapshot" or first["version"] != FORMAT_VERSION:
-            raise ValueError("the first record is no snapshot header")
+        if first["op"] != "snapshot" or first["version"] not in SNAPSHOT_VERSIONS:
+            raise ValueError("the first record is no snapshot header of a format this reads")
         if last["op"] != "end" or last["frames"] != len(scan.frames):
             raise ValueError("the snapshot does not end with its end record")
-        head = SnapshotHead(FORMAT_VERSION, int(first["gen"]), int(first["seq"]), first["log"])
+        head = SnapshotHead(first["version"], int(first["gen"]), int(first["seq"]), first["log"])
     except (KeyError, TypeError, ValueError) as exc:
         raise LogError(path, 1, 0, str(exc)) from exc
     return Snapshot(path, head, scan.frames[1:-1])
@@ -696,6 +702,8 @@ __all__ = [
     "OLD_LOG_NAME",
     "SNAPSHOT_NAME",
     "SNAPSHOT_TMP_NAME",
+    "SNAPSHOT_VERSION",
+    "SNAPSHOT_VERSIONS",
     "Chain",
     "Frame",
     "LogError",

@@ -211,7 +211,7 @@ def test_locomo_conversation_ingests_and_bundles(invoke: Invoke, tmp_path: Path)
 
 # -- lazy commands -------------------------------------------------------------------------------
 
-HEAVY = {"strawberry", "uvicorn", "starlette", "networkx", "neo4j", "numpy", "bm25s", "matplotlib"}
+HEAVY = {"strawberry", "uvicorn", "starlette", "neo4j", "numpy", "bm25s", "matplotlib"}
 
 
 def test_help_imports_neither_the_server_nor_the_stores() -> None:

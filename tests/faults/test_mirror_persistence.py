@@ -695,7 +695,7 @@ def test_a_version_1_directory_loads_and_is_migrated_by_its_first_writer(
     service = service_on(store, tmp_path)
     populate(service, probe)
     if with_snapshot:
-        store.snapshot()
+        store.snapshot(version=2)  # to_version_1 converts JSON rows
         service.remember("alpha", MemoryInput(text="a zebra after the snapshot"))
     expected = state(store, probe)
     store.close()
@@ -717,7 +717,10 @@ def test_a_version_1_directory_loads_and_is_migrated_by_its_first_writer(
     finally:
         writer.close()
     assert journal.scan_file(log).version == journal.FORMAT_VERSION
-    assert journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.version == 2
+    assert (
+        journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.version
+        == journal.SNAPSHOT_VERSION
+    )
     assert not (data_dir / journal.OLD_LOG_NAME).exists()
     store = open_store(data_dir)
     try:

@@ -1,5 +1,7 @@
-"""The mirror: the embedded store. A networkx graph of memories and links, an inverted index with
-exact term statistics kept up to date on every write and delete, and a log that can be trusted.
+"""The mirror: the embedded store. Memories held column-wise, links in adjacency lists, an
+inverted index of integer arrays with exact term statistics kept up to date on every write and
+delete (:mod:`~graphsvc.store.mirror.table`: a few hundred bytes per memory beside its text), and
+a log that can be trusted.
 
 Persistence (the file format is :mod:`graphsvc.store.journal`):
 
@@ -8,10 +10,13 @@ Persistence (the file format is :mod:`graphsvc.store.journal`):
 - A write that fails (a full disk, an I/O error) is rolled back: the file is cut back to the last
   acknowledged record before anything else is written, and the call raises
   :class:`StoreUnavailableError` saying nothing was written. The store stays usable.
-- Past ``snapshot_bytes`` of log, a compaction starts: under the store's lock (milliseconds) the
-  log is switched to a new segment and the state is captured by reference (memories, links,
-  beliefs and events are immutable); a background thread then writes ``snapshot.json`` from that
-  capture while reads and writes go on, renames it into place and deletes the retired segment.
+- Past ``snapshot_bytes`` of log, a compaction starts: under the store's lock the log is switched
+  to a new segment and the state is captured as copies of its containers (the items are
+  immutable; copying the columns is a few memory copies, tens of milliseconds for a million
+  memories); a background thread then writes ``snapshot.json`` from that capture (version 3:
+  memories, postings and links as binary columns, :mod:`~graphsvc.store.mirror.columns`) while
+  reads and writes go on, renames it into place and deletes the retired segment. Version-2
+  snapshots (JSON rows) still load.
   A crash at any point leaves files that open to the same state (old snapshot + retired segment +
   new segment, replayed by ``seq``).
 - On open, the snapshot is loaded and the segments replayed; a torn last record (a write that
@@ -32,7 +37,9 @@ before vectors existed loads with none. In memory, a namespace's vectors are one
 One process writes a data directory at a time (an exclusive ``flock`` on ``LOCK``); read-only opens
 take no lock, change no file, and see the state as of their open.
 
-The package: :mod:`~graphsvc.store.mirror.state` (the namespaces and their changes, no I/O),
+The package: :mod:`~graphsvc.store.mirror.table` (the compact forms),
+:mod:`~graphsvc.store.mirror.columns` (the snapshot's binary columns),
+:mod:`~graphsvc.store.mirror.state` (the namespaces and their changes, no I/O),
 :mod:`~graphsvc.store.mirror.vectors` (a namespace's vectors as a search matrix) and
 :mod:`~graphsvc.store.mirror.rows` (the log's compact JSON forms), then three layers, each a
 subclass of the one before: :mod:`~graphsvc.store.mirror.writer` (appends, rollback,

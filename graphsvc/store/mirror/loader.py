@@ -30,17 +30,23 @@ from graphsvc.store.journal import (
     NEW_LOG_NAME,
     SNAPSHOT_NAME,
     SNAPSHOT_TMP_NAME,
+    SNAPSHOT_VERSION,
     Chain,
     LogError,
     LogHead,
     Problem,
 )
-from graphsvc.store.mirror.rows import _link_from_row, _memory_from_row, _model_from_row
+from graphsvc.store.mirror import columns
+from graphsvc.store.mirror.rows import _model_from_row
 from graphsvc.store.mirror.state import _Namespace
+from graphsvc.store.mirror.table import Posting, link_tuple_from_row
 from graphsvc.store.mirror.vectors import VectorTable
 from graphsvc.store.mirror.writer import FORMAT_VERSION, MirrorWriter
 
 logger = logging.getLogger("graphsvc.store")
+
+#: The records of a version-3 snapshot that hold binary columns.
+_COLUMN_OPS = frozenset({"terms", "columns", "postings", "linkColumns"})
 
 
 def repair_hint(root: Path) -> str:
@@ -293,11 +299,16 @@ class MirrorLoader(MirrorWriter):
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise LogError(snapshot.path, 1, 0, f"not a valid snapshot ({exc!r})") from exc
             return
+        first_rows: dict[str, int] = {}  # where each namespace's rows start (version 3)
+        order: dict[str, list[tuple[int, int]]] = {}  # their eviction order, sorted once
         for frame in snapshot.frames:
             try:
                 value = frame.record()
                 op, ns = value["op"], value["ns"]
                 space = self._space(ns)
+                if op in _COLUMN_OPS and snapshot.head.version == SNAPSHOT_VERSION:
+                    self._load_column_record(space, op, value, first_rows, order)
+                    continue
                 if op == "vectorModel":
                     space.model = _model_from_row(value["model"])
                     continue
@@ -306,10 +317,11 @@ class MirrorLoader(MirrorWriter):
                     continue
                 rows = value["rows"]
                 if op == "memories":
-                    self._add_memories(space, [_memory_from_row(ns, row) for row in rows])
+                    self._add_rows(space, rows)
                 elif op == "links":
+                    graph = space.graph
                     for row in rows:
-                        self._add_link(space, _link_from_row(row))
+                        graph.add(link_tuple_from_row(row))
                 elif op == "beliefs":
                     for row in rows:
                         self._add_belief(space, Belief.model_validate(row))
@@ -325,6 +337,47 @@ class MirrorLoader(MirrorWriter):
                     frame.offset,
                     f"not a valid snapshot record ({exc!r})",
                 ) from exc
+        for ns, pending in order.items():
+            self._space(ns).order.update(pending)
+
+    @staticmethod
+    def _load_column_record(
+        space: _Namespace,
+        op: str,
+        value: dict[str, Any],
+        first_rows: dict[str, int],
+        order: dict[str, list[tuple[int, int]]],
+    ) -> None:
+        """Load a record of a version-3 snapshot's columns (:mod:`~graphsvc.store.mirror.columns`).
+
+        Raises:
+            ValueError: the record does not fit (sizes, ranges, repeats).
+        """
+        table = space.memories
+        if op == "terms":
+            columns.load_terms(table, value)
+        elif op == "columns":
+            first_rows.setdefault(table.namespace, len(table.ids))
+            added = columns.load_columns(table, value)
+            recorded, ids, lengths = table.recorded, table.ids, table.lengths
+            pending = order.setdefault(table.namespace, [])
+            pending += [(recorded[r], ids[r].int) for r in added]  # type: ignore[union-attr]
+            space.total_length += sum(lengths[r] for r in added)
+        elif op == "postings":
+            first = first_rows.get(table.namespace, len(table.ids))
+            postings = space.postings
+            for term, rows, tfs in columns.load_postings(table, first, value):
+                if term in postings:
+                    raise ValueError(f"the postings of {term!r} twice")
+                posting = postings[term] = Posting()
+                posting.rows.frombytes(rows.tobytes())
+                posting.tfs.frombytes(tfs.tobytes())
+        else:  # linkColumns
+            graph = space.graph
+            for link in columns.load_links(value):
+                if link[0] not in table or link[1] not in table:
+                    raise ValueError("a link to a memory that is not stored")
+                graph.add(link)
 
     @staticmethod
     def _load_vectors(space: _Namespace, value: dict[str, Any]) -> None:
@@ -356,14 +409,14 @@ class MirrorLoader(MirrorWriter):
         missing = [key for key in keys if key not in memories]
         if missing:
             raise ValueError(f"a vector of memory {UUID(int=missing[0])}, which is not stored")
-        table.put([memories[key].id for key in keys], codes.reshape(count, dimension))
+        table.put([memories.uuid(key) for key in keys], codes.reshape(count, dimension))
 
     def _load_legacy_snapshot(self, data: dict[str, Any]) -> None:
         for ns, body in data["namespaces"].items():
             space = self._space(ns)
-            self._add_memories(space, [_memory_from_row(ns, row) for row in body["memories"]])
+            self._add_rows(space, body["memories"])
             for row in body["links"]:
-                self._add_link(space, _link_from_row(row))
+                space.graph.add(link_tuple_from_row(row))
             for row in body["beliefs"]:
                 self._add_belief(space, Belief.model_validate(row))
             for run_id, rows in body["events"].items():

@@ -1,5 +1,6 @@
 """The compact JSON forms of memories, links, beliefs, events, vector models and vectors in the
-mirror's log and snapshot (faster than pydantic's for the log's hot path)."""
+mirror's log and version-2 snapshot (faster than pydantic's for the log's hot path); they are read
+back into the compact tables by :mod:`~graphsvc.store.mirror.table`."""
 
 from __future__ import annotations
 
@@ -10,15 +11,11 @@ from typing import Any
 from uuid import UUID
 
 from graphsvc.dense import VectorModel
-from graphsvc.model import Belief, ContextEvent, Link, LinkKind, Memory
+from graphsvc.model import Belief, ContextEvent, Link, Memory
 
 
 def _dt(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
-
-
-def _parse_dt(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
 
 
 def _memory_row(m: Memory) -> list[Any]:
@@ -28,25 +25,8 @@ def _memory_row(m: Memory) -> list[Any]:
     ]  # fmt: skip
 
 
-def _memory_from_row(ns: str, row: list[Any]) -> Memory:
-    mid, text, kind, occ, rec, inv, tags, source, conf, tokens, terms = row
-    return Memory.model_construct(
-        id=UUID(mid), namespace=ns, text=text, kind=kind, occurred_at=_parse_dt(occ),
-        recorded_at=_parse_dt(rec), invalidated_at=_parse_dt(inv), tags=tuple(tags),
-        source=source, confidence=conf, tokens=tokens, terms=tuple(terms),
-    )  # fmt: skip
-
-
 def _link_row(lk: Link) -> list[Any]:
     return [str(lk.source), str(lk.target), lk.kind.value, lk.weight, _dt(lk.created_at), lk.note]
-
-
-def _link_from_row(row: list[Any]) -> Link:
-    src, dst, kind, weight, created, note = row
-    return Link.model_construct(
-        source=UUID(src), target=UUID(dst), kind=LinkKind(kind), weight=weight,
-        created_at=_parse_dt(created), note=note,
-    )  # fmt: skip
 
 
 def _belief_row(b: Belief) -> dict[str, Any]:

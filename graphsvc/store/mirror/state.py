@@ -5,36 +5,46 @@ vectors) and the pure state changes that writes, log replay and snapshot loading
 from __future__ import annotations
 
 import base64
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-import networkx as nx
 import numpy as np
 from sortedcontainers import SortedList
 
 from graphsvc.dense import VectorModel
 from graphsvc.errors import StoreCorruptError
 from graphsvc.model import Belief, ContextEvent, Link, Memory
-from graphsvc.store.base import micros, redact, uuids_in
-from graphsvc.store.mirror.rows import _link_from_row, _memory_from_row, _model_from_row
+from graphsvc.store.base import redact, uuids_in
+from graphsvc.store.mirror.columns import gather_terms
+from graphsvc.store.mirror.rows import _model_from_row
+from graphsvc.store.mirror.table import (
+    LinkGraph,
+    LinkTuple,
+    MemoryTable,
+    Posting,
+    link_tuple,
+    link_tuple_from_row,
+    make_link,
+)
 from graphsvc.store.mirror.vectors import VectorTable
+
+#: Rows added at once from which their postings are built with numpy rather than row by row.
+BULK_ROWS = 64
 
 
 @dataclass
 class _Namespace:
-    """Everything of one namespace. Memories are keyed by ``id.int``: integers hash in C, UUIDs
-    in Python, and the index is hashed on every posting. (Integer order is ``str(id)`` order.)"""
+    """Everything of one namespace, compactly (:mod:`~graphsvc.store.mirror.table`). Memories
+    are keyed by ``id.int`` (integers hash in C, UUIDs in Python; integer order is ``str(id)``
+    order) and indexed by row."""
 
-    graph: Any = field(default_factory=nx.MultiDiGraph)  # id.int nodes; edges keyed by link kind
-    memories: dict[int, Memory] = field(default_factory=dict)
-    # What scoring needs of each memory: (length, recordedAt µs, occurredAt µs or None, confidence).
-    meta: dict[int, tuple[int, int, int | None, float]] = field(default_factory=dict)
+    memories: MemoryTable
+    graph: LinkGraph = field(default_factory=LinkGraph)
     # Eviction order: (recordedAt in microseconds, id.int), oldest first.
     order: SortedList = field(default_factory=SortedList)
-    postings: dict[str, dict[int, int]] = field(default_factory=dict)  # term -> {id.int: tf}
+    postings: dict[str, Posting] = field(default_factory=dict)  # term -> rows and counts
     total_length: int = 0
     beliefs: dict[UUID, Belief] = field(default_factory=dict)
     beliefs_of: dict[int, set[UUID]] = field(default_factory=dict)  # memory -> beliefs using it
@@ -60,7 +70,7 @@ class MirrorState:
     def _space(self, namespace: str) -> _Namespace:
         space = self._spaces.get(namespace)
         if space is None:
-            space = self._spaces[namespace] = _Namespace()
+            space = self._spaces[namespace] = _Namespace(MemoryTable(namespace))
         return space
 
     def _apply(self, record: dict[str, Any]) -> None:
@@ -70,7 +80,7 @@ class MirrorState:
         if op == "upsert":
             for mid in record["evict"]:
                 self._remove_memory(space, UUID(mid).int)
-            self._add_memories(space, [_memory_from_row(ns, row) for row in record["memories"]])
+            self._add_rows(space, record["memories"])
             if record.get("vectors"):  # absent from records written before vectors
                 self._put_vectors(space, _vectors_from_rows(record["vectors"]))
         elif op == "vectorModel":
@@ -82,7 +92,7 @@ class MirrorState:
                 self._remove_vector(space, UUID(mid).int)
         elif op == "link":
             for row in record["links"]:
-                self._add_link(space, _link_from_row(row))
+                space.graph.add(link_tuple_from_row(row))
         elif op == "forget":
             self._remove_memory(space, UUID(record["id"]).int)
         elif op == "erase":
@@ -105,45 +115,86 @@ class MirrorState:
 
     def _add_memories(self, space: _Namespace, memories: Sequence[Memory]) -> None:
         """Index memories that are not in the store (a batch: sorted structures grow once)."""
-        stored = space.memories
-        meta = space.meta
-        postings = space.postings
-        order = []
-        total = 0
-        for memory in memories:
-            key = memory.id.int
-            stored[key] = memory
-            terms = memory.terms
-            recorded = micros(memory.recorded_at)
-            occurred = None if memory.occurred_at is None else micros(memory.occurred_at)
-            meta[key] = (len(terms), recorded, occurred, memory.confidence)
-            order.append((recorded, key))
-            total += len(terms)
-            for term, count in Counter(terms).items():
-                posting = postings.get(term)
-                if posting is None:
-                    postings[term] = {key: count}
-                else:
-                    posting[key] = count
+        table = space.memories
+        self._index_rows(space, [table.add(memory) for memory in memories])
+
+    def _add_rows(self, space: _Namespace, rows: Sequence[Sequence[Any]]) -> None:
+        """Index memories given as log rows that are not in the store."""
+        table = space.memories
+        self._index_rows(space, [table.add_row(row) for row in rows])
+
+    @staticmethod
+    def _index_rows(space: _Namespace, rows: Sequence[int]) -> None:
+        """Index rows just added (each larger than every row indexed before)."""
+        table = space.memories
+        keys, recorded, lengths = table.keys, table.recorded, table.lengths
+        order = [(recorded[row], keys[row]) for row in rows]
+        total = sum([lengths[row] for row in rows])
+        if len(rows) < BULK_ROWS:
+            postings = space.postings
+            names = table.term_names
+            for row in rows:
+                for number, count in table.term_counts(row).items():
+                    term = names[number]
+                    posting = postings.get(term)
+                    if posting is None:
+                        posting = postings[term] = Posting()
+                    posting.rows.append(row)
+                    posting.tfs.append(count)
+        else:
+            MirrorState._index_bulk(space, rows)
         space.order.update(order)
-        space.graph.add_nodes_from(key for _, key in order)
         space.total_length += total
         if space.by_id is not None:
             space.by_id.update(key for _, key in order)
 
-    def _remove_memory(self, space: _Namespace, key: int) -> None:
-        memory = space.memories.pop(key, None)
-        if memory is None:
+    @staticmethod
+    def _index_bulk(space: _Namespace, rows: Sequence[int]) -> None:
+        """:meth:`_index_rows`' postings for many rows at once: the (term, row) pairs counted and
+        grouped by numpy, then each term's run appended to its posting in one go (the same
+        postings as row by row)."""
+        table = space.memories
+        wanted = np.asarray(rows, dtype=np.int64)
+        terms = gather_terms(table, wanted).astype(np.int64)
+        counts = np.frombuffer(table.lengths, dtype=np.int32)[wanted].astype(np.int64)
+        span = len(table.ids)  # every row is smaller
+        pairs, tfs = np.unique(terms * span + np.repeat(wanted, counts), return_counts=True)
+        if not len(pairs):
             return
-        recorded = space.meta.pop(key)[1]
-        space.order.remove((recorded, key))
+        numbers, posted = pairs // span, (pairs % span).astype(np.int32)
+        tfs = tfs.astype(np.int32)
+        starts = np.flatnonzero(np.r_[True, numbers[1:] != numbers[:-1]])
+        ends = np.r_[starts[1:], len(pairs)]
+        postings = space.postings
+        names = table.term_names
+        for number, low, high in zip(
+            numbers[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
+        ):
+            term = names[number]
+            posting = postings.get(term)
+            if posting is None:
+                posting = postings[term] = Posting()
+            posting.rows.frombytes(posted[low:high].tobytes())
+            posting.tfs.frombytes(tfs[low:high].tobytes())
+
+    def _remove_memory(self, space: _Namespace, key: int) -> None:
+        table = space.memories
+        row = table.row_of.get(key)
+        if row is None:
+            return
+        counts = table.term_counts(row)
+        length = table.lengths[row]
+        table.remove(key)
+        space.order.remove((table.recorded[row], key))
         space.graph.remove_node(key)
-        for term in set(memory.terms):
+        names = table.term_names
+        for number in counts:
+            term = names[number]
             posting = space.postings[term]
-            del posting[key]
+            posting.remove(row)
             if not posting:
                 del space.postings[term]
-        space.total_length -= len(memory.terms)
+        space.total_length -= length
         for belief_id in space.beliefs_of.pop(key, set()):
             MirrorState._remove_belief(space, belief_id)
         self._remove_vector(space, key)
@@ -176,10 +227,9 @@ class MirrorState:
                 raise StoreCorruptError(
                     f"a vector of {len(codes)} codes for a model of dimension {model.dimension}"
                 )
-            memory = space.memories.get(mid.int)
-            if memory is None:
+            if mid.int not in space.memories:
                 raise StoreCorruptError(f"a vector for memory {mid}, which is not stored")
-            ids.append(memory.id)
+            ids.append(space.memories.uuid(mid.int))
         matrix = np.frombuffer(b"".join(codes for _, codes in vectors), dtype=np.int8)
         table.put(ids, matrix.reshape(len(ids), model.dimension))
         space.vectors = table
@@ -197,9 +247,7 @@ class MirrorState:
         links: set[tuple[int, int, str]] = set()
         beliefs: set[UUID] = set()
         for key in keys:
-            if key in graph:
-                links.update(graph.out_edges(key, keys=True))
-                links.update(graph.in_edges(key, keys=True))
+            links.update((lk[0], lk[1], lk[2]) for lk in graph.touching(key))
             beliefs.update(space.beliefs_of.get(key, ()))
         for key in keys:
             self._remove_memory(space, key)
@@ -222,7 +270,7 @@ class MirrorState:
 
     @staticmethod
     def _add_link(space: _Namespace, link: Link) -> None:
-        space.graph.add_edge(link.source.int, link.target.int, key=link.kind.value, link=link)
+        space.graph.add(link_tuple(link))
 
     @staticmethod
     def _add_belief(space: _Namespace, belief: Belief) -> None:
@@ -244,14 +292,15 @@ class MirrorState:
 
     @staticmethod
     def _all_links(space: _Namespace) -> list[Link]:
-        return [data["link"] for _, _, data in space.graph.edges(data=True)]
+        return [make_link(lk, space.memories) for lk in space.graph.links()]
 
     @staticmethod
     def _links_touching(space: _Namespace, key: int) -> list[Link]:
-        graph = space.graph
-        found = [d["link"] for _, _, d in graph.out_edges(key, data=True)]
-        found += [d["link"] for _, _, d in graph.in_edges(key, data=True)]
-        return found
+        return MirrorState._links_of(space, space.graph.touching(key))
+
+    @staticmethod
+    def _links_of(space: _Namespace, links: Sequence[LinkTuple]) -> list[Link]:
+        return [make_link(lk, space.memories) for lk in links]
 
 
 def _vectors_from_rows(rows: list[list[str]]) -> list[tuple[UUID, bytes]]:

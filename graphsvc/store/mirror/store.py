@@ -58,6 +58,7 @@ from graphsvc.store.mirror.rows import (
     _vector_rows,
 )
 from graphsvc.store.mirror.state import _Namespace
+from graphsvc.store.mirror.table import NO_TIME, LinkTuple, from_micros, make_link
 
 # BM25 parameters of native_top_k (Lucene's defaults).
 BM25_K1 = 1.2
@@ -144,7 +145,7 @@ class MirrorStore(MirrorLoader, Store):
                     if len(evict) == overflow:
                         break
                     if old not in keep:
-                        evict.append(space.memories[old].id)
+                        evict.append(space.memories.uuid(old))
 
             def apply() -> None:
                 for mid in evict:
@@ -176,9 +177,9 @@ class MirrorStore(MirrorLoader, Store):
             self._check_supersedes_acyclic(space, links)
             rows = []
             for link in links:
-                old = space.graph.get_edge_data(link.source.int, link.target.int, link.kind.value)
+                old = space.graph.find(link.source.int, link.target.int, link.kind.value)
                 if old is not None:  # keep the original creation time
-                    link = link.model_copy(update={"created_at": old["link"].created_at})
+                    link = link.model_copy(update={"created_at": from_micros(old[4])})
                 rows.append(_link_row(link))
             if rows:
                 self._write({"op": "link", "ns": namespace, "links": rows})
@@ -194,7 +195,7 @@ class MirrorStore(MirrorLoader, Store):
         graph = space.graph
 
         def successors(node: int) -> set[int]:
-            nxt = {v for _, v, k in graph.out_edges(node, keys=True) if k == "SUPERSEDES"}
+            nxt = {lk[1] for lk in graph.outgoing(node) if lk[2] == "SUPERSEDES"}
             return nxt | pending.get(node, set())
 
         for start in pending:
@@ -250,7 +251,7 @@ class MirrorStore(MirrorLoader, Store):
             if spec.everything:
                 if not (space.memories or space.beliefs or space.events):
                     return receipt
-                links = space.graph.number_of_edges()
+                links = space.graph.count
                 counts = {
                     "memories": len(space.memories), "links": links,
                     "beliefs": len(space.beliefs),
@@ -259,7 +260,8 @@ class MirrorStore(MirrorLoader, Store):
                 self._write({"op": "drop", "ns": namespace})
             else:
                 order = [key for _, key in space.order]  # oldest first: the log names them so
-                keys = [key for key in order if spec.matches(space.memories[key])]
+                table = space.memories
+                keys = [key for key in order if spec.matches(table[key])]
                 if not keys:
                     return receipt
                 record = {"op": "erase", "ns": namespace, "ids": [str(UUID(int=k)) for k in keys]}
@@ -448,31 +450,44 @@ class MirrorStore(MirrorLoader, Store):
 
     def get_memories(self, namespace: str, ids: Sequence[UUID]) -> list[Memory]:
         with self._lock:
-            memories = self._space(namespace).memories
-            found = (memories.get(i.int) for i in ids)
-            return [m for m in found if m is not None]
+            table = self._space(namespace).memories
+            row_of = table.row_of
+            rows = (row_of.get(i.int) for i in ids)
+            return [table.memory(row) for row in rows if row is not None]
 
     def term_stats(self, namespace: str, terms: Sequence[str]) -> TermStats:
         with self._lock:
             space = self._space(namespace)
-            df = {t: len(space.postings.get(t, ())) for t in terms}
+            postings = space.postings
+            df = {t: len(postings[t]) if t in postings else 0 for t in terms}
             return TermStats(len(space.memories), space.total_length, df)
 
     @staticmethod
     def _candidates(
-        space: _Namespace, keys: Sequence[int], score_terms: Sequence[str]
+        space: _Namespace, rows: Sequence[int], score_terms: Sequence[str]
     ) -> list[Candidate]:
-        lists = [space.postings.get(t, {}) for t in score_terms]
-        memories = space.memories
-        meta = space.meta
-        found = []
-        for key in keys:
-            length, recorded, occurred, confidence = meta[key]
-            if len(lists) == 1:
-                tf: tuple[int, ...] = (lists[0].get(key, 0),)
+        """The candidates of ``rows`` (in that order)."""
+        table = space.memories
+        wanted = np.asarray(rows, dtype=np.int64)
+        columns = []
+        for term in score_terms:
+            posting = space.postings.get(term)
+            if posting is None:
+                columns.append([0] * len(rows))
             else:
-                tf = tuple([posting.get(key, 0) for posting in lists])
-            found.append(Candidate(memories[key].id, tf, length, recorded, occurred, confidence))
+                columns.append(posting.tf_of(wanted).tolist())
+        tfs = list(zip(*columns, strict=True)) if columns else [()] * len(rows)
+        ids, lengths, recorded = table.ids, table.lengths, table.recorded
+        occurred, confidence = table.occurred, table.confidence
+        found = []
+        for row, tf in zip(rows, tfs, strict=True):
+            occ = occurred[row]
+            found.append(
+                Candidate(
+                    ids[row], tf, lengths[row], recorded[row],  # type: ignore[arg-type]
+                    None if occ == NO_TIME else occ, confidence[row],
+                )
+            )  # fmt: skip
         return found
 
     def candidates(
@@ -480,20 +495,29 @@ class MirrorStore(MirrorLoader, Store):
     ) -> list[Candidate]:
         with self._lock:
             space = self._space(namespace)
-            keys: set[int] = set()
-            for term in terms:
-                keys.update(space.postings.get(term, ()))
-            return self._candidates(space, sorted(keys), score_terms)
+            parts = [
+                np.frombuffer(posting.rows, dtype=np.int32)
+                for posting in (space.postings.get(term) for term in terms)
+                if posting is not None and len(posting)
+            ]
+            if not parts:
+                return []
+            rows: list[int] = np.unique(np.concatenate(parts)).tolist()
+            del parts  # release the postings' buffers before anything can grow them
+            rows.sort(key=space.memories.keys.__getitem__)
+            return self._candidates(space, rows, score_terms)
 
     def recent_candidates(
         self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
     ) -> list[Candidate]:
         with self._lock:
             space = self._space(namespace)
-            meta = space.meta
-            newest = heapq.nsmallest(
-                limit, space.postings.get(term, ()), key=lambda k: (-meta[k][1], k)
-            )
+            posting = space.postings.get(term)
+            if posting is None:
+                return []
+            table = space.memories
+            recorded, keys = table.recorded, table.keys
+            newest = heapq.nsmallest(limit, posting.rows, key=lambda r: (-recorded[r], keys[r]))
             return self._candidates(space, newest, score_terms)
 
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
@@ -501,11 +525,10 @@ class MirrorStore(MirrorLoader, Store):
             graph = self._space(namespace).graph
             wanted = {i.int for i in ids}
             pairs = sorted(
-                (u, v)
+                (u, lk[1])
                 for u in wanted
-                if u in graph
-                for _, v, k in graph.out_edges(u, keys=True)
-                if k == "SUPERSEDES" and v in wanted
+                for lk in graph.outgoing(u)
+                if lk[2] == "SUPERSEDES" and lk[1] in wanted
             )
             return [(UUID(int=u), UUID(int=v)) for u, v in pairs]
 
@@ -513,7 +536,8 @@ class MirrorStore(MirrorLoader, Store):
         with self._lock:
             space = self._space(namespace)
             graph = space.graph
-            starts = {s.int for s in start if s.int in graph}
+            table = space.memories
+            starts = {s.int for s in start if s.int in table}
             frontier = set(starts)
             seen = set(frontier)
             reached: list[tuple[int, int]] = []
@@ -522,34 +546,29 @@ class MirrorStore(MirrorLoader, Store):
                     break
                 layer: set[int] = set()
                 for node in frontier:
-                    layer.update(graph.succ[node])
-                    layer.update(graph.pred[node])
+                    layer.update(graph.neighbours(node))
                 layer -= seen
                 seen |= layer
                 reached += [(n, distance) for n in sorted(layer)]
                 frontier = layer
             reached = reached[:max_nodes]
             members = starts | {n for n, _ in reached}
-            links = [
-                data["link"]
-                for u in members
-                for _, v, data in graph.out_edges(u, data=True)
-                if v in members
-            ]
+            links = self._links_of(
+                space, [lk for u in members for lk in graph.outgoing(u) if lk[1] in members]
+            )
             return Walk(
-                reached=tuple((space.memories[n], d) for n, d in reached),
+                reached=tuple((table[n], d) for n, d in reached),
                 links=sort_links(links),
             )
 
     def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
         with self._lock:
             space = self._space(namespace)
-            found: dict[tuple[UUID, UUID, str], Link] = {}
+            found: dict[tuple[int, int, str], LinkTuple] = {}
             for mid in ids:
-                if mid.int in space.graph:
-                    for link in self._links_touching(space, mid.int):
-                        found[(link.source, link.target, link.kind.value)] = link
-            return list(sort_links(list(found.values())))
+                for lk in space.graph.touching(mid.int):
+                    found[(lk[0], lk[1], lk[2])] = lk
+            return list(sort_links(self._links_of(space, list(found.values()))))
 
     def get_belief(self, namespace: str, belief_id: UUID) -> Belief | None:
         with self._lock:
@@ -565,7 +584,7 @@ class MirrorStore(MirrorLoader, Store):
             return NamespaceStats(
                 namespace=namespace,
                 memories=len(space.memories),
-                links=space.graph.number_of_edges(),
+                links=space.graph.count,
                 beliefs=len(space.beliefs),
                 terms=len(space.postings),
                 events=sum(len(ev) for ev in space.events.values()),
@@ -590,18 +609,22 @@ class MirrorStore(MirrorLoader, Store):
                 if after is None
                 else order.bisect_left((micros(after[0]), UUID(after[1]).int))
             )
+            table = space.memories
+            row_of = table.row_of
+            low = None if since is None else micros(since)
+            high = None if until is None else micros(until)
             page: list[Memory] = []
             for index in range(end - 1, -1, -1):
-                memory = space.memories[order[index][1]]
-                if kind is not None and memory.kind != kind:
+                row = row_of[order[index][1]]
+                if kind is not None and table.kinds[row] != kind:
                     continue
-                if tag is not None and tag not in memory.tags:
+                if tag is not None and tag not in table.tags[row]:
                     continue
-                if (since is not None and memory.when < since) or (
-                    until is not None and memory.when >= until
-                ):
-                    continue
-                page.append(memory)
+                if low is not None or high is not None:
+                    when = table.when(row)
+                    if (low is not None and when < low) or (high is not None and when >= high):
+                        continue
+                page.append(table.memory(row))
                 if len(page) == limit:
                     break
             return page
@@ -616,7 +639,8 @@ class MirrorStore(MirrorLoader, Store):
             if not n_docs or k <= 0:
                 return []
             avg_length = space.total_length / n_docs or 1.0
-            meta = space.meta
+            table = space.memories
+            lengths, ids, keys = table.lengths, table.ids, table.keys
             scores: dict[int, float] = {}
             for term in dict.fromkeys(terms):
                 posting = space.postings.get(term)
@@ -624,17 +648,24 @@ class MirrorStore(MirrorLoader, Store):
                     continue
                 df = len(posting)
                 idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-                for key, tf in posting.items():
-                    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * meta[key][0] / avg_length)
+                for row, tf in zip(posting.rows, posting.tfs, strict=True):
+                    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[row] / avg_length)
                     gain = idf * tf * (BM25_K1 + 1.0) / (tf + norm)
-                    scores[key] = scores.get(key, 0.0) + gain
-            best = heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
-            return [space.memories[key].id for key, _ in best]
+                    scores[row] = scores.get(row, 0.0) + gain
+            best = heapq.nsmallest(
+                k,
+                scores.items(),
+                key=lambda item: (-item[1], keys[item[0]]),
+            )
+            return [ids[row] for row, _ in best]  # type: ignore[misc]
 
     def export(self, namespace: str) -> Iterator[Memory | Link]:
+        """As :meth:`Store.export`: the state at the call, copied under the lock (a few memory
+        copies); the memories and links are built from the copy without it."""
         with self._lock:
             space = self._space(namespace)
-            memories = list(space.memories.values())
-            links = sort_links(self._all_links(space))
-        yield from memories
-        yield from links
+            table = space.memories.copy()
+            tuples = list(space.graph.links())
+        for row in table.rows():
+            yield table.memory(row)
+        yield from sort_links([make_link(lk, table) for lk in tuples])

@@ -19,7 +19,7 @@ import orjson
 
 from graphsvc.dense import VectorModel
 from graphsvc.errors import StoreUnavailableError
-from graphsvc.model import Belief, ContextEvent, Link, Memory
+from graphsvc.model import Belief, ContextEvent
 from graphsvc.store import journal
 from graphsvc.store.journal import (
     LEGACY_PREV,
@@ -28,11 +28,14 @@ from graphsvc.store.journal import (
     OLD_LOG_NAME,
     SNAPSHOT_NAME,
     SNAPSHOT_TMP_NAME,
+    SNAPSHOT_VERSION,
     LogHead,
     SnapshotHead,
 )
-from graphsvc.store.mirror.rows import _belief_row, _event_row, _link_row, _memory_row, _model_row
+from graphsvc.store.mirror import columns
+from graphsvc.store.mirror.rows import _belief_row, _event_row, _model_row
 from graphsvc.store.mirror.state import MirrorState
+from graphsvc.store.mirror.table import LinkTuple, MemoryTable, link_row
 from graphsvc.store.mirror.vectors import VectorShare
 
 logger = logging.getLogger("graphsvc.store")
@@ -44,12 +47,15 @@ SNAPSHOT_CHUNK = 1000
 
 @dataclass(frozen=True)
 class _Capture:
-    """The state at one ``seq``, by reference (every object in it is immutable): what a
-    compaction writes while the store goes on."""
+    """The state at one ``seq``: copies of the containers (every item in them is immutable, and
+    the memory columns that only grow are shared): what a compaction writes while the store goes
+    on."""
 
     head: SnapshotHead
     # (namespace, memories, links, beliefs, events by run)
-    spaces: list[tuple[str, list[Memory], list[Link], list[Belief], dict[str, list[ContextEvent]]]]
+    spaces: list[
+        tuple[str, MemoryTable, list[LinkTuple], list[Belief], dict[str, list[ContextEvent]]]
+    ]
     # (namespace, vector model, vectors): every namespace with a model or a vector
     vectors: list[tuple[str, VectorModel | None, VectorShare | None]]
 
@@ -198,9 +204,13 @@ class MirrorWriter(MirrorState):
 
     # -- compaction ------------------------------------------------------------------------------
 
-    def snapshot(self) -> None:
+    def snapshot(self, *, version: int = SNAPSHOT_VERSION) -> None:
         """Compact now and wait: switch to a new log segment, write the whole state to
         ``snapshot.json`` and delete the retired segment.
+
+        Args:
+            version: the snapshot's format: 3 (binary columns), or 2 (JSON rows, what graphsvc
+                wrote before; for tests that build a directory of an earlier version).
 
         Raises:
             StoreUnavailableError: the snapshot cannot be written (the log still holds every
@@ -211,7 +221,7 @@ class MirrorWriter(MirrorState):
                 return
             self.wait_for_compaction()
             try:
-                self._compact(rotate=True, background=False, raise_errors=True)
+                self._compact(rotate=True, background=False, raise_errors=True, version=version)
             except OSError as exc:
                 raise StoreUnavailableError(
                     f"cannot write a snapshot in {self._dir} ({exc.strerror}); the log still "
@@ -232,7 +242,14 @@ class MirrorWriter(MirrorState):
                 self._dir, exc.strerror, self._compact_after,
             )  # fmt: skip
 
-    def _compact(self, *, rotate: bool, background: bool, raise_errors: bool) -> None:
+    def _compact(
+        self,
+        *,
+        rotate: bool,
+        background: bool,
+        raise_errors: bool,
+        version: int = SNAPSHOT_VERSION,
+    ) -> None:
         """Switch to a new segment (``rotate``, unless a retired one is still there), capture the
         state, and write the snapshot (in a thread when ``background``). Lock held.
 
@@ -243,7 +260,7 @@ class MirrorWriter(MirrorState):
         assert self._dir is not None
         if rotate and not (self._dir / OLD_LOG_NAME).exists():
             self._rotate()
-        capture = self._capture()
+        capture = self._capture(version)
         if background:
             thread = threading.Thread(
                 target=self._write_snapshot, args=(capture, False),
@@ -323,15 +340,15 @@ class MirrorWriter(MirrorState):
         self._log_head = head
         self._gen = head.gen
 
-    def _capture(self) -> _Capture:
-        """The state now, by reference: shallow copies of the containers (lock held)."""
+    def _capture(self, version: int = SNAPSHOT_VERSION) -> _Capture:
+        """The state now: shallow copies of the containers (lock held)."""
         assert self._log_head is not None
-        head = SnapshotHead(FORMAT_VERSION, gen=self._gen, seq=self._seq, log=self._log_head.log)
+        head = SnapshotHead(version, gen=self._gen, seq=self._seq, log=self._log_head.log)
         spaces = [
             (
                 ns,
-                list(space.memories.values()),
-                self._all_links(space),
+                space.memories.copy(),
+                list(space.graph.links()),
                 list(space.beliefs.values()),
                 {run: list(events) for run, events in space.events.items()},
             )
@@ -346,31 +363,74 @@ class MirrorWriter(MirrorState):
 
     @staticmethod
     def _snapshot_frames(capture: _Capture) -> Iterator[bytes]:
-        """The snapshot's frames. Each row is serialised on its own and its objects freed at
-        once, so that writing a snapshot leaves no garbage for a full collection of the cyclic
-        garbage collector (which would stop every thread, readers included, for a while)."""
-        dumps = orjson.dumps
+        """The snapshot's frames (version 3: memories, postings and links as binary columns,
+        :mod:`~graphsvc.store.mirror.columns`). Each frame is serialised on its own and its
+        objects freed at once, so that writing a snapshot leaves no garbage for a full collection
+        of the cyclic garbage collector (which would stop every thread, readers included)."""
         yield journal.encode(capture.head.record())
         count = 1
         for ns, memories, links, beliefs, events in capture.spaces:
-            parts: list[tuple[bytes, Sequence[Any], Callable[[Any], Any]]] = [
-                (b'"op":"memories","ns":%b' % dumps(ns), memories, _memory_row),
-                (b'"op":"links","ns":%b' % dumps(ns), links, _link_row),
-                (b'"op":"beliefs","ns":%b' % dumps(ns), beliefs, _belief_row),
-            ]
-            parts += [
-                (b'"op":"events","ns":%b,"run":%b' % (dumps(ns), dumps(run)), rows, _event_row)
-                for run, rows in events.items()
-            ]
-            for head, items, row in parts:
-                for chunk in _chunks(items):
-                    rows = b",".join([dumps(row(item)) for item in chunk])
-                    yield journal.encode_payload(b'{%b,"rows":[%b]}' % (head, rows))
-                    count += 1
+            for record in columns.table_records(ns, memories):
+                yield journal.encode(record)
+                count += 1
+            for record in columns.link_records(ns, links):
+                yield journal.encode(record)
+                count += 1
+            for frame in MirrorWriter._row_frames(ns, [], beliefs, events):
+                yield frame
+                count += 1
+        for frame in MirrorWriter._vector_frames(capture):
+            yield frame
+            count += 1
+        yield journal.encode({"op": "end", "frames": count + 1})
+
+    @staticmethod
+    def _snapshot_frames_v2(capture: _Capture) -> Iterator[bytes]:
+        """The frames of a version-2 snapshot (memories and links as JSON rows): what graphsvc
+        wrote before version 3, kept so that tests can build such a directory."""
+        head = capture.head
+        yield journal.encode(SnapshotHead(FORMAT_VERSION, head.gen, head.seq, head.log).record())
+        count = 1
+        for ns, memories, links, beliefs, events in capture.spaces:
+            rows = [memories.row_form(row) for row in memories.rows()]
+            for frame in MirrorWriter._row_frames(ns, rows, beliefs, events, links):
+                yield frame
+                count += 1
+        for frame in MirrorWriter._vector_frames(capture):
+            yield frame
+            count += 1
+        yield journal.encode({"op": "end", "frames": count + 1})
+
+    @staticmethod
+    def _row_frames(
+        ns: str,
+        memory_rows: Sequence[list[Any]],
+        beliefs: Sequence[Belief],
+        events: dict[str, list[ContextEvent]],
+        links: Sequence[LinkTuple] = (),
+    ) -> Iterator[bytes]:
+        """Frames of JSON rows: memories and links (version 2 only), beliefs and events."""
+        dumps = orjson.dumps
+        parts: list[tuple[bytes, Sequence[Any], Callable[[Any], Any]]] = [
+            (b'"op":"memories","ns":%b' % dumps(ns), memory_rows, list),
+            (b'"op":"links","ns":%b' % dumps(ns), links, link_row),
+            (b'"op":"beliefs","ns":%b' % dumps(ns), beliefs, _belief_row),
+        ]
+        parts += [
+            (b'"op":"events","ns":%b,"run":%b' % (dumps(ns), dumps(run)), rows, _event_row)
+            for run, rows in events.items()
+        ]
+        for head, items, row in parts:
+            for chunk in _chunks(items):
+                rows = b",".join([dumps(row(item)) for item in chunk])
+                yield journal.encode_payload(b'{%b,"rows":[%b]}' % (head, rows))
+
+    @staticmethod
+    def _vector_frames(capture: _Capture) -> Iterator[bytes]:
+        """Frames of each namespace's vector model and vectors."""
         for ns, model, share in capture.vectors:
             if model is not None:
                 yield journal.encode({"op": "vectorModel", "ns": ns, "model": _model_row(model)})
-                count += 1
             if share is None:
                 continue
             # Compact and fast to load: per chunk of rows, the ids as 16 bytes each and the int8
@@ -384,8 +444,6 @@ class MirrorWriter(MirrorState):
                     "ids": base64.b64encode(ids).decode("ascii"),
                     "codes": base64.b64encode(share.codes(start, stop)).decode("ascii"),
                 })  # fmt: skip
-                count += 1
-        yield journal.encode({"op": "end", "frames": count + 1})
 
     def _write_snapshot(self, capture: _Capture, raise_errors: bool) -> None:
         """Write the captured state to ``snapshot.json`` (temporary file, fsync, rename), then
@@ -400,7 +458,11 @@ class MirrorWriter(MirrorState):
         tmp = root / SNAPSHOT_TMP_NAME
         try:
             try:
-                journal.write_file(tmp, self._snapshot_frames(capture))
+                if capture.head.version == SNAPSHOT_VERSION:
+                    frames = self._snapshot_frames(capture)
+                else:
+                    frames = self._snapshot_frames_v2(capture)
+                journal.write_file(tmp, frames)
             finally:
                 capture.release()
             os.replace(tmp, root / SNAPSHOT_NAME)

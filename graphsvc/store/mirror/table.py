@@ -1,0 +1,433 @@
+"""The mirror's compact in-memory forms: memories held column-wise (:class:`MemoryTable`), the
+inverted index as a pair of integer arrays per term (:class:`Posting`), and links as tuples in
+adjacency lists (:class:`LinkGraph`). A :class:`~graphsvc.model.Memory` or
+:class:`~graphsvc.model.Link` is built only when a read returns it.
+
+Each memory has a *row*: rows are handed out in increasing order and never reused, so every
+posting lists its rows in ascending order (a lookup is a binary search, a removal a bisect and a
+delete). A removed memory leaves a hole (its columns are cleared, its terms stay in the shared
+term buffer); a reopen loads the live rows only, so holes last until the next restart.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+from uuid import UUID, SafeUUID
+
+import numpy as np
+from numpy.typing import NDArray
+
+from graphsvc.model import Link, LinkKind, Memory
+from graphsvc.store.base import EPOCH, micros
+
+#: Stands for "no time" in a column of microseconds (before any datetime Python can hold).
+NO_TIME = -(2**63)
+
+_KINDS = {kind.value: kind for kind in LinkKind}
+
+
+_M = TypeVar("_M", Memory, Link)
+
+
+def _construct(cls: type[_M], values: dict[str, Any]) -> _M:
+    """What ``cls.model_construct(**values)`` makes when ``values`` holds every field (the
+    models are frozen, forbid extras and have no private attributes), in a tenth of the time:
+    reads build one per memory returned."""
+    made = cls.__new__(cls)
+    setattr_ = object.__setattr__
+    setattr_(made, "__dict__", values)
+    setattr_(made, "__pydantic_fields_set__", set(values))
+    setattr_(made, "__pydantic_extra__", None)
+    setattr_(made, "__pydantic_private__", None)
+    return made
+
+
+_CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def uuid_of(key: int) -> UUID:
+    """``UUID(int=key)`` for a key known to fit in 128 bits, without ``UUID.__init__``'s
+    parsing (a load makes one per memory)."""
+    made = object.__new__(UUID)
+    object.__setattr__(made, "int", key)
+    object.__setattr__(made, "is_safe", SafeUUID.unknown)
+    return made
+
+
+def key_of(text: Any) -> int:
+    """``UUID(text).int``, quicker for the canonical form the log writes.
+
+    Raises:
+        ValueError: not a UUID.
+        TypeError: not a string.
+    """
+    if isinstance(text, str) and _CANONICAL.fullmatch(text):
+        return int(text.replace("-", ""), 16)
+    return UUID(text).int
+
+
+def from_micros(value: int) -> datetime:
+    """The UTC datetime ``value`` microseconds after the Unix epoch (exact)."""
+    return EPOCH + timedelta(microseconds=value)
+
+
+def _micros_or_none(value: datetime | None) -> int:
+    return NO_TIME if value is None else micros(value)
+
+
+def _iso_micros(value: str | None) -> int:
+    return NO_TIME if value is None else micros(datetime.fromisoformat(value))
+
+
+class Posting:
+    """One term's postings: ascending rows and the term's count in each."""
+
+    __slots__ = ("rows", "tfs")
+
+    def __init__(self) -> None:
+        self.rows = array("i")
+        self.tfs = array("i")
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def remove(self, row: int) -> None:
+        """Remove a row (it must be there)."""
+        at = bisect_left(self.rows, row)
+        del self.rows[at]
+        del self.tfs[at]
+
+    def tf_of(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:
+        """The term's count in each of ``rows`` (ascending or not; 0 where it is absent)."""
+        if not len(self.rows):
+            return np.zeros(len(rows), dtype=np.int64)
+        mine = np.frombuffer(self.rows, dtype=np.int32)
+        at = np.searchsorted(mine, rows)
+        np.minimum(at, len(mine) - 1, out=at)
+        found = mine[at] == rows
+        counts = np.frombuffer(self.tfs, dtype=np.int32)[at].astype(np.int64)
+        counts[~found] = 0
+        return counts
+
+
+class MemoryTable:
+    """The memories of one namespace, column-wise. As a mapping from ``id.int`` it answers
+    ``key in table``, ``len(table)``, iteration over keys (in write order) and
+    ``table.get(key)`` (a :class:`Memory` built on demand)."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.row_of: dict[int, int] = {}  # id.int -> row
+        self.ids: list[UUID | None] = []  # row -> id (None: removed)
+        self.keys: list[int] = []  # row -> id.int (kept after a removal): a sort key
+        self.texts: list[str | None] = []
+        self.kinds: list[str] = []
+        self.sources: list[str | None] = []
+        self.tags: list[tuple[str, ...]] = []
+        self.recorded = array("q")  # microseconds
+        self.occurred = array("q")  # microseconds, or NO_TIME
+        self.invalidated = array("q")  # microseconds, or NO_TIME
+        self.confidence = array("d")
+        self.tokens = array("q")
+        self.lengths = array("i")  # terms per row (0 for a removed row)
+        self.term_start = array("q")  # row -> its first term in term_data
+        self.term_data = array("i")  # term numbers, row after row (repeats kept)
+        self.term_names: list[str] = []  # term number -> term
+        self.term_numbers: dict[str, int] = {}
+        self._shared: dict[Any, Any] = {}  # one object for each repeated kind, source, tag tuple
+
+    # -- the mapping ----------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.row_of)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.row_of
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.row_of)
+
+    def __bool__(self) -> bool:
+        return bool(self.row_of)
+
+    def get(self, key: int) -> Memory | None:
+        """The memory with this ``id.int``, or None."""
+        row = self.row_of.get(key)
+        return None if row is None else self.memory(row)
+
+    def __getitem__(self, key: int) -> Memory:
+        return self.memory(self.row_of[key])
+
+    def values(self) -> list[Memory]:
+        """Every memory, in write order."""
+        return [self.memory(row) for row in self.row_of.values()]
+
+    def uuid(self, key: int) -> UUID:
+        """The id of a stored memory."""
+        mid = self.ids[self.row_of[key]]
+        assert mid is not None
+        return mid
+
+    def terms(self, row: int) -> tuple[str, ...]:
+        """A row's analysed terms (repeats kept)."""
+        start = self.term_start[row]
+        names = self.term_names
+        return tuple([names[n] for n in self.term_data[start : start + self.lengths[row]]])
+
+    def memory(self, row: int) -> Memory:
+        """The memory of a live row."""
+        occurred, invalidated = self.occurred[row], self.invalidated[row]
+        return _construct(Memory, {
+            "id": self.ids[row], "namespace": self.namespace, "text": self.texts[row],
+            "kind": self.kinds[row],
+            "occurred_at": None if occurred == NO_TIME else from_micros(occurred),
+            "recorded_at": from_micros(self.recorded[row]),
+            "invalidated_at": None if invalidated == NO_TIME else from_micros(invalidated),
+            "tags": self.tags[row], "source": self.sources[row],
+            "confidence": self.confidence[row], "tokens": self.tokens[row],
+            "terms": self.terms(row),
+        })  # fmt: skip
+
+    def when(self, row: int) -> int:
+        """A row's ``occurredAt`` in microseconds when known, else its ``recordedAt``."""
+        occurred = self.occurred[row]
+        return self.recorded[row] if occurred == NO_TIME else occurred
+
+    # -- changes --------------------------------------------------------------------------------
+
+    def _share(self, value: Any) -> Any:
+        return self._shared.setdefault(value, value)
+
+    def _append(
+        self,
+        mid: UUID,
+        text: str,
+        kind: str,
+        occurred: int,
+        recorded: int,
+        invalidated: int,
+        tags: tuple[str, ...],
+        source: str | None,
+        confidence: float,
+        tokens: int,
+        terms: Sequence[str],
+    ) -> int:
+        """Add a memory that is not stored; its row."""
+        row = len(self.ids)
+        key = mid.int
+        self.row_of[key] = row
+        self.ids.append(mid)
+        self.keys.append(key)
+        self.texts.append(text)
+        self.kinds.append(self._share(kind))
+        self.sources.append(None if source is None else self._share(source))
+        self.tags.append(self._share(tags) if tags else ())
+        self.recorded.append(recorded)
+        self.occurred.append(occurred)
+        self.invalidated.append(invalidated)
+        self.confidence.append(confidence)
+        self.tokens.append(tokens)
+        self.lengths.append(len(terms))
+        self.term_start.append(len(self.term_data))
+        numbers = self.term_numbers
+        found = [numbers.get(term, -1) for term in terms]
+        if -1 in found:  # new terms: number them (a repeat gets the number its first got)
+            names = self.term_names
+            for at, term in enumerate(terms):
+                if found[at] == -1:
+                    number = numbers.get(term)
+                    if number is None:
+                        number = numbers[term] = len(names)
+                        names.append(term)
+                    found[at] = number
+        self.term_data.extend(found)
+        return row
+
+    def add(self, memory: Memory) -> int:
+        """Add a memory that is not stored; its row."""
+        return self._append(
+            memory.id, memory.text, memory.kind, _micros_or_none(memory.occurred_at),
+            micros(memory.recorded_at), _micros_or_none(memory.invalidated_at),
+            tuple(memory.tags), memory.source, memory.confidence, memory.tokens, memory.terms,
+        )  # fmt: skip
+
+    def add_row(self, row: Sequence[Any]) -> int:
+        """Add a memory from its log row (:func:`~graphsvc.store.mirror.rows._memory_row`)."""
+        mid, text, kind, occ, rec, inv, tags, source, conf, tokens, terms = row
+        if not isinstance(text, str) or not isinstance(kind, str) or not isinstance(rec, str):
+            raise TypeError(f"not a memory row: {row!r}"[:200])
+        return self._append(
+            uuid_of(key_of(mid)), text, kind, _iso_micros(occ), _iso_micros(rec), _iso_micros(inv),
+            tuple(tags), source, float(conf), int(tokens), terms,
+        )  # fmt: skip
+
+    def remove(self, key: int) -> int | None:
+        """Remove a memory; its former row, or None when it is not stored."""
+        row = self.row_of.pop(key, None)
+        if row is None:
+            return None
+        self.ids[row] = None
+        self.texts[row] = None
+        self.tags[row] = ()
+        self.sources[row] = None
+        self.lengths[row] = 0
+        return row
+
+    def term_counts(self, row: int) -> dict[int, int]:
+        """A row's term numbers with their counts."""
+        start = self.term_start[row]
+        return Counter(self.term_data[start : start + self.lengths[row]])
+
+    def row_form(self, row: int) -> list[Any]:
+        """A live row in the log's form (:func:`~graphsvc.store.mirror.rows._memory_row`)."""
+        occurred, invalidated = self.occurred[row], self.invalidated[row]
+        return [
+            str(self.ids[row]), self.texts[row], self.kinds[row],
+            None if occurred == NO_TIME else from_micros(occurred).isoformat(),
+            from_micros(self.recorded[row]).isoformat(),
+            None if invalidated == NO_TIME else from_micros(invalidated).isoformat(),
+            list(self.tags[row]), self.sources[row], self.confidence[row], self.tokens[row],
+            list(self.terms(row)),
+        ]  # fmt: skip
+
+    def copy(self) -> MemoryTable:
+        """A consistent copy for a snapshot written while writes go on (its items are immutable
+        and shared; the containers are copied, so that the copy can be read without the lock
+        and through numpy views)."""
+        other = MemoryTable.__new__(MemoryTable)
+        other.__dict__.update(self.__dict__)
+        other.row_of = dict(self.row_of)
+        for name in ("ids", "texts", "kinds", "sources", "tags", "term_names"):
+            setattr(other, name, list(getattr(self, name)))
+        for name in ("recorded", "occurred", "invalidated", "confidence", "tokens", "lengths",
+                     "term_start", "term_data"):  # fmt: skip
+            setattr(other, name, getattr(self, name)[:])
+        other.term_numbers = {}
+        other._shared = {}
+        return other
+
+    def rows(self) -> list[int]:
+        """The live rows, in write order."""
+        return list(self.row_of.values())
+
+
+#: A link as the graph holds it: (source key, target key, kind, weight, created µs, note).
+LinkTuple = tuple[int, int, str, float, int, str | None]
+
+
+class LinkGraph:
+    """The links of one namespace: per memory key, its outgoing and incoming links as tuples
+    (only memories with links have entries). At most one link per (source, target, kind)."""
+
+    def __init__(self) -> None:
+        self.out: dict[int, list[LinkTuple]] = {}
+        self.inn: dict[int, list[LinkTuple]] = {}
+        self.count = 0
+
+    def find(self, source: int, target: int, kind: str) -> LinkTuple | None:
+        """The link of this kind from source to target, or None."""
+        for found in self.out.get(source, ()):
+            if found[1] == target and found[2] == kind:
+                return found
+        return None
+
+    def add(self, link: LinkTuple) -> None:
+        """Add a link, or replace the one with the same ends and kind."""
+        source, target, kind = link[0], link[1], link[2]
+        old = self.find(source, target, kind)
+        if old is not None:
+            outs, ins = self.out[source], self.inn[target]
+            outs[outs.index(old)] = link
+            ins[ins.index(old)] = link
+            return
+        self.out.setdefault(source, []).append(link)
+        self.inn.setdefault(target, []).append(link)
+        self.count += 1
+
+    def touching(self, key: int) -> list[LinkTuple]:
+        """The links from and to a memory (a self-link twice)."""
+        return [*self.out.get(key, ()), *self.inn.get(key, ())]
+
+    def outgoing(self, key: int) -> list[LinkTuple]:
+        """The links from a memory."""
+        return self.out.get(key, [])
+
+    def neighbours(self, key: int) -> Iterator[int]:
+        """The keys of memories linked to or from ``key`` (repeats possible)."""
+        for link in self.out.get(key, ()):
+            yield link[1]
+        for link in self.inn.get(key, ()):
+            yield link[0]
+
+    def remove_node(self, key: int) -> None:
+        """Remove every link from or to a memory."""
+        for link in self.out.pop(key, ()):
+            if link[1] != key:
+                self._drop(self.inn, link[1], link)
+            self.count -= 1
+        for link in self.inn.pop(key, ()):
+            if link[0] != key:
+                self._drop(self.out, link[0], link)
+                self.count -= 1
+
+    @staticmethod
+    def _drop(index: dict[int, list[LinkTuple]], key: int, link: LinkTuple) -> None:
+        links = index[key]
+        links.remove(link)
+        if not links:
+            del index[key]
+
+    def links(self) -> Iterable[LinkTuple]:
+        """Every link."""
+        for links in self.out.values():
+            yield from links
+
+    def copy(self) -> LinkGraph:
+        """A consistent copy of the outgoing lists (what a snapshot writes)."""
+        other = LinkGraph()
+        other.out = {key: list(links) for key, links in self.out.items()}
+        other.count = self.count
+        return other
+
+
+def link_tuple(link: Link) -> LinkTuple:
+    """A link as the graph holds it."""
+    return (
+        link.source.int, link.target.int, link.kind.value, link.weight, micros(link.created_at),
+        link.note,
+    )  # fmt: skip
+
+
+def link_tuple_from_row(row: Sequence[Any]) -> LinkTuple:
+    """A link from its log row (:func:`~graphsvc.store.mirror.rows._link_row`)."""
+    src, dst, kind, weight, created, note = row
+    if kind not in _KINDS or not isinstance(created, str):
+        raise ValueError(f"not a link row: {row!r}"[:200])
+    if note is not None and not isinstance(note, str):
+        raise TypeError(f"not a link row: {row!r}"[:200])
+    created_us = micros(datetime.fromisoformat(created))
+    return (key_of(src), key_of(dst), kind, weight, created_us, note)
+
+
+def make_link(link: LinkTuple, table: MemoryTable) -> Link:
+    """The :class:`Link` of a tuple whose ends are stored."""
+    source, target, kind, weight, created, note = link
+    return _construct(Link, {
+        "source": table.uuid(source), "target": table.uuid(target), "kind": _KINDS[kind],
+        "weight": weight, "created_at": from_micros(created), "note": note,
+    })  # fmt: skip
+
+
+def link_row(link: LinkTuple) -> list[Any]:
+    """A link tuple in the log's form (:func:`~graphsvc.store.mirror.rows._link_row`)."""
+    source, target, kind, weight, created, note = link
+    return [
+        str(UUID(int=source)), str(UUID(int=target)), kind, weight,
+        from_micros(created).isoformat(), note,
+    ]  # fmt: skip
