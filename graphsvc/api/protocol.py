@@ -101,7 +101,7 @@ def protocol_class(parser: str) -> type[asyncio.Protocol]:
     if not httptools_installed():
         raise BadInputError(
             "GRAPHSVC_HTTP_PARSER=httptools, but httptools is not installed: install it "
-            "(pip install 'graphsvc[server]') or set GRAPHSVC_HTTP_PARSER=auto or h11"
+            "(pip install 'httptools>=0.6') or set GRAPHSVC_HTTP_PARSER=auto or h11"
         )
     return httptools_protocol()
 
