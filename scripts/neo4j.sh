@@ -3,6 +3,11 @@
 # The server is tools/neo4j (a small launcher built with Maven from Maven Central artifacts).
 #
 #   scripts/neo4j.sh start|stop|status|restart
+#   scripts/neo4j.sh import DIR [--replace]
+#       Offline bulk import (Neo4j's batch importer, what `neo4j-admin database import full` runs) of
+#       the files `graphsvc bulk-export` wrote to DIR. It REPLACES the whole database `neo4j` of the
+#       home: it is for the FIRST load of a fresh server. Refused while the server of that home is
+#       running, and refused when the database already holds nodes unless --replace is given.
 #
 # Environment (all optional):
 #   GRAPHSVC_NEO4J_HOME       home/data directory           (default: <repo>/.neo4j)
@@ -14,7 +19,7 @@
 #   GRAPHSVC_NEO4J_JAVA_OPTS  extra JVM options             (default: none)
 #   GRAPHSVC_NEO4J_START_TIMEOUT / GRAPHSVC_NEO4J_STOP_TIMEOUT  seconds (default: 180 / 60)
 #   JAVA_HOME                 Java 17 to use (else `java` on PATH, else /usr/lib/jvm/*17*)
-# Exit codes: 0 ok (status: running), 1 error, 3 status: stopped.
+# Exit codes: 0 ok (status: running), 1 error, 3 status: stopped (import: refused).
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -253,10 +258,54 @@ cmd_status() {
     return 3
 }
 
+cmd_import() {
+    local dir="${1:-}" replace=false
+    [[ -n "$dir" ]] || { echo "usage: $0 import DIR [--replace]" >&2; exit 2; }
+    case "${2:-}" in
+        "") ;;
+        --replace) replace=true ;;
+        *) echo "usage: $0 import DIR [--replace]" >&2; exit 2 ;;
+    esac
+    [[ -f "$dir/import.args" ]] || die "$dir/import.args not found: write the files with \`graphsvc bulk-export FILE $dir\` first"
+    mkdir -p "$NEO4J_HOME_DIR"
+    # The same lock as start/stop: no server of this home starts while the import runs.
+    exec 9> "$NEO4J_HOME_DIR/.lock"
+    flock -w "$((START_TIMEOUT + 60))" 9 || die "could not lock $NEO4J_HOME_DIR/.lock"
+    local pid
+    if pid="$(running_pid)"; then
+        echo "neo4j.sh: error: refused: the server of $NEO4J_HOME_DIR is running (pid $pid);" \
+            "the bulk import writes the store offline: stop it first (scripts/neo4j.sh stop)" >&2
+        exit 3
+    fi
+
+    local java java_home
+    java="$(find_java)" || die "no Java 17 found (set JAVA_HOME to a JDK 17)"
+    java_home="$(dirname "$(dirname "$(readlink -f "$java")")")"
+    build "$java_home"
+
+    say "bulk import of $dir into $NEO4J_HOME_DIR (REPLACES the database 'neo4j')"
+    local t0=$SECONDS status=0
+    "$java" "-Xms$HEAP" "-Xmx$HEAP" -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError \
+        --add-opens=java.base/java.nio=ALL-UNNAMED \
+        --add-opens=java.base/java.io=ALL-UNNAMED \
+        --add-opens=java.base/sun.nio.ch=ALL-UNNAMED \
+        --add-opens=java.base/java.lang=ALL-UNNAMED \
+        --enable-native-access=ALL-UNNAMED \
+        -Dlog4j2.disable.jmx=true \
+        -jar "$JAR" import --home "$NEO4J_HOME_DIR" --from "$dir" --replace "$replace" 9>&- \
+        || status=$?
+    case "$status" in
+        0) say "imported in $((SECONDS - t0))s; start the server: scripts/neo4j.sh start" ;;
+        3) exit 3 ;;
+        *) die "the bulk import failed (exit $status)" ;;
+    esac
+}
+
 case "${1:-}" in
     start)   cmd_start ;;
     stop)    cmd_stop ;;
     status)  cmd_status ;;
     restart) cmd_stop; cmd_start ;;
-    *)       echo "usage: $0 start|stop|status|restart" >&2; exit 2 ;;
+    import)  shift; cmd_import "$@" ;;
+    *)       echo "usage: $0 start|stop|status|restart|import DIR [--replace]" >&2; exit 2 ;;
 esac

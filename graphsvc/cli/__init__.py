@@ -38,6 +38,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "graphsvc.cli.commands:export_command",
         "Write the namespace as JSON Lines to FILE (default stdout), ready for ``import``.",
     ),
+    "bulk-export": (
+        "graphsvc.cli.bulk:bulk_export",
+        "Write Neo4j bulk-import files to DIRECTORY from a FILE written by ``graphsvc export``.",
+    ),
     "bundle": (
         "graphsvc.cli.commands:bundle",
         "What memory offers a prompt for QUERY, under a token budget.",

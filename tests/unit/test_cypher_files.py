@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # The Neo4j store is a package: every module of it is scanned.
 STORE = ROOT / "graphsvc" / "store" / "neo4j"
 # _read("name", ...) and self._tx(tx, "name", ...)
-USE = re.compile(r'(?:_read\(\s*|_tx\(\s*tx,\s*)"([a-z_]+)"')
+USE = re.compile(r'(?:_read\(\s*|_tx\(\s*tx,\s*|\bquery\()"([a-z_]+)"')
 
 
 def store_source() -> str:

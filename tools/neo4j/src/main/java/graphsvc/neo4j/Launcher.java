@@ -28,6 +28,7 @@ import org.neo4j.io.ByteUnit;
  *   --pagecache SIZE GRAPHSVC_NEO4J_PAGECACHE  256m
  * </pre>
  * The JVM heap (GRAPHSVC_NEO4J_HEAP) is set by scripts/neo4j.sh with -Xms/-Xmx.
+ * {@code import --home DIR --from FILES_DIR} runs the offline bulk importer instead (see BulkImport).
  * Neo4j's own logs go to HOME/logs (debug.log, neo4j.log), not to stdout.
  */
 public final class Launcher {
@@ -36,6 +37,9 @@ public final class Launcher {
 
     public static void main(String[] args) throws Exception {
         try {
+            if (args.length > 0 && args[0].equals("import")) { // offline bulk import: see BulkImport
+                System.exit(BulkImport.run(java.util.Arrays.copyOfRange(args, 1, args.length)));
+            }
             run(args);
         } catch (IllegalArgumentException e) { // bad option or setting value: one line, no stack trace
             System.err.println(e.getMessage());
@@ -85,6 +89,15 @@ public final class Launcher {
             System.err.println("graphsvc-neo4j: database '" + dbName + "' did not become available");
             System.exit(1);
         }
+        // After a bulk import (BulkImport): what the CSV importer could not write, before "ready".
+        Path pending = BulkImport.pendingFile(home);
+        if (Files.isRegularFile(pending)) {
+            long t0 = System.nanoTime();
+            BulkImport.runStatements(managementService.database(dbName), pending);
+            Files.delete(pending);
+            System.out.printf("graphsvc-neo4j: ran %s after the bulk import in %.1f s%n",
+                    pending.getFileName(), (System.nanoTime() - t0) / 1e9);
+        }
         System.out.printf("graphsvc-neo4j: home %s, page cache %s, max heap %dm%n",
                 home, pageCache, Runtime.getRuntime().maxMemory() / (1024 * 1024));
         System.out.printf("graphsvc-neo4j: ready bolt://%s:%d http://%s:%d%n", host, boltPort, host, httpPort);
@@ -93,7 +106,7 @@ public final class Launcher {
         stopped.await(); // stay up until SIGTERM/SIGINT runs the shutdown hook
     }
 
-    private static String option(Map<String, String> opts, String name, String envVar, String fallback) {
+    static String option(Map<String, String> opts, String name, String envVar, String fallback) {
         String value = opts.get(name);
         if (value == null || value.isBlank()) {
             value = System.getenv(envVar);
