@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from neo4j import GraphDatabase
 from pydantic import SecretStr
 
 from graphsvc.store.base import Store
@@ -78,3 +79,16 @@ def neo4j_store_factory() -> Callable[[], Store]:
     database = os.environ.get("GRAPHSVC_NEO4J_DATABASE", "neo4j")
     secret = SecretStr(password)
     return lambda: Neo4jStore(uri, user=user, password=secret, database=database)
+
+
+def cypher(text: str, **params: Any) -> list[dict[str, Any]]:
+    """Run Cypher on the suite's server directly (to look at, or age, what the store wrote)."""
+    uri = os.environ.get("GRAPHSVC_NEO4J_URI")
+    if not uri:
+        pytest.skip("runs Cypher on GRAPHSVC_NEO4J_URI's database directly: set it")
+    password = os.environ.get("GRAPHSVC_NEO4J_PASSWORD", "")
+    auth = (os.environ.get("GRAPHSVC_NEO4J_USER", "neo4j"), password) if password else None
+    database = os.environ.get("GRAPHSVC_NEO4J_DATABASE", "neo4j")
+    with GraphDatabase.driver(uri, auth=auth) as driver:
+        records = driver.execute_query(text, params, database_=database).records
+    return [record.data() for record in records]

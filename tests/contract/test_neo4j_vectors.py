@@ -13,7 +13,6 @@ so the index it looks at holds only its own vectors.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +22,6 @@ from uuid import UUID, uuid4
 
 import numpy as np
 import pytest
-from neo4j import GraphDatabase
 
 from graphsvc import dense
 from graphsvc.dense import VectorModel
@@ -31,7 +29,7 @@ from graphsvc.model import EraseFilter, Memory
 from graphsvc.store.neo4j import Neo4jStore
 from graphsvc.store.neo4j import vectors as neo4j_vectors
 from graphsvc.text import analyse, estimate_tokens
-from tests.neo4j_server import neo4j_store_factory
+from tests.neo4j_server import cypher, neo4j_store_factory
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
 CAP = 100_000
@@ -53,19 +51,6 @@ def neo() -> Iterator[Neo4jStore]:
 
 
 written: list[str] = []
-
-
-def cypher(text: str, **params: Any) -> list[dict[str, Any]]:
-    """Run Cypher on the suite's server directly (to look at what the store made)."""
-    uri = os.environ.get("GRAPHSVC_NEO4J_URI")
-    if not uri:
-        pytest.skip("looks at the schema of GRAPHSVC_NEO4J_URI's database directly")
-    password = os.environ.get("GRAPHSVC_NEO4J_PASSWORD", "")
-    auth = (os.environ.get("GRAPHSVC_NEO4J_USER", "neo4j"), password) if password else None
-    database = os.environ.get("GRAPHSVC_NEO4J_DATABASE", "neo4j")
-    with GraphDatabase.driver(uri, auth=auth) as driver:
-        records = driver.execute_query(text, params, database_=database).records
-    return [record.data() for record in records]
 
 
 def vector_indexes() -> dict[str, dict[str, Any]]:
