@@ -1,16 +1,13 @@
 // window: the ranked window of a query in one round trip: its memories (times as epoch
-// microseconds) and the SUPERSEDES links among them.
+// microseconds), each with the ids of the memories it SUPERSEDES.
 // params: $ns: string, $ids: list<string>
-// returns: memories (list<map>), supersessions (list<{newer, older}>)
-CALL () {
-  UNWIND $ids AS id
-  MATCH (m:Memory {namespace: $ns, id: id})
-  RETURN collect(m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
-                    .recordedUs, .occurredUs, .invalidatedAt}) AS memories
-}
-CALL () {
-  MATCH (a:Memory)-[:SUPERSEDES]->(b:Memory)
-  WHERE a.id IN $ids AND b.id IN $ids AND a.namespace = $ns AND b.namespace = $ns
-  RETURN collect(DISTINCT {newer: a.id, older: b.id}) AS supersessions
-}
-RETURN memories, supersessions
+// returns: memories (list<map>: the memory's properties and supersedes, list<string>)
+// The store keeps the SUPERSEDES links whose both ends are in $ids: reading each window memory's
+// own outgoing links costs a few relationship reads, where matching the links among $ids as a
+// pattern of its own cost a second plan branch.
+UNWIND $ids AS id
+MATCH (m:Memory {namespace: $ns, id: id})
+RETURN collect(m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
+                  .recordedUs, .occurredUs, .invalidatedAt,
+                  supersedes: [(m)-[:SUPERSEDES]->(o:Memory) WHERE o.namespace = $ns | o.id]})
+       AS memories

@@ -19,9 +19,12 @@ Determinism: the session runs sequentially on ``threads`` intra-op threads (defa
 onnxruntime's deterministic-compute flag. The same text gives the same bits, alone or in any batch
 (padding is masked and each row is pooled over its own tokens only; the unit tests check it).
 Two threads gave the same bits as one on every LoCoMo turn, but onnxruntime does not promise that,
-so vectors meant to be compared bit for bit are made on one thread. Another onnxruntime version
-may change the last bits (1.20.1 against 1.32.0: at most 2.5e-7 per component, cosine 1.0 to 7
-places): ``model_id`` names the weights, not the runtime.
+so vectors meant to be compared bit for bit are made on one thread. Throughput scales with cores
+another way: ``workers`` runs several of those one-thread calls at once, on as many Python threads
+(onnxruntime releases the GIL and ``InferenceSession.run`` may be called concurrently), each call
+computed exactly as it would be alone, so the bits do not depend on ``workers``. Another
+onnxruntime version may change the last bits (1.20.1 against 1.32.0: at most 2.5e-7 per
+component, cosine 1.0 to 7 places): ``model_id`` names the weights, not the runtime.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import hashlib
 import importlib.util
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -209,6 +213,11 @@ class OnnxEmbedder:
     vectors) and ``tokenizer.json``. Building one touches nothing on disk: the files are located,
     checked and opened by :meth:`load` or the first use. Safe to share between threads (loading
     happens once, under a lock; onnxruntime sessions may run concurrently).
+
+    With ``workers`` above 1, one :meth:`embed` call runs its batches on that many threads at
+    once, each an ordinary one-thread onnxruntime call: a text's vector is the same bits whatever
+    ``workers`` is (the unit tests check it on the real model). The threads start on the first
+    call that has more than one batch, and stay for later calls until :meth:`close`.
     """
 
     def __init__(
@@ -218,6 +227,7 @@ class OnnxEmbedder:
         max_length: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int = 1,
+        workers: int = 1,
     ) -> None:
         """Describe the encoder; nothing is read until :meth:`load` or the first use.
 
@@ -227,9 +237,11 @@ class OnnxEmbedder:
                 else 256.
             batch_size: texts per onnxruntime call.
             threads: onnxruntime intra-op threads (1 keeps vectors bit-identical everywhere).
+            workers: batches of one call encoded at once, on as many threads (more than the
+                machine's cores only adds switching); does not change the vectors.
 
         Raises:
-            BadInputError: ``max_length``, ``batch_size`` or ``threads`` is below 1.
+            BadInputError: ``max_length``, ``batch_size``, ``threads`` or ``workers`` is below 1.
         """
         if max_length is None:
             max_length = (
@@ -239,6 +251,7 @@ class OnnxEmbedder:
             ("max_length", max_length),
             ("batch_size", batch_size),
             ("threads", threads),
+            ("workers", workers),
         ):
             if value < 1:
                 raise BadInputError(f"embedding {label} must be at least 1, got {value}")
@@ -246,19 +259,26 @@ class OnnxEmbedder:
         self.max_length = max_length
         self.batch_size = batch_size
         self.threads = threads
+        self.workers = workers
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
     @classmethod
     def from_package(
-        cls, name: str = DEFAULT_MODEL, *, batch_size: int = DEFAULT_BATCH_SIZE, threads: int = 1
+        cls,
+        name: str = DEFAULT_MODEL,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        threads: int = 1,
+        workers: int = 1,
     ) -> OnnxEmbedder:
         """The packaged model ``name`` (see :data:`PACKAGED_MODELS`); nothing is read here.
 
         Raises:
             BadInputError: ``name`` is not a packaged model.
         """
-        return cls(packaged_model(name), batch_size=batch_size, threads=threads)
+        return cls(packaged_model(name), batch_size=batch_size, threads=threads, workers=workers)
 
     @classmethod
     def from_folder(
@@ -268,10 +288,13 @@ class OnnxEmbedder:
         max_length: int = DEFAULT_MAX_LENGTH,
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int = 1,
+        workers: int = 1,
     ) -> OnnxEmbedder:
         """The model in ``folder`` (``model.onnx`` and ``tokenizer.json``); nothing is read here:
         a missing file is reported by :meth:`load` or the first use."""
-        return cls(folder, max_length=max_length, batch_size=batch_size, threads=threads)
+        return cls(
+            folder, max_length=max_length, batch_size=batch_size, threads=threads, workers=workers
+        )
 
     @property
     def dimension(self) -> int:
@@ -405,10 +428,36 @@ class OnnxEmbedder:
         ids = [loaded.tokenizer.encode(text).ids for text in texts]
         # Similar lengths together waste less on padding; padding never changes a row's bits.
         order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            out[chunk] = _encode(loaded, [ids[i] for i in chunk])
+        workers = self.workers
+        size = self.batch_size
+        if workers > 1 and len(order) < workers * size:
+            size = -(-len(order) // workers)  # a few texts: one batch per worker
+        chunks = [order[start : start + size] for start in range(0, len(order), size)]
+        if workers == 1 or len(chunks) == 1:
+            for chunk in chunks:
+                out[chunk] = _encode(loaded, [ids[i] for i in chunk])
+            return out
+        pool = self._workers(workers)
+        batches = pool.map(lambda chunk: _encode(loaded, [ids[i] for i in chunk]), chunks)
+        for chunk, rows in zip(chunks, batches, strict=True):
+            out[chunk] = rows
         return out
+
+    def _workers(self, count: int) -> ThreadPoolExecutor:
+        pool = self._pool
+        if pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(count, thread_name_prefix="graphsvc-encoder")
+                pool = self._pool
+        return pool
+
+    def close(self) -> None:
+        """Stop the worker threads, if any were started (a later call starts them again)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 def _encode(loaded: _Loaded, batch: list[list[int]]) -> Vectors:
@@ -449,6 +498,7 @@ def open_embedder(
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     threads: int = 1,
+    workers: int = 1,
 ) -> OnnxEmbedder:
     """The embedder the settings name: the folder ``model_dir`` when given
     (``GRAPHSVC_EMBED_MODEL_DIR``), else the installed packaged model ``model``
@@ -458,8 +508,10 @@ def open_embedder(
         BadInputError: ``model`` is not a packaged model, or a size is below 1.
     """
     if model_dir is not None:
-        return OnnxEmbedder.from_folder(model_dir, batch_size=batch_size, threads=threads)
-    return OnnxEmbedder.from_package(model, batch_size=batch_size, threads=threads)
+        return OnnxEmbedder.from_folder(
+            model_dir, batch_size=batch_size, threads=threads, workers=workers
+        )
+    return OnnxEmbedder.from_package(model, batch_size=batch_size, threads=threads, workers=workers)
 
 
 __all__ = [

@@ -16,8 +16,8 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any
-from uuid import UUID
+from typing import Annotated, Any, TypeVar
+from uuid import UUID, SafeUUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -48,6 +48,35 @@ class Model(BaseModel):
     def to_json_dict(self) -> dict[str, Any]:
         """The wire form: camelCase names, ISO datetimes, UUIDs as strings."""
         return self.model_dump(mode="json", by_alias=True)
+
+
+_T = TypeVar("_T", bound=Model)
+
+
+_UNKNOWN_SAFETY = SafeUUID.unknown  # an enum member read once (each read is a descriptor call)
+
+
+def uuid_of_int(key: int) -> UUID:
+    """``UUID(int=key)`` for a key known to fit in 128 bits, without ``UUID.__init__``'s
+    checks (a load or a write makes one per memory)."""
+    made = object.__new__(UUID)
+    object.__setattr__(made, "int", key)
+    object.__setattr__(made, "is_safe", _UNKNOWN_SAFETY)
+    return made
+
+
+def construct(cls: type[_T], values: dict[str, Any]) -> _T:
+    """What ``cls.model_construct(**values)`` makes when ``values`` holds every field of ``cls``
+    (a :class:`Model`: frozen, no extras allowed, no private attributes), in a tenth of the
+    time, and without validation: for values already of the fields' types (a memory being
+    written, one read back, the capsules of a bundle)."""
+    made = cls.__new__(cls)
+    setattr_ = object.__setattr__
+    setattr_(made, "__dict__", values)
+    setattr_(made, "__pydantic_fields_set__", set(values))
+    setattr_(made, "__pydantic_extra__", None)
+    setattr_(made, "__pydantic_private__", None)
+    return made
 
 
 def invalid_unicode_at(text: str) -> int | None:

@@ -7,7 +7,8 @@ Same inputs, same bytes out.
 
 from __future__ import annotations
 
-import heapq
+import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,8 +24,17 @@ from graphsvc.model import (
     LinkKind,
     Memory,
     ReconstructedBelief,
+    construct,
 )
-from graphsvc.store.base import Candidate, CandidatePlan, TermStats, Walk, micros, plan_candidates
+from graphsvc.store.base import (
+    Candidate,
+    CandidateColumns,
+    CandidatePlan,
+    TermStats,
+    Walk,
+    micros,
+    plan_candidates,
+)
 from graphsvc.text import analyse, asks_about_order, estimate_tokens
 
 # BM25 parameters (Robertson/Sparck Jones defaults, as Lucene uses them).
@@ -119,18 +129,71 @@ def score_candidates(
     keeps all of it; 0: coverage does not depend on length).
     """
     pool = list(candidates)
+    columns = CandidateColumns.of(pool, len(terms))
+    ranked = _rank_columns(terms, stats, columns, stage, limit, bm25_b, coverage_b)
+    return [Ranked(pool[i], score, matched) for i, score, matched in ranked]
+
+
+def score_columns(
+    terms: Sequence[str],
+    stats: TermStats,
+    columns: CandidateColumns,
+    stage: Stage,
+    limit: int | None = None,
+    bm25_b: float = BM25_B,
+    coverage_b: float = 0.0,
+) -> list[Ranked]:
+    """:func:`score_candidates` over candidates held column-wise (:meth:`Store.recall_columns`):
+    the same scores and ranking; a :class:`Candidate` is built only for what is ranked."""
+    ranked = _rank_columns(terms, stats, columns, stage, limit, bm25_b, coverage_b)
+    return [Ranked(columns.candidate(i), score, matched) for i, score, matched in ranked]
+
+
+# 0.5 ** (age / half_life) by half-life and age in days (Python's pow, the same bits every time);
+# cleared past _DECAY_CACHE_SIZE ages.
+_DECAY: dict[float, dict[int, float]] = {}
+_DECAY_CACHE_SIZE = 200_000
+
+
+def _decays(half_life_days: float, ages: list[int]) -> list[float]:
+    """The freshness of each age (days before the newest candidate's day)."""
+    known = _DECAY.get(half_life_days)
+    if known is None or len(known) > _DECAY_CACHE_SIZE:
+        known = _DECAY[half_life_days] = {}
+    missing = [age for age in ages if age not in known]
+    for age in missing:
+        known[age] = 0.5 ** (age / half_life_days)
+    return list(map(known.__getitem__, ages))
+
+
+# A score rounded to PLACES differs from the unrounded one by at most half a unit of the last
+# place (and a float's error): candidates this far below the limit-th best unrounded score can
+# still round to its rounded score, and so tie with it.
+_ROUNDING_MARGIN = 2.0 * 10.0**-PLACES
+
+
+def _rank_columns(
+    terms: Sequence[str],
+    stats: TermStats,
+    columns: CandidateColumns,
+    stage: Stage,
+    limit: int | None,
+    bm25_b: float,
+    coverage_b: float,
+) -> list[tuple[int, float, tuple[str, ...]]]:
+    """The ranking of :func:`score_candidates`: ``(position in columns, score, matched)``."""
     weights = [stats.idf(t) for t in terms]
     total_weight = sum(weights)
-    if not pool or total_weight <= 0.0:
+    n = len(columns)
+    if not n or total_weight <= 0.0:
         return []
     # Vectorised over candidates, one query term at a time, with the same operations in the same
     # order as the scalar formula, so every store (and every run) gets the same bits. pow and
     # round stay in Python: numpy may vectorise pow differently, and rounds differently.
-    n = len(pool)
-    tf = np.array([c.tf for c in pool], dtype=np.float64).reshape(n, len(terms))
-    length = np.fromiter((c.length for c in pool), dtype=np.float64, count=n)
-    when_days = [c.when_us // DAY_US for c in pool]
-    confidence = np.fromiter((c.confidence for c in pool), dtype=np.float64, count=n)
+    tf = columns.tf.astype(np.float64)
+    length = columns.length.astype(np.float64)
+    when_days = columns.when_us // DAY_US
+    confidence = columns.confidence
     avg_len = stats.avg_length or 1.0
     norm = BM25_K1 * (1.0 - bm25_b + bm25_b * length / avg_len)
     covered = np.zeros(n)
@@ -149,43 +212,48 @@ def score_candidates(
     relevance = (
         stage.coverage * coverage + stage.bm25 * np.minimum(1.0, bm25 / total_weight)
     ) / rel_sum
-    newest = max(when_days)
-    decay = {age: 0.5 ** (age / stage.half_life_days) for age in {newest - d for d in when_days}}
-    freshness = np.array([decay[newest - d] for d in when_days], dtype=np.float64)
+    ages, age_of = np.unique(int(when_days.max()) - when_days, return_inverse=True)
+    freshness = np.array(_decays(stage.half_life_days, ages.tolist()), dtype=np.float64)[
+        age_of.reshape(-1)
+    ]
     keep = 1.0 - stage.freshness - stage.confidence
     factor = keep + stage.freshness * freshness + stage.confidence * confidence
     raw = np.clip(relevance * factor, 0.0, 1.0)
-    matched_any = covered > 0.0
-    scores = [round(x, PLACES) for x in raw.tolist()]
 
     # Rank: score descending, recordedAt descending, then id (UUIDs order as their integers do
     # as their strings: fixed-width hex). Candidates that match no scored term are dropped.
-    def key(i: int) -> tuple[float, int, int]:
-        return (-scores[i], -pool[i].recorded_us, pool[i].id.int)
-
-    order: list[int] = np.flatnonzero(matched_any).tolist()
+    # Rounding never reverses an order, so the first ``limit`` are among those whose unrounded
+    # score is at least the limit-th best's, less the rounding margin: only those are rounded
+    # and sorted.
+    order = np.flatnonzero(covered > 0.0)
     if limit is not None and limit < len(order):
-        order = heapq.nsmallest(limit, order, key=key)
-    else:
-        order.sort(key=key)
+        best = raw[order]
+        kth = float(np.partition(best, len(best) - limit)[len(best) - limit])
+        order = order[best >= kth - _ROUNDING_MARGIN]
+    at = order.tolist()
+    scores = [round(x, PLACES) for x in raw[order].tolist()]
+    recorded = columns.recorded_us[order].tolist()
+    ids = columns.ids
+    ranking = sorted(range(len(at)), key=lambda k: (-scores[k], -recorded[k], ids[at[k]].int))
+    if limit is not None:
+        ranking = ranking[:limit]
+    tf_rows = columns.tf[[at[k] for k in ranking]].tolist()
     return [
-        Ranked(
-            pool[i],
-            scores[i],
-            tuple(t for t, c in zip(terms, pool[i].tf, strict=True) if c > 0),
+        (
+            at[k],
+            scores[k],
+            tuple([t for t, c in zip(terms, counts, strict=True) if c > 0]),
         )
-        for i in order
+        for k, counts in zip(ranking, tf_rows, strict=True)
     ]
 
 
 def attach(ranked: Sequence[Ranked], memories: Mapping[UUID, Memory]) -> list[Scored]:
     """The ranked candidates with their memories, in rank order; a candidate whose memory is gone
     (forgotten since) is left out."""
-    return [
-        Scored(memories[r.candidate.id], r.score, r.matched)
-        for r in ranked
-        if r.candidate.id in memories
-    ]
+    by_key = {memory_id.int: memory for memory_id, memory in memories.items()}
+    found = [(by_key.get(r.candidate.id.int), r) for r in ranked]
+    return [Scored(memory, r.score, r.matched) for memory, r in found if memory is not None]
 
 
 def apply_supersessions(
@@ -196,23 +264,27 @@ def apply_supersessions(
     A topological order of the ``newer -> older`` edges, taking among the ready items the one of
     best original rank. A cycle (which ``link`` refuses) falls back to rank order for its members.
     """
-    position = {item.memory.id: i for i, item in enumerate(ranked)}
-    blockers: dict[UUID, set[UUID]] = {}
-    for newer, older in pairs:
+    edges = [(newer.int, older.int) for newer, older in pairs]
+    if not edges:
+        return list(ranked)
+    position = {item.memory.id.int: i for i, item in enumerate(ranked)}
+    blockers: dict[int, set[int]] = {}
+    for newer, older in edges:
         if newer in position and older in position and newer != older:
             blockers.setdefault(older, set()).add(newer)
     if not blockers:
         return list(ranked)
-    placed: set[UUID] = set()
+    placed: set[int] = set()
     order: list[Scored] = []
     remaining = list(ranked)
+    none: set[int] = set()
     while remaining:
         ready = next(
-            (i for i, it in enumerate(remaining) if blockers.get(it.memory.id, set()) <= placed),
+            (i for i, it in enumerate(remaining) if blockers.get(it.memory.id.int, none) <= placed),
             0,  # a cycle: take the best-ranked remaining item
         )
         item = remaining.pop(ready)
-        placed.add(item.memory.id)
+        placed.add(item.memory.id.int)
         order.append(item)
     return order
 
@@ -332,8 +404,11 @@ def attribute(ranked: Sequence[Scored], terms: Sequence[str]) -> list[Scored]:
     no one: it never names, competes or weighs less (but for the common factor). Queries that
     name no speaker are left as they are. Order is kept; the result is not sorted.
     """
-    declared = {item.memory.id: speakers(item.memory) for item in ranked}
-    names = {item.memory.id: speaker_terms(item.memory) for item in ranked}
+    declared = {item.memory.id.int: speakers(item.memory) for item in ranked}
+    names = {
+        key: frozenset(term for name in found for term in analyse(name))
+        for key, found in declared.items()
+    }
     known: set[str] = set()
     for found in names.values():
         known |= found
@@ -342,7 +417,8 @@ def attribute(ranked: Sequence[Scored], terms: Sequence[str]) -> list[Scored]:
         return list(ranked)
 
     def by_other(item: Scored) -> bool:
-        return bool(declared[item.memory.id]) and not names[item.memory.id] & named
+        key = item.memory.id.int
+        return bool(declared[key]) and not names[key] & named
 
     competitor = max(
         (it.score for it in ranked if by_other(it) and not is_question(it.memory.text)),
@@ -352,7 +428,7 @@ def attribute(ranked: Sequence[Scored], terms: Sequence[str]) -> list[Scored]:
     out = []
     for item in ranked:
         factor = common
-        if declared[item.memory.id] and is_question(item.memory.text):
+        if declared[item.memory.id.int] and is_question(item.memory.text):
             factor *= QUESTION_FACTOR
         if by_other(item):
             factor *= OTHER_SPEAKER_FACTOR
@@ -364,16 +440,16 @@ def rank_order(items: Sequence[Scored], direct: Sequence[Scored]) -> list[Scored
     """Score descending; ties keep the order of the direct ranking (``direct``, as
     :func:`score_candidates` ranked it), and memories the walk added come after direct hits of
     the same score, newest ``recordedAt`` first, then id."""
-    position = {item.memory.id: i for i, item in enumerate(direct)}
-    return sorted(
-        items,
-        key=lambda it: (
-            -it.score,
-            position.get(it.memory.id, len(position)),
-            -micros(it.memory.recorded_at),
-            it.memory.id.int,
-        ),
-    )
+    position = {item.memory.id.int: i for i, item in enumerate(direct)}
+    after = len(position)
+
+    def key(it: Scored) -> tuple[float, int, int, int]:
+        at = position.get(it.memory.id.int)
+        if at is not None:  # a direct hit's position is its own: nothing further is compared
+            return (-it.score, at, 0, 0)
+        return (-it.score, after, -micros(it.memory.recorded_at), it.memory.id.int)
+
+    return sorted(items, key=key)
 
 
 def fuse(
@@ -528,17 +604,18 @@ def _capsule_text(memory: Memory, chronological: bool) -> str:
 
 
 def _capsule(item: Scored, chronological: bool, reason: str | None) -> ContextCapsule:
-    text = _capsule_text(item.memory, chronological)
-    return ContextCapsule(
-        memory_id=item.memory.id,
-        text=text,
-        kind=item.memory.kind,
-        score=item.score,
-        tokens=estimate_tokens(text),
-        occurred_at=item.memory.occurred_at,
-        matched_terms=item.matched,
-        reason=reason,
-    )
+    return _capsule_of(item, _capsule_text(item.memory, chronological), reason)
+
+
+def _capsule_of(item: Scored, text: str, reason: str | None) -> ContextCapsule:
+    """The capsule of a ranked memory rendered as ``text``: its fields are of their types
+    already, so it is built without validation (a bundle makes one per ranked memory)."""
+    memory = item.memory
+    return construct(ContextCapsule, {
+        "memory_id": memory.id, "text": text, "kind": memory.kind, "score": float(item.score),
+        "tokens": estimate_tokens(text), "occurred_at": memory.occurred_at,
+        "matched_terms": tuple(item.matched), "reason": reason,
+    })  # fmt: skip
 
 
 def _is_duplicate(terms: frozenset[str], packed: Sequence[frozenset[str]]) -> bool:
@@ -559,6 +636,30 @@ def _is_duplicate(terms: frozenset[str], packed: Sequence[frozenset[str]]) -> bo
         if common / (size + other - common) >= DUPLICATE_JACCARD:
             return True
     return False
+
+
+class _PackedTerms:
+    """The term sets of the packed capsules, in packing order and by size: a set can be a
+    duplicate (:func:`_is_duplicate`) only of one of nearly its size, so only those are tried."""
+
+    def __init__(self) -> None:
+        self.in_order: list[frozenset[str]] = []
+        self._sizes: list[int] = []
+        self._by_size: list[frozenset[str]] = []
+
+    def add(self, terms: frozenset[str]) -> None:
+        self.in_order.append(terms)
+        at = bisect_right(self._sizes, len(terms))
+        self._sizes.insert(at, len(terms))
+        self._by_size.insert(at, terms)
+
+    def is_duplicate(self, terms: frozenset[str]) -> bool:
+        """:func:`_is_duplicate` against every packed set: the sets it passes over for their
+        size (a ratio under DUPLICATE_JACCARD, with a margin of one either way) are skipped."""
+        size = len(terms)
+        low = bisect_left(self._sizes, math.floor(size * DUPLICATE_JACCARD) - 1)
+        high = bisect_right(self._sizes, math.ceil(size / DUPLICATE_JACCARD) + 1)
+        return low < high and _is_duplicate(terms, self._by_size[low:high])
 
 
 def chronological_key(
@@ -622,7 +723,7 @@ def build_bundle(
         floor = max(request.min_score, floor)
     packed: list[ContextCapsule] = []
     excluded: list[ContextCapsule] = []
-    packed_terms: list[frozenset[str]] = []
+    packed_terms = _PackedTerms()
     # Packing pays for the dated form of every capsule, chronological or not, so the selection
     # does not depend on how it is presented ("ordering changes presentation only") and the
     # re-rendered capsules always fit the budget.
@@ -635,23 +736,25 @@ def build_bundle(
             excluded.append(_capsule(item, chronological, "below_floor"))
             continue
         term_set = frozenset(item.memory.terms)
-        if _is_duplicate(term_set, packed_terms):
+        if packed_terms.is_duplicate(term_set):
             excluded.append(_capsule(item, chronological, "duplicate"))
             continue
         if len(packed) >= request.max_capsules:
             excluded.append(_capsule(item, chronological, "max_capsules"))
             continue
-        cost = estimate_tokens(_capsule_text(item.memory, chronological=True))
+        dated = _capsule_text(item.memory, chronological=True)
+        text = dated if chronological else item.memory.text
+        cost = estimate_tokens(dated)
         if spent + cost > request.budget_tokens:
-            excluded.append(_capsule(item, chronological, "budget"))
+            excluded.append(_capsule_of(item, text, "budget"))
             continue
-        packed.append(_capsule(item, chronological, "match"))
-        packed_terms.append(term_set)
+        packed.append(_capsule_of(item, text, "match"))
+        packed_terms.add(term_set)
         spent += cost
 
     discriminating = [t for t in terms if stats.coverage_weight(t) > 0.0]
     seen_terms: set[str] = set()
-    for frozen_terms in packed_terms:
+    for frozen_terms in packed_terms.in_order:
         seen_terms |= frozen_terms
     covered = [t for t in discriminating if t in seen_terms]
     uncovered = sorted(
@@ -670,23 +773,28 @@ def build_bundle(
         recorded = {item.memory.id: item.memory.recorded_at for item in ranked}
         packed.sort(key=lambda c: chronological_key(c, recorded))
 
-    bundle = ContextBundle(
+    used = sum(c.tokens for c in packed)
+    capsules, uncovered_terms = tuple(packed), tuple(uncovered)
+    rendered = _render(
+        skipped, top_score, request.min_score, capsules, used, request.budget_tokens,
+        coverage, chronological, uncovered_terms,
+    )  # fmt: skip
+    return ContextBundle(
         query=request.query,
         stage=request.stage.name,
         retrieval=request.retrieval,
         budget_tokens=request.budget_tokens,
         min_score=request.min_score,
-        used_tokens=sum(c.tokens for c in packed),
-        capsules=tuple(packed),
+        used_tokens=used,
+        capsules=capsules,
         excluded=tuple(excluded),
         skipped=skipped,
         top_score=top_score,
         evidence_coverage=coverage,
-        uncovered_terms=tuple(uncovered),
+        uncovered_terms=uncovered_terms,
         chronological=chronological,
-        rendered="",
+        rendered=rendered,
     )
-    return bundle.model_copy(update={"rendered": render_bundle(bundle)})
 
 
 def _fmt(value: float) -> str:
@@ -695,23 +803,41 @@ def _fmt(value: float) -> str:
 
 def render_bundle(bundle: ContextBundle) -> str:
     """The bundle as prompt text: a header, one line per capsule, and what memory does not cover."""
+    return _render(
+        bundle.skipped, bundle.top_score, bundle.min_score, bundle.capsules, bundle.used_tokens,
+        bundle.budget_tokens, bundle.evidence_coverage, bundle.chronological,
+        bundle.uncovered_terms,
+    )  # fmt: skip
+
+
+def _render(
+    skipped: bool,
+    top_score: float,
+    min_score: float,
+    capsules: Sequence[ContextCapsule],
+    used_tokens: int,
+    budget_tokens: int,
+    evidence_coverage: float,
+    chronological: bool,
+    uncovered_terms: Sequence[str],
+) -> str:
     lines: list[str] = []
-    if bundle.skipped:
+    if skipped:
         lines.append(
             f"Memory has no confident answer for this request (top score "
-            f"{_fmt(bundle.top_score)} is below the minimum {_fmt(bundle.min_score)})."
+            f"{_fmt(top_score)} is below the minimum {_fmt(min_score)})."
         )
     else:
-        order = "oldest first" if bundle.chronological else "best match first"
+        order = "oldest first" if chronological else "best match first"
         lines.append(
-            f"Memory ({len(bundle.capsules)} item(s), {bundle.used_tokens}/"
-            f"{bundle.budget_tokens} tokens, evidence coverage {_fmt(bundle.evidence_coverage)}, "
+            f"Memory ({len(capsules)} item(s), {used_tokens}/"
+            f"{budget_tokens} tokens, evidence coverage {_fmt(evidence_coverage)}, "
             f"{order}):"
         )
-        for capsule in bundle.capsules:
+        for capsule in capsules:
             lines.append(f"- {capsule.text}")
-    if bundle.uncovered_terms:
-        lines.append("Not covered by memory: " + ", ".join(bundle.uncovered_terms) + ".")
+    if uncovered_terms:
+        lines.append("Not covered by memory: " + ", ".join(uncovered_terms) + ".")
     return "\n".join(lines)
 
 
@@ -810,6 +936,7 @@ __all__ = [
     "rank_order",
     "render_bundle",
     "score_candidates",
+    "score_columns",
     "spans_days",
     "speaker_terms",
 ]

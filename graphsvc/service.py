@@ -7,6 +7,7 @@ same things with the same messages.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -35,8 +36,10 @@ from graphsvc.model import (
     NamespaceStats,
     ReconstructedBelief,
     WriteResult,
+    construct,
     unicode_problem,
     utcnow,
+    uuid_of_int,
 )
 from graphsvc.prompt import (
     AGENT_EVENT_KINDS,
@@ -63,7 +66,7 @@ from graphsvc.recall import (
     get_stage,
     propagate_answers,
     rank_order,
-    score_candidates,
+    score_columns,
 )
 from graphsvc.retrieval import HYBRID, LEXICAL, DenseRecall, Retrieval
 from graphsvc.settings import Settings
@@ -75,16 +78,32 @@ CONTENT_ID_NAMESPACE = UUID("6f1c1e0e-5b7a-4d0e-9a53-9b8f3f2c6a10")
 _RUN_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 
+_CONTENT_ID_PREFIX = CONTENT_ID_NAMESPACE.bytes
+# UUID(bytes=..., version=5): clear the variant and version bits, then set RFC 4122's variant
+# and version 5 (what uuid.uuid5 does through UUID.__init__).
+_VERSION_MASK = ~((0xC000 << 48) | (0xF000 << 64))
+_VERSION_BITS = (0x8000 << 48) | (5 << 76)
+
+
 def content_id(namespace: str, item: MemoryInput) -> UUID:
     """The id of a memory written without one: a UUIDv5 of its namespace and content.
 
     Fields are length-prefixed (``len:value``; a missing value is ``-``), so no two different
-    contents share a name whatever characters they hold.
+    contents share a name whatever characters they hold. The same UUID as
+    ``uuid.uuid5(CONTENT_ID_NAMESPACE, name)``, without its checks (one per memory written).
     """
-    occurred = item.occurred_at.isoformat() if item.occurred_at else None
-    fields = (namespace, item.kind, item.text, occurred, item.source, *item.tags)
-    name = "".join("-" if f is None else f"{len(f)}:{f}" for f in fields)
-    return uuid.uuid5(CONTENT_ID_NAMESPACE, name)
+    occurred = item.occurred_at
+    when = "-" if occurred is None else f"{len(iso := occurred.isoformat())}:{iso}"
+    source = item.source
+    kind, text = item.kind, item.text
+    name = (
+        f"{len(namespace)}:{namespace}{len(kind)}:{kind}{len(text)}:{text}{when}"
+        f"{'-' if source is None else f'{len(source)}:{source}'}"
+        + "".join([f"{len(tag)}:{tag}" for tag in item.tags])
+    )
+    digest = hashlib.sha1(_CONTENT_ID_PREFIX + name.encode("utf-8"), usedforsecurity=False)
+    key = int.from_bytes(digest.digest()[:16], "big")
+    return uuid_of_int((key & _VERSION_MASK) | _VERSION_BITS)
 
 
 @dataclass(frozen=True)
@@ -153,7 +172,7 @@ class MemoryService:
         return run_id
 
     def _check_text(self, text: str, what: str) -> None:
-        if not text.strip():
+        if not text or text.isspace():  # as `not text.strip()`, without the copy
             raise BadInputError(f"{what} is empty: send some text")
         problem = unicode_problem(text)
         if problem is not None:
@@ -179,22 +198,31 @@ class MemoryService:
 
     def make_memory(self, namespace: str, item: MemoryInput, recorded_at: datetime) -> Memory:
         """Validate an input against the limits and build the memory to store."""
-        self.check_input(item)
-        terms = tuple(analyse(item.text))
-        return Memory.model_construct(
-            id=item.id or content_id(namespace, item),
-            namespace=namespace,
-            text=item.text,
-            kind=item.kind,
-            occurred_at=item.occurred_at,
-            recorded_at=recorded_at,
-            invalidated_at=None,
-            tags=tuple(item.tags),
-            source=item.source,
-            confidence=item.confidence,
-            tokens=estimate_tokens(item.text),
-            terms=terms,
-        )
+        return self._make_memories(namespace, [item], recorded_at)[0]
+
+    def _make_memories(
+        self, namespace: str, items: Sequence[MemoryInput], start: datetime
+    ) -> list[Memory]:
+        """:meth:`make_memory` for each input, recorded one microsecond apart from ``start``.
+        ASCII text that is not blank and within the limit passes :meth:`check_input` without
+        calling it (ASCII is valid Unicode); any other text is checked by it."""
+        limit = self.settings.max_text_chars
+        step = timedelta(microseconds=1)
+        recorded_at = start
+        made: list[Memory] = []
+        for item in items:
+            text = item.text
+            if not (text.isascii() and 0 < len(text) <= limit and not text.isspace()):
+                self.check_input(item)
+            made.append(construct(Memory, {
+                "id": item.id or content_id(namespace, item), "namespace": namespace,
+                "text": text, "kind": item.kind, "occurred_at": item.occurred_at,
+                "recorded_at": recorded_at, "invalidated_at": None, "tags": tuple(item.tags),
+                "source": item.source, "confidence": item.confidence,
+                "tokens": estimate_tokens(text), "terms": tuple(analyse(text)),
+            }))  # fmt: skip
+            recorded_at += step
+        return made
 
     def remember(
         self, namespace: str, item: MemoryInput, *, run_id: str | None = None, step: int = 0
@@ -237,11 +265,7 @@ class MemoryService:
                 f"{len(items)} memories exceed the namespace cap of "
                 f"{self.settings.max_memories_per_namespace}"
             )
-        start = self._now(len(items))
-        memories = [
-            self.make_memory(namespace, item, start + timedelta(microseconds=i))
-            for i, item in enumerate(items)
-        ]
+        memories = self._make_memories(namespace, items, self._now(len(items)))
         result = self.store.upsert_memories(
             namespace,
             memories,
@@ -249,10 +273,15 @@ class MemoryService:
             vectors=self._vectors(namespace, memories),
         )
         # What was created is what we built; only memories already there are read back.
-        created = set(result.created)
-        by_id = {m.id: m for m in memories if m.id in created}
         if result.unchanged:
+            created = set(result.created)
+            by_id = {m.id: m for m in memories if m.id in created}
             by_id.update((m.id, m) for m in self.store.get_memories(namespace, result.unchanged))
+            stored = [by_id[m.id] for m in memories]
+            new_tokens = sum(by_id[i].tokens for i in result.created if i in by_id)
+        else:  # every memory of the write was created: as built
+            stored = memories
+            new_tokens = sum(m.tokens for m in memories)
         if run_id is not None:
             at = self._now()
             if result.created:
@@ -260,8 +289,7 @@ class MemoryService:
                     namespace, run_id, step=step, kind=ContextEventKind.MEMORY_WRITE,
                     detail=f"wrote {len(result.created)} memory(ies): "
                     + ", ".join(str(i) for i in result.created[:20]),
-                    est_tokens=sum(by_id[i].tokens for i in result.created if i in by_id),
-                    at=at,
+                    est_tokens=new_tokens, at=at,
                 )  # fmt: skip
             if result.evicted:
                 self.store.append_event(
@@ -271,7 +299,7 @@ class MemoryService:
                     + ", ".join(str(i) for i in result.evicted[:20]),
                     est_tokens=None, at=at,
                 )  # fmt: skip
-        return [by_id[m.id] for m in memories], result
+        return stored, result
 
     def _vectors(self, namespace: str, memories: Sequence[Memory]) -> dict[UUID, bytes] | None:
         """The codes of the memories of a write that have none yet (None: dense recall does not
@@ -413,14 +441,16 @@ class MemoryService:
         """Candidates for a query, scored, in rank order with supersessions applied."""
         stage = get_stage(stage_name)
         terms = query_terms(query)
-        hybrid = self.dense.for_namespace(self.store, namespace, writing=False) is not None
-        if hybrid:  # the query's encoding runs (without the GIL) while the lexical part does
-            self.dense.prefetch(query)
-        stats, candidates = self.store.recall_candidates(
+        # The query's encoding runs (without the GIL) while the lexical part does; the namespace's
+        # model comes back with the candidates, so the prefetch is skipped only for a namespace
+        # last found lexical (one store round trip fewer than asking for the model first).
+        self.dense.prefetch(query, namespace)
+        stats, candidates, current = self.store.recall_columns_and_model(
             namespace, terms, self.settings.candidate_limit
         )
+        hybrid = self.dense.for_model(namespace, current) is not None
         settings = self.settings
-        ranked = score_candidates(
+        ranked = score_columns(
             terms,
             stats,
             candidates,

@@ -22,6 +22,14 @@ def default_data_dir() -> Path:
     return Path(base) / "graphsvc"
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity masks (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
+
+
 class Settings(BaseSettings):
     """graphsvc's settings. Environment variables are the field names, upper-cased, prefixed
     ``GRAPHSVC_`` (``GRAPHSVC_DATA_DIR``, ``GRAPHSVC_NEO4J_URI``, ...)."""
@@ -89,6 +97,15 @@ class Settings(BaseSettings):
     )
     embed_threads: int = Field(
         default=1, ge=1, le=64, description="onnxruntime threads per encoder call."
+    )
+    embed_workers: int = Field(
+        default_factory=lambda: min(2, usable_cpus()),
+        ge=1,
+        le=64,
+        description="Encoder calls run at once, each on its own thread (the batches of one write "
+        "or of concurrent queries are shared among them); default 2, or 1 on a machine with one "
+        "usable CPU. Each call is the same one-thread computation, so the vectors are the same "
+        "bits whatever the number; 1 keeps the encoder on one core.",
     )
     dense_weight: float = Field(
         default=0.6,

@@ -80,7 +80,7 @@ def analyse(text: str) -> list[str]:
     if None in terms:
         _fill_term_cache(tokens)
         terms = list(map(_TERM_CACHE.get, tokens))
-    return [term for term in terms if term]
+    return list(filter(None, terms))
 
 
 def query_terms(text: str) -> list[str]:

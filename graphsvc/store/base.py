@@ -19,6 +19,9 @@ from types import TracebackType
 from typing import ClassVar, Self
 from uuid import UUID
 
+import numpy as np
+from numpy.typing import NDArray
+
 from graphsvc.dense import VectorModel
 from graphsvc.errors import BadInputError, ConflictError, NotFoundError
 from graphsvc.model import (
@@ -136,12 +139,67 @@ class Candidate:
         )
 
 
+@dataclass(frozen=True, eq=False)
+class CandidateColumns:
+    """Candidates column-wise: entry ``i`` of every column is candidate ``i`` (in no particular
+    order). What scoring reads, without a Python object per candidate: a store that holds its data
+    in arrays answers :meth:`Store.recall_columns` with these directly.
+
+    ``tf`` has one row per candidate and one column per scored query term (in the order asked);
+    times are microseconds since the Unix epoch (UTC), ``when_us`` is ``occurredAt`` when known,
+    else ``recordedAt``.
+    """
+
+    ids: Sequence[UUID]
+    tf: NDArray[np.int64]
+    length: NDArray[np.int64]
+    recorded_us: NDArray[np.int64]
+    occurred_us: NDArray[np.int64]  # meaningless where ``occurred`` is False
+    occurred: NDArray[np.bool_]  # whether ``occurredAt`` is known
+    when_us: NDArray[np.int64]
+    confidence: NDArray[np.float64]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def of(cls, candidates: Sequence[Candidate], n_terms: int) -> CandidateColumns:
+        """The columns of candidates that carry ``n_terms`` frequencies each."""
+        n = len(candidates)
+        tf = np.array([c.tf for c in candidates], dtype=np.int64).reshape(n, n_terms)
+        occurred = [c.occurred_us for c in candidates]
+        return cls(
+            ids=[c.id for c in candidates],
+            tf=tf,
+            length=np.fromiter((c.length for c in candidates), dtype=np.int64, count=n),
+            recorded_us=np.fromiter((c.recorded_us for c in candidates), dtype=np.int64, count=n),
+            occurred_us=np.array([0 if o is None else o for o in occurred], dtype=np.int64),
+            occurred=np.array([o is not None for o in occurred], dtype=np.bool_),
+            when_us=np.fromiter((c.when_us for c in candidates), dtype=np.int64, count=n),
+            confidence=np.fromiter((c.confidence for c in candidates), dtype=np.float64, count=n),
+        )
+
+    def candidate(self, i: int) -> Candidate:
+        """Candidate ``i`` as a :class:`Candidate`."""
+        return Candidate(
+            self.ids[i],
+            tuple(self.tf[i].tolist()),
+            int(self.length[i]),
+            int(self.recorded_us[i]),
+            int(self.occurred_us[i]) if self.occurred[i] else None,
+            float(self.confidence[i]),
+        )
+
+
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def micros(moment: datetime) -> int:
     """Exact microseconds since the Unix epoch (a float timestamp would round)."""
-    return (moment - EPOCH) // timedelta(microseconds=1)
+    return (moment - EPOCH) // _MICROSECOND
 
 
 @dataclass(frozen=True)
@@ -311,6 +369,22 @@ class Store(ABC):
             )
         return stats, self.candidates(namespace, plan.terms, terms) if plan.terms else []
 
+    def recall_columns(
+        self, namespace: str, terms: Sequence[str], limit: int
+    ) -> tuple[TermStats, CandidateColumns]:
+        """As :meth:`recall_candidates`, the candidates column-wise and in any order (scoring
+        does not depend on it). A store that holds its data in arrays overrides it."""
+        stats, found = self.recall_candidates(namespace, terms, limit)
+        return stats, CandidateColumns.of(found, len(terms))
+
+    def recall_columns_and_model(
+        self, namespace: str, terms: Sequence[str], limit: int
+    ) -> tuple[TermStats, CandidateColumns, VectorModel | None]:
+        """:meth:`recall_columns` and :meth:`vector_model`: what a bundle needs first, hybrid or
+        not. A store where that is one round trip overrides it."""
+        stats, columns = self.recall_columns(namespace, terms, limit)
+        return stats, columns, self.vector_model(namespace)
+
     @abstractmethod
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
         """``(newer, older)`` pairs of SUPERSEDES links with both ends in ``ids``, sorted."""
@@ -458,9 +532,9 @@ def split_upsert(
     """
     created: list[Memory] = []
     unchanged: list[UUID] = []
-    batch: dict[UUID, Memory] = {}
+    batch: dict[int, Memory] = {}  # by id.int: integers hash in C, UUIDs in Python
     for memory in memories:
-        old = stored(memory.id) or batch.get(memory.id)
+        old = stored(memory.id) or batch.get(memory.id.int)
         if old is not None:
             if not old.same_content(memory):
                 raise ConflictError(
@@ -469,7 +543,7 @@ def split_upsert(
                 )
             unchanged.append(memory.id)
             continue
-        batch[memory.id] = memory
+        batch[memory.id.int] = memory
         created.append(memory)
     return created, unchanged
 
@@ -574,6 +648,7 @@ __all__ = [
     "EPOCH",
     "ERASED",
     "Candidate",
+    "CandidateColumns",
     "CandidatePlan",
     "Store",
     "TermStats",

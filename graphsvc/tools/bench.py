@@ -1136,7 +1136,10 @@ class Run:
         no model."""
         try:
             encoder = open_embedder(
-                settings.embed_model_dir, settings.embed_model, threads=settings.embed_threads
+                settings.embed_model_dir,
+                settings.embed_model,
+                threads=settings.embed_threads,
+                workers=settings.embed_workers,
             )
             encoder.embed(query_texts[:1])
         except ModelUnavailableError:
@@ -1202,6 +1205,7 @@ class Run:
             "retrieval": retrieval,
             "embed_model": settings.embed_model if self.embed == "on" else None,
             "embed_threads": settings.embed_threads,
+            "embed_workers": settings.embed_workers,
             "query_cache": settings.query_cache,
             "blas_threads": settings.blas_threads,
             "dense_weight": settings.dense_weight,

@@ -1,14 +1,14 @@
 """What only the Neo4j store's write and read paths do (issue 13): times sent as integers and made
 DateTimes in Cypher, analysed terms stored as one string (``termSeq``), the walk in one round trip
-per four hops, and the query's statistics and candidates in one round trip
-(``recall_candidates``). Each is checked against the slower path it replaces, against the mirror,
+per four hops, the query's statistics and candidates in one round trip, column-wise with the term
+frequencies counted in Cypher (``recall_columns``), and the ranked window with its supersessions
+in one. Each is checked against the slower path it replaces, against the mirror,
 or against what older databases hold (memories with a ``terms`` list, links without
 ``createdUs``), which must keep reading the same.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,15 +16,15 @@ from typing import Any
 from uuid import UUID, uuid4
 
 import pytest
-from neo4j import GraphDatabase
 
+from graphsvc.dense import VectorModel
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.recall import plan_candidates
-from graphsvc.store.base import EPOCH, Candidate, Store
+from graphsvc.store.base import EPOCH, Candidate, CandidateColumns, Store, micros
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.neo4j import Neo4jStore
 from graphsvc.text import analyse, estimate_tokens, query_terms
-from tests.neo4j_server import neo4j_store_factory
+from tests.neo4j_server import cypher, neo4j_store_factory
 
 pytestmark = pytest.mark.neo4j
 
@@ -43,19 +43,6 @@ def neo() -> Iterator[Neo4jStore]:
     store.open()
     yield store
     store.close()
-
-
-def cypher(text: str, **params: Any) -> list[dict[str, Any]]:
-    """Run Cypher on the suite's server directly (to look at, or age, what the store wrote)."""
-    uri = os.environ.get("GRAPHSVC_NEO4J_URI")
-    if not uri:
-        pytest.skip("reads and rewrites nodes of GRAPHSVC_NEO4J_URI's database directly")
-    password = os.environ.get("GRAPHSVC_NEO4J_PASSWORD", "")
-    auth = (os.environ.get("GRAPHSVC_NEO4J_USER", "neo4j"), password) if password else None
-    database = os.environ.get("GRAPHSVC_NEO4J_DATABASE", "neo4j")
-    with GraphDatabase.driver(uri, auth=auth) as driver:
-        records = driver.execute_query(text, params, database_=database).records
-    return [record.data() for record in records]
 
 
 def memory(ns: str, n: int, text: str, *, occurred: datetime | None = None) -> Memory:
@@ -170,6 +157,96 @@ def test_recall_candidates_is_term_stats_then_the_plan_s_candidates(
     _, found = neo.recall_candidates(ns, terms, 1_000)
     stored = {m.id: m for m in neo.get_memories(ns, [c.id for c in found])}
     assert found and all(c == Candidate.of(stored[c.id], terms) for c in found)
+
+
+def rows_of(columns: CandidateColumns) -> dict[UUID, Candidate]:
+    """The candidates of columns by id (the columns are in no order)."""
+    found = {columns.ids[i]: columns.candidate(i) for i in range(len(columns))}
+    assert len(found) == len(columns)
+    return found
+
+
+@pytest.mark.parametrize("aged", [False, True], ids=["current", "older-database"])
+def test_recall_columns_hold_the_plan_s_candidates_with_their_frequencies(
+    neo: Neo4jStore, ns: str, aged: bool
+) -> None:
+    items = corpus(ns, 90)
+    # A term repeated back to back ("water water"), and terms holding another ("waterfal",
+    # "underwat"): frequencies count whole terms, each occurrence once.
+    items += [
+        memory(ns, 500, "water water water lid waterfall"),
+        memory(ns, 501, "underwater waterfall water"),
+    ]
+    neo.upsert_memories(ns, items, max_memories=CAP)
+    if aged:
+        age(ns)
+    queries = [
+        "water lid", "kettle water water", "the kettle boils and whistles", "unknown words",
+        "waterfall", "",
+    ]  # fmt: skip
+    for query in queries:
+        terms = query_terms(query)
+        for limit in (1_000, 9, 1):  # 1: the newest memories of the rarest term stand in
+            stats, columns = neo.recall_columns(ns, terms, limit)
+            want_stats, want = planned(neo, ns, terms, limit)
+            assert stats == want_stats, (query, limit)
+            assert rows_of(columns) == {c.id: c for c in want}, (query, limit)
+            assert columns.tf.shape == (len(want), len(terms))
+    terms = query_terms("water lid kettle")
+    _, columns = neo.recall_columns(ns, terms, 1_000)
+    found = rows_of(columns)
+    repeated = next(m for m in items if m.text.startswith("water water water"))
+    assert found[repeated.id].tf[0] == 3
+    holding = next(m for m in items if m.text.startswith("underwater"))
+    assert found[holding.id].tf[0] == 1
+    for item in items:
+        if item.id in found:
+            assert found[item.id].tf == tuple(item.terms.count(t) for t in terms)
+    # Undated memories come back undated; dated ones (some before 1970) with their time.
+    for item in items:
+        if item.id in found:
+            when = found[item.id].occurred_us
+            assert when == (None if item.occurred_at is None else micros(item.occurred_at))
+
+
+def test_recall_columns_and_model_answer_the_namespace_s_model_in_the_same_round_trip(
+    neo: Neo4jStore, ns: str
+) -> None:
+    neo.upsert_memories(ns, corpus(ns, 12), max_memories=CAP)
+    terms = query_terms("kettle water")
+    stats, columns, model = neo.recall_columns_and_model(ns, terms, 1_000)
+    assert model is None
+    plain_stats, plain = neo.recall_columns(ns, terms, 1_000)
+    assert (stats, rows_of(columns)) == (plain_stats, rows_of(plain))
+    neo.set_vector_model(ns, VectorModel("three-d", 3))
+    assert neo.recall_columns_and_model(ns, terms, 1_000)[2] == VectorModel("three-d", 3)
+    assert neo.vector_model(ns) == VectorModel("three-d", 3)
+
+
+def test_the_window_is_its_memories_and_the_supersessions_among_them(
+    neo: Neo4jStore, ns: str, tmp_path: Path
+) -> None:
+    mirror = MirrorStore(tmp_path / "mirror", fsync=False)
+    mirror.open()
+    try:
+        items = corpus(ns, 12)
+        a, b, c, d, e = (m.id for m in items[:5])
+        # a > b > c chained, d > a, e > d; one link leaves the window (to items[6]).
+        links = [
+            Link(source=x, target=y, kind=LinkKind.SUPERSEDES, created_at=BASE)
+            for x, y in ((a, b), (b, c), (d, a), (e, d), (a, items[6].id))
+        ] + [Link(source=c, target=e, kind=LinkKind.CAUSES, created_at=BASE)]
+        for store in (neo, mirror):
+            store.upsert_memories(ns, items, max_memories=CAP)
+            store.add_links(ns, links)
+        windows = [[c, a, b], [e, d, a, b, c], [a], [b, uuid4(), a, b], [items[9].id, d]]
+        for ids in windows:
+            want = (mirror.get_memories(ns, ids), mirror.supersessions(ns, ids))
+            assert neo.window(ns, ids) == want, ids
+            assert neo.window(ns, ids)[1] == neo.supersessions(ns, ids), ids
+        assert neo.window(ns, []) == ([], [])
+    finally:
+        mirror.close()
 
 
 @pytest.mark.parametrize("aged", [False, True], ids=["current", "older-database"])

@@ -87,6 +87,28 @@ def test_a_batch_gives_the_bits_of_each_text_alone(embedder: OnnxEmbedder, batch
     assert np.array_equal(batched[-1], batched[1])
 
 
+@pytest.mark.parametrize("workers", [2, 3])
+def test_workers_give_the_bits_of_one_thread(embedder: OnnxEmbedder, workers: int) -> None:
+    # Many batches of mixed lengths (so the threads get different batches than one thread
+    # does, and finish them out of order), and a call of a few texts (one batch per thread).
+    words = "the quarterly incident review covered a database failover at night".split()
+    texts = [*TEXTS, *(" ".join(words[: 1 + i % len(words)] * (1 + i % 5)) for i in range(150))]
+    one = embedder.embed(texts)
+    assert embedder.workers == 1
+    parallel = OnnxEmbedder.from_package(DEFAULT_MODEL, workers=workers)
+    try:
+        assert np.array_equal(parallel.embed(texts), one)
+        assert parallel._pool is not None  # the batches did run on the worker threads
+        assert np.array_equal(parallel.embed(texts[:3]), one[:3])
+        assert np.array_equal(parallel.embed(texts[5:6]), one[5:6])
+    finally:
+        parallel.close()
+    assert parallel._pool is None
+    # Closed, it starts its threads again when it next needs them.
+    assert np.array_equal(parallel.embed(texts[:20]), one[:20])
+    parallel.close()
+
+
 def test_similar_sentences_are_closer_than_unrelated_ones(embedder: OnnxEmbedder) -> None:
     triples = [
         ("The cat sat on the mat.", "A cat was sitting on a rug.", "Stock markets fell sharply."),
@@ -199,6 +221,8 @@ def test_unknown_model_names_and_bad_sizes_are_bad_input() -> None:
         OnnxEmbedder.from_package(batch_size=0)
     with pytest.raises(BadInputError, match="threads"):
         open_embedder(threads=0)
+    with pytest.raises(BadInputError, match="workers"):
+        open_embedder(workers=0)
     with pytest.raises(BadInputError, match="max_length"):
         OnnxEmbedder.from_folder(Path("."), max_length=0)
 

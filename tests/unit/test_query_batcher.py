@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
+from numpy.typing import NDArray
 
-from graphsvc.embed import ModelUnavailableError, open_embedder
+from graphsvc.dense import VectorModel
+from graphsvc.embed import ModelUnavailableError, OnnxEmbedder, open_embedder
 from graphsvc.retrieval import DenseRecall, QueryBatcher
+from graphsvc.settings import Settings
+from graphsvc.store.mirror import MirrorStore
 
 
 class Recorder:
@@ -99,3 +105,83 @@ def test_concurrent_queries_get_the_bits_of_a_direct_encoding() -> None:
         batched = list(pool.map(dense.query_codes, queries * 2))
     assert batched == [dense.codes([q])[0] for q in queries * 2]
     dense.close()
+
+
+class Counter:
+    """An encode function that answers at once and records every batch."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def __call__(self, texts: list[str]) -> list[bytes]:
+        self.batches.append(list(texts))
+        return [text.upper().encode() for text in texts]
+
+
+def test_a_prefetched_query_is_encoded_once_however_late_it_is_collected() -> None:
+    encode = Counter()
+    batcher = QueryBatcher(encode)
+    assert batcher.submit("a", collect=False).result(10) == b"A"
+    assert batcher.submit("a", collect=False).result(10) == b"A"  # prefetched twice: kept
+    assert batcher.submit("a").result(10) == b"A"  # the caller collects it
+    assert encode.batches == [["a"]]
+    assert batcher.submit("a").result(10) == b"A"  # collected, not a cache: encoded again
+    assert encode.batches == [["a"], ["a"]]
+    batcher.close()
+
+
+def test_uncollected_prefetches_are_kept_up_to_a_bound() -> None:
+    encode = Counter()
+    batcher = QueryBatcher(encode, kept=2)
+    for text in "xyz":
+        batcher.submit(text, collect=False).result(10)
+    assert [batcher.submit(text).result(10) for text in "xyz"] == [b"X", b"Y", b"Z"]
+    assert encode.batches == [["x"], ["y"], ["z"], ["x"]]  # the oldest was dropped
+    batcher.close()
+
+
+class CountingEmbedder:
+    """A tiny embedder (the first letter's code point as a direction) that counts its texts."""
+
+    dimension = 4
+    model_id = "counting-4"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        self.texts.extend(texts)
+        out = np.zeros((len(texts), 4), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row, ord(text[:1] or " ") % 4] = 1.0
+        return out
+
+
+def test_a_prefetch_by_namespace_skips_namespaces_last_found_lexical() -> None:
+    embedder = CountingEmbedder()
+    dense = DenseRecall(embedder, required=True, cache_size=0)
+    store = MirrorStore(None)
+    store.open()
+    try:
+        store.set_vector_model("other", VectorModel("another-model", 4))
+        dense.prefetch("first ask", "other")  # not yet known: encoded, in case
+        assert dense.for_namespace(store, "other", writing=False) is None
+        assert dense.for_namespace(store, "mine", writing=True) == VectorModel("counting-4", 4)
+        dense.prefetch("lexical there", "other")
+        dense.prefetch("by meaning here", "mine")
+        assert dense.query_codes("by meaning here") == dense.codes(["by meaning here"])[0]
+        assert dense.query_codes("first ask")
+        assert "lexical there" not in embedder.texts
+        assert embedder.texts.count("first ask") == 1
+        assert embedder.texts.count("by meaning here") == 2  # the prefetch, then codes() above
+    finally:
+        dense.close()
+        store.close()
+
+
+def test_the_encoder_workers_setting_reaches_the_encoder() -> None:
+    dense = DenseRecall.from_settings(Settings(embed="auto", embed_workers=3))
+    assert isinstance(dense._embedder, OnnxEmbedder)
+    assert dense._embedder.workers == 3
+    assert Settings(embed_workers=1).embed_workers == 1
+    assert 1 <= Settings().embed_workers <= 2

@@ -22,7 +22,7 @@ from graphsvc.dense import (
 )
 from graphsvc.store.mirror.vectors import VectorTable
 
-DIMENSION = 128  # more than a sketch's 96 directions, so bounds are bounds
+DIMENSION = 160  # more than a sketch's 96 + 96 directions would take: bounds are bounds
 
 
 #: The few directions structured vectors mostly live in (one set for every test).
@@ -104,15 +104,63 @@ def test_the_answer_stays_exact_through_replacements_and_removals(seed: int, k: 
 def test_bounds_are_upper_bounds_for_any_orthonormal_basis() -> None:
     rng = np.random.default_rng(3)
     codes = structured_codes(rng, 500)
+    codes[:5] = 0  # rows of zeros: cosine 0, bound 0
     norms = squared_norms(codes)
-    fitted = Sketch.fit(codes, size=6)
-    random_basis, _ = np.linalg.qr(rng.standard_normal((DIMENSION, 6)))
-    for sketch in (fitted, Sketch(random_basis)):
-        coords, rest = sketch.project(codes, norms)
-        inverse = (1.0 / np.sqrt(norms)).astype(np.float32)
-        for query in structured_codes(rng, 20):
-            bounds = sketch.bounds(query, coords, rest, inverse)
-            assert np.all(bounds + SKETCH_MARGIN >= cosines(query, codes, norms))
+    random_basis, _ = np.linalg.qr(rng.standard_normal((DIMENSION, 30)))
+    sketches = [
+        Sketch.fit(codes, size=6, fine=10),
+        Sketch.fit(codes, size=6, fine=0),
+        Sketch(random_basis[:, :6]),
+        Sketch(random_basis[:, :6], fine=random_basis[:, 6:30]),
+    ]
+    queries = [*structured_codes(rng, 20), codes[7], np.zeros(DIMENSION, np.int8)]
+    for sketch in sketches:
+        projected = sketch.project(codes, norms)
+        for query in queries:
+            exact = cosines(query, codes, norms)
+            coarse = sketch.bounds(query, projected)
+            fine = sketch.fine_bounds(query, projected)
+            assert np.all(coarse + SKETCH_MARGIN >= exact)
+            assert np.all(fine + SKETCH_MARGIN >= exact)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), fine=st.integers(0, 60), scale=st.floats(0.01, 3.0))
+def test_second_stage_bounds_hold_and_tighten(seed: int, fine: int, scale: float) -> None:
+    rng = np.random.default_rng(seed)
+    codes = quantize((scale * rng.standard_normal((300, DIMENSION))).astype(np.float32))
+    codes = np.concatenate([codes, structured_codes(rng, 300)])
+    norms = squared_norms(codes)
+    sketch = Sketch.fit(codes[::3], size=12, fine=fine)
+    assert sketch.fine_size == fine
+    projected = sketch.project(codes, norms)
+    for query in [codes[0], codes[400], structured_codes(rng, 1)[0]]:
+        exact = cosines(query, codes, norms)
+        coarse = sketch.bounds(query, projected)
+        finer = sketch.fine_bounds(query, projected)
+        assert np.all(finer + SKETCH_MARGIN >= exact)
+        # The int8 rounding costs at most its slack: never much looser than the first stage.
+        assert np.all(finer <= coarse + 0.05)
+
+
+def test_the_second_stage_leaves_fewer_rows_than_the_first() -> None:
+    rng = np.random.default_rng(12)
+    codes = structured_codes(rng, 20_000, rank=4)
+    norms = squared_norms(codes)
+    ids = ids_for(len(codes))
+    # Two directions leave half the structure outside; the second stage holds the rest of it.
+    coarse_only = Sketch.fit(codes[:4_096], size=2, fine=0)
+    both = Sketch.fit(codes[:4_096], size=2, fine=6)
+    one_total = two_total = 0
+    for query in structured_codes(rng, 5, rank=4):
+        one, _ = nearest_rows(
+            query, codes, norms, 10, (coarse_only, coarse_only.project(codes, norms))
+        )
+        two, scores = nearest_rows(query, codes, norms, 10, (both, both.project(codes, norms)))
+        one_total += len(one)
+        two_total += len(two)
+        assert top_k([ids[r] for r in two.tolist()], scores, 10) == full_scan(ids, codes, query, 10)
+    assert two_total < one_total / 4
 
 
 def test_on_structured_vectors_most_rows_are_never_computed() -> None:
@@ -120,11 +168,10 @@ def test_on_structured_vectors_most_rows_are_never_computed() -> None:
     codes = structured_codes(rng, 20_000, rank=3)
     norms = squared_norms(codes)
     sketch = Sketch.fit(codes[:4_096], size=8)
-    coords, rest = sketch.project(codes, norms)
-    inverse = (1.0 / np.sqrt(norms)).astype(np.float32)
+    projected = sketch.project(codes, norms)
     computed = []
     for query in structured_codes(rng, 10, rank=3):
-        rows, _ = nearest_rows(query, codes, norms, 10, (sketch, coords, rest, inverse))
+        rows, _ = nearest_rows(query, codes, norms, 10, (sketch, projected))
         computed.append(len(rows))
     assert np.median(computed) < 0.2 * len(codes)
 

@@ -19,8 +19,10 @@ def _dt(value: datetime | None) -> str | None:
 
 
 def _memory_row(m: Memory) -> list[Any]:
+    occurred, invalidated = m.occurred_at, m.invalidated_at
     return [
-        str(m.id), m.text, m.kind, _dt(m.occurred_at), _dt(m.recorded_at), _dt(m.invalidated_at),
+        str(m.id), m.text, m.kind, None if occurred is None else occurred.isoformat(),
+        m.recorded_at.isoformat(), None if invalidated is None else invalidated.isoformat(),
         list(m.tags), m.source, m.confidence, m.tokens, list(m.terms),
     ]  # fmt: skip
 

@@ -115,8 +115,7 @@ class MirrorState:
 
     def _add_memories(self, space: _Namespace, memories: Sequence[Memory]) -> None:
         """Index memories that are not in the store (a batch: sorted structures grow once)."""
-        table = space.memories
-        self._index_rows(space, [table.add(memory) for memory in memories])
+        self._index_rows(space, space.memories.add_many(memories))
 
     def _add_rows(self, space: _Namespace, rows: Sequence[Sequence[Any]]) -> None:
         """Index memories given as log rows that are not in the store."""
@@ -167,15 +166,20 @@ class MirrorState:
         ends = np.r_[starts[1:], len(pairs)]
         postings = space.postings
         names = table.term_names
+        # Byte views of the whole runs: a term's slice of them is cheaper than an array's.
+        posted_bytes = posted.data.cast("B")
+        tf_bytes = tfs.data.cast("B")
+        width = posted.itemsize
         for number, low, high in zip(
-            numbers[starts].tolist(), starts.tolist(), ends.tolist(), strict=True
-        ):
+            numbers[starts].tolist(), (starts * width).tolist(), (ends * width).tolist(),
+            strict=True,
+        ):  # fmt: skip
             term = names[number]
             posting = postings.get(term)
             if posting is None:
                 posting = postings[term] = Posting()
-            posting.rows.frombytes(posted[low:high].tobytes())
-            posting.tfs.frombytes(tfs[low:high].tobytes())
+            posting.rows.frombytes(posted_bytes[low:high])
+            posting.tfs.frombytes(tf_bytes[low:high])
 
     def _remove_memory(self, space: _Namespace, key: int) -> None:
         table = space.memories

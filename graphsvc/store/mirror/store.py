@@ -13,6 +13,7 @@ from typing import IO, Any
 from uuid import UUID
 
 import numpy as np
+from numpy.typing import NDArray
 
 from graphsvc.dense import VectorModel
 from graphsvc.model import (
@@ -31,6 +32,7 @@ from graphsvc.model import (
 )
 from graphsvc.store.base import (
     Candidate,
+    CandidateColumns,
     Store,
     TermStats,
     Walk,
@@ -41,6 +43,7 @@ from graphsvc.store.base import (
     micros,
     no_assembled_event,
     no_vector_model,
+    plan_candidates,
     sort_links,
     split_upsert,
     supersedes_cycle,
@@ -519,6 +522,81 @@ class MirrorStore(MirrorLoader, Store):
             recorded, keys = table.recorded, table.keys
             newest = heapq.nsmallest(limit, posting.rows, key=lambda r: (-recorded[r], keys[r]))
             return self._candidates(space, newest, score_terms)
+
+    def recall_columns(
+        self, namespace: str, terms: Sequence[str], limit: int
+    ) -> tuple[TermStats, CandidateColumns]:
+        """As :meth:`Store.recall_columns`, read straight from the columns and postings under one
+        hold of the lock: the candidates' rows in ascending order, no object per candidate."""
+        with self._lock:
+            space = self._space(namespace)
+            postings = space.postings
+            df = {t: len(postings[t]) if t in postings else 0 for t in terms}
+            stats = TermStats(len(space.memories), space.total_length, df)
+            plan = plan_candidates(terms, stats, limit)
+            if plan.fallback_term is not None:
+                rows = self._newest_rows(space, plan.fallback_term, plan.fallback_limit)
+            else:
+                rows = self._rows_with(space, plan.terms)
+            return stats, self._columns(space, rows, terms)
+
+    @staticmethod
+    def _rows_with(space: _Namespace, terms: Sequence[str]) -> NDArray[np.int64]:
+        """The rows holding one of ``terms``, ascending (the postings' buffers are released
+        before this returns: nothing may grow them while a view is held)."""
+        parts = [
+            np.frombuffer(posting.rows, dtype=np.int32)
+            for posting in (space.postings.get(term) for term in terms)
+            if posting is not None and len(posting)
+        ]
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        return np.unique(np.concatenate(parts)).astype(np.int64)
+
+    @staticmethod
+    def _newest_rows(space: _Namespace, term: str, limit: int) -> NDArray[np.int64]:
+        """The ``limit`` newest rows holding ``term`` (``recordedAt`` descending, then id), as
+        :meth:`recent_candidates` picks them; only the rows recorded no earlier than the
+        limit-th newest are ordered in Python."""
+        posting = space.postings.get(term)
+        if posting is None:
+            return np.zeros(0, dtype=np.int64)
+        table = space.memories
+        rows = np.frombuffer(posting.rows, dtype=np.int32).astype(np.int64)
+        if len(rows) > limit > 0:
+            recorded = np.frombuffer(table.recorded, dtype=np.int64)[rows]
+            kth = np.partition(recorded, len(rows) - limit)[len(rows) - limit]
+            rows = rows[recorded >= kth]
+            del recorded
+        at, keys = table.recorded, table.keys
+        newest = heapq.nsmallest(limit, rows.tolist(), key=lambda r: (-at[r], keys[r]))
+        return np.asarray(newest, dtype=np.int64)
+
+    @staticmethod
+    def _columns(
+        space: _Namespace, rows: NDArray[np.int64], terms: Sequence[str]
+    ) -> CandidateColumns:
+        """The candidate columns of ``rows`` (copies: no view of a growing array escapes)."""
+        table = space.memories
+        tf = np.zeros((len(rows), len(terms)), dtype=np.int64)
+        if len(rows):
+            for j, term in enumerate(terms):
+                posting = space.postings.get(term)
+                if posting is not None:
+                    tf[:, j] = posting.tf_of(rows)
+        recorded = np.frombuffer(table.recorded, dtype=np.int64)[rows]
+        occurred = np.frombuffer(table.occurred, dtype=np.int64)[rows]
+        known = occurred != NO_TIME
+        return CandidateColumns(
+            ids=list(map(table.ids.__getitem__, rows.tolist())),  # type: ignore[arg-type]
+            tf=tf,
+            length=np.frombuffer(table.lengths, dtype=np.int32)[rows].astype(np.int64),
+            recorded_us=recorded,
+            occurred_us=occurred,
+            occurred=known,
+            when_us=np.where(known, occurred, recorded),
+            confidence=np.frombuffer(table.confidence, dtype=np.float64)[rows],
+        )
 
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
         with self._lock:

@@ -6,11 +6,13 @@ hole: a deleted row takes the last row's place. The arrays grow by doubling and 
 when a quarter is used.
 
 A search (:meth:`VectorTable.nearest`) of a small table computes every cosine. Once the table
-has :data:`SKETCH_FROM` rows it fits a :class:`~graphsvc.dense.Sketch` on them and keeps every
-row's projection on it (96 float32 and two lengths: about 400 bytes a row beside the 384 of the
-codes): a search then reads the projections, bounds every cosine from above, and computes
-exactly only the rows that can reach the ``k`` best (:func:`graphsvc.dense.nearest_rows`). The
-answer is the full scan's, bit for bit; the sketch only decides how much is read.
+has :data:`SKETCH_FROM` rows it fits a :class:`~graphsvc.dense.Sketch` on them and keeps what
+the sketch needs of every row (:class:`~graphsvc.dense.Projected`: 96 float32 coordinates, 96
+int8 ones and four float32 lengths and scales, 496 bytes a row beside the 384 of the codes): a
+search then reads the coordinates, bounds every cosine from above, tightens the bounds of the
+rows that may still count with the int8 coordinates, and computes exactly only the rows that can
+reach the ``k`` best (:func:`graphsvc.dense.nearest_rows`). The answer is the full scan's, bit
+for bit; the sketch only decides how much is read.
 
 A compaction writes the snapshot from a capture taken under the store's lock while writes go on
 (:mod:`graphsvc.store.mirror.writer`): :meth:`VectorTable.share` hands it the live rows by
@@ -29,8 +31,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from graphsvc.dense import (
+    BLOCK_ROWS,
     SKETCH_MIN_ENERGY,
     Codes,
+    Projected,
     Sketch,
     cosines,
     nearest_rows,
@@ -70,10 +74,8 @@ class VectorTable:
         self._norms: NDArray[np.float64] = np.zeros(0, dtype=np.float64)
         self._sketch_from = sketch_from
         self._sketch: Sketch | None = None
-        # Per row, with a sketch: coordinates in it, length outside it, 1 / length (0 for zeros).
-        self._coords: NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
-        self._rest: NDArray[np.float32] = np.zeros(0, dtype=np.float32)
-        self._inverse: NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+        # With a sketch: what it keeps of every row (arrays of the matrix's capacity).
+        self._projected: Projected | None = None
         self._shared = 0  # rows a snapshot capture still reads in self._matrix
         self._share: VectorShare | None = None
 
@@ -105,12 +107,12 @@ class VectorTable:
     def nearest(self, query: Codes, k: int) -> list[tuple[UUID, float]]:
         """The ``k`` best ``(id, cosine)`` of ``query``, as :func:`graphsvc.dense.top_k` orders
         them: exactly what a full scan gives."""
+        if k <= 0:
+            return []
         live = len(self.ids)
         sketched = None
-        if self._sketch is not None:
-            sketched = (
-                self._sketch, self._coords[:live], self._rest[:live], self._inverse[:live]
-            )  # fmt: skip
+        if self._sketch is not None and self._projected is not None:
+            sketched = (self._sketch, self._projected.take(slice(0, live)))
         rows, scores = nearest_rows(query, self.matrix, self.norms, k, sketched)
         ids = self.ids
         return top_k([ids[row] for row in rows.tolist()], scores, k)
@@ -166,23 +168,22 @@ class VectorTable:
         if sketch.energy < SKETCH_MIN_ENERGY:
             return
         self._sketch = sketch
-        self._coords = np.empty((self._matrix.shape[0], self._sketch.size), dtype=np.float32)
-        self._rest = np.empty(self._matrix.shape[0], dtype=np.float32)
-        self._inverse = np.empty(self._matrix.shape[0], dtype=np.float32)
+        capacity = self._matrix.shape[0]
+        shape = sketch.project(self._matrix[:0], self._norms[:0])
+        self._projected = Projected._make(
+            np.empty((capacity, *array.shape[1:]), dtype=array.dtype) for array in shape.arrays()
+        )
         self._project(0, live)
 
     def _project(self, start: int, stop: int) -> None:
-        sketch = self._sketch
-        if sketch is None or start >= stop:
+        sketch, projected = self._sketch, self._projected
+        if sketch is None or projected is None or start >= stop:
             return
-        norms = self._norms[start:stop]
-        coords, rest = sketch.project(self._matrix[start:stop], norms)
-        self._coords[start:stop] = coords
-        self._rest[start:stop] = rest
-        lengths = np.sqrt(norms)
-        self._inverse[start:stop] = np.divide(
-            1.0, lengths, out=np.zeros_like(lengths), where=lengths > 0.0
-        )
+        for first in range(start, stop, BLOCK_ROWS):
+            last = min(first + BLOCK_ROWS, stop)
+            fresh = sketch.project(self._matrix[first:last], self._norms[first:last])
+            for kept, values in zip(projected.arrays(), fresh.arrays(), strict=True):
+                kept[first:last] = values
 
     def remove(self, key: int) -> bool:
         """Drop the vector of memory ``UUID(int=key)``; whether it had one."""
@@ -196,10 +197,9 @@ class VectorTable:
                 self._own()
             self._matrix[row] = self._matrix[last]
             self._norms[row] = self._norms[last]
-            if self._sketch is not None:
-                self._coords[row] = self._coords[last]
-                self._rest[row] = self._rest[last]
-                self._inverse[row] = self._inverse[last]
+            if self._projected is not None:
+                for array in self._projected.arrays():
+                    array[row] = array[last]
             self.ids[row] = moved
             self.rows[moved.int] = row
         capacity = self._matrix.shape[0]
@@ -225,10 +225,10 @@ class VectorTable:
         # Rows past the live ones are never read: no need to zero them.
         self._matrix = _resized(self._matrix, capacity, live)
         self._norms = _resized(self._norms, capacity, live)
-        if self._sketch is not None:
-            self._coords = _resized(self._coords, capacity, live)
-            self._rest = _resized(self._rest, capacity, live)
-            self._inverse = _resized(self._inverse, capacity, live)
+        if self._projected is not None:
+            self._projected = Projected._make(
+                _resized(array, capacity, live) for array in self._projected.arrays()
+            )
         self._shared = 0  # a capture keeps the old array to itself
 
     def _own(self) -> None:

@@ -5,16 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, overload
 from uuid import UUID
 
 import neo4j
+import numpy as np
 
-from graphsvc.errors import GraphsvcError
+from graphsvc.errors import GraphsvcError, StoreCorruptError
 from graphsvc.model import ContextEvent, ContextEventKind, Link, LinkKind, Memory, as_utc
-from graphsvc.store.base import EPOCH, Candidate, micros
+from graphsvc.store.base import EPOCH, Candidate, CandidateColumns, micros
 
 KEY_SEP = "\x1f"
+# What recall_columns.cypher returns for a missing occurredUs: below any time a datetime can hold
+# (year 1 is about -6.2e16 microseconds), so it never stands for a real one.
+NO_OCCURRED = -(2**63)
+# The columns of recall_columns.cypher that hold one entry per candidate.
+COLUMNS = ("ids", "tf", "lengths", "recorded", "occurred", "confidence")
 # Up to this many query terms, a candidate's frequencies are counted with list.count (in C).
 FEW_TERMS = 8
 
@@ -129,6 +135,67 @@ def _candidates(rows: Sequence[Sequence[Any]], score_terms: Sequence[str]) -> li
         )  # fmt: skip
         found.append(candidate)
     return found
+
+
+class _Ids(Sequence[UUID]):
+    """Candidate ids as the query returned them (strings), made UUIDs only when read: scoring
+    reads the ids of the few candidates whose order it settles, not of every candidate."""
+
+    __slots__ = ("_parsed", "_raw")
+
+    def __init__(self, raw: list[str]) -> None:
+        self._raw = raw
+        self._parsed: dict[int, UUID] = {}
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    @overload
+    def __getitem__(self, index: int) -> UUID: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[UUID]: ...
+
+    def __getitem__(self, index: int | slice) -> UUID | list[UUID]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._raw)))]
+        found = self._parsed.get(index)
+        if found is None:
+            found = self._parsed[index] = UUID(self._raw[index])
+        return found
+
+
+def _columns(row: Any, asked: Sequence[str], score_terms: Sequence[str]) -> CandidateColumns:
+    """The candidate columns of a recall_columns.cypher row, whose frequencies are those of
+    ``asked``, with one frequency column per entry of ``score_terms`` (each one of ``asked``).
+
+    Raises:
+        StoreCorruptError: the columns differ in length (a candidate lacks a property every
+            memory has).
+    """
+    n = len(row["ids"])
+    if any(len(row[name]) != n for name in COLUMNS):
+        sizes = ", ".join(f"{name} {len(row[name])}" for name in COLUMNS)
+        raise StoreCorruptError(
+            f"a candidate memory lacks length, recordedUs or confidence ({sizes}): export the "
+            "namespace and import it again to rewrite its memories"
+        )
+    position = {term: i for i, term in enumerate(asked)}
+    counts = np.array(row["tf"], dtype=np.int64).reshape(n, len(asked))
+    tf = counts[:, [position[term] for term in score_terms]]
+    recorded = np.array(row["recorded"], dtype=np.int64)
+    occurred = np.array(row["occurred"], dtype=np.int64)
+    missing = occurred == NO_OCCURRED
+    return CandidateColumns(
+        ids=_Ids(row["ids"]),
+        tf=tf,
+        length=np.array(row["lengths"], dtype=np.int64),
+        recorded_us=recorded,
+        occurred_us=np.where(missing, 0, occurred),
+        occurred=~missing,
+        when_us=np.where(missing, recorded, occurred),
+        confidence=np.array(row["confidence"], dtype=np.float64),
+    )
 
 
 def _link(row: Any) -> Link:

@@ -8,6 +8,7 @@ import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -16,6 +17,7 @@ import neo4j
 from neo4j import Transaction
 from pydantic import SecretStr
 
+from graphsvc.dense import VectorModel
 from graphsvc.errors import BadInputError, GraphsvcError
 from graphsvc.model import (
     Belief,
@@ -33,6 +35,7 @@ from graphsvc.model import (
 )
 from graphsvc.store.base import (
     Candidate,
+    CandidateColumns,
     Store,
     TermStats,
     Walk,
@@ -50,7 +53,9 @@ from graphsvc.store.base import (
 from graphsvc.store.neo4j.boundary import DEFAULT_TIMEOUT, PING_TIMEOUT
 from graphsvc.store.neo4j.rows import (
     KEY_SEP,
+    NO_OCCURRED,
     _candidates,
+    _columns,
     _event,
     _key,
     _link,
@@ -60,7 +65,7 @@ from graphsvc.store.neo4j.rows import (
     _native,
     _stored_terms,
 )
-from graphsvc.store.neo4j.vectors import Neo4jVectors
+from graphsvc.store.neo4j.vectors import Neo4jVectors, _model
 
 # Terms per full-text query: Lucene refuses more than 1024 clauses, and some versions return
 # nothing for very long queries; chunks stay well below both.
@@ -75,6 +80,15 @@ DETAIL_WITH_ID = r"(?s).*[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 ERASE_START = datetime.min.replace(tzinfo=UTC)
 # What erasing everything removes after the memories, in this order, a batch at a time.
 ERASE_AFTER_MEMORIES = ("beliefs", "events", "runs", "statistics")
+
+
+@dataclass(frozen=True, slots=True)
+class _Recalled:
+    """What recall_columns.cypher says beside the columns: whether the plan fell back to the
+    newest memories of its rarest term, and the namespace's vector model."""
+
+    fallback: bool
+    model: VectorModel | None
 
 
 class Neo4jStore(Neo4jVectors, Store):
@@ -507,22 +521,51 @@ class Neo4jStore(Neo4jVectors, Store):
     ) -> tuple[TermStats, list[Candidate]]:
         """:meth:`term_stats` of ``terms`` and the candidates
         :func:`graphsvc.recall.plan_candidates` picks with them (``limit``: its candidate
-        limit), with the frequencies of ``terms``, in one round trip (recall_candidates.cypher)
-        instead of two: what the service's ranking needs first."""
+        limit), with the frequencies of ``terms``, in one round trip (:meth:`recall_columns`),
+        ordered as :meth:`candidates` (by id) or :meth:`recent_candidates` (newest first)."""
+        stats, columns, recalled = self._recall(namespace, terms, limit)
+        found = [columns.candidate(i) for i in range(len(columns))]
+        if recalled.fallback:
+            found.sort(key=lambda c: (-c.recorded_us, str(c.id)))
+        else:
+            found.sort(key=lambda c: str(c.id))
+        return stats, found
+
+    def recall_columns(
+        self, namespace: str, terms: Sequence[str], limit: int
+    ) -> tuple[TermStats, CandidateColumns]:
+        """As :meth:`Store.recall_columns`, in one round trip (recall_columns.cypher): the
+        statistics, the plan and the candidates' columns, with the term frequencies counted in
+        Cypher, so a candidate crosses Bolt as a few numbers and no Python object is made for
+        it (ids become UUIDs only when scoring reads them)."""
+        stats, columns, _ = self._recall(namespace, terms, limit)
+        return stats, columns
+
+    def recall_columns_and_model(
+        self, namespace: str, terms: Sequence[str], limit: int
+    ) -> tuple[TermStats, CandidateColumns, VectorModel | None]:
+        """:meth:`recall_columns` and :meth:`vector_model` in the same round trip (and the same
+        snapshot): what a bundle needs first, hybrid or not."""
+        stats, columns, recalled = self._recall(namespace, terms, limit)
+        return stats, columns, recalled.model
+
+    def _recall(
+        self, namespace: str, terms: Sequence[str], limit: int
+    ) -> tuple[TermStats, CandidateColumns, _Recalled]:
+        """The statistics and candidate columns of a query, with whether the plan fell back to
+        the newest memories of its rarest term, and the namespace's vector model."""
         distinct = list(dict.fromkeys(terms))
         asked = sorted(distinct)
         row = self._read(
-            "recall_candidates", ns=namespace, sep=KEY_SEP, terms=asked, limit=limit,
-            chunk=TERMS_PER_QUERY,
+            "recall_columns", ns=namespace, sep=KEY_SEP, terms=asked, limit=limit,
+            chunk=TERMS_PER_QUERY, none=NO_OCCURRED,
         )[0]  # fmt: skip
         df = {asked[i]: int(count) for i, count in row["known"]}
         stats = TermStats(
             int(row["memories"]), int(row["totalLength"]), {t: df[t] for t in distinct}
         )
-        if row["fallback"] is not None:
-            return stats, _candidates(row["recent"], terms)
-        found = {r[0]: r for r in row["rows"]}
-        return stats, _candidates([found[key] for key in sorted(found)], terms)
+        recalled = _Recalled(fallback=row["fallback"] is not None, model=_model(row))
+        return stats, _columns(row, asked, terms), recalled
 
     def recent_candidates(
         self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
@@ -546,10 +589,14 @@ class Neo4jStore(Neo4jVectors, Store):
     ) -> tuple[list[Memory], list[tuple[UUID, UUID]]]:
         if not ids:
             return [], []
-        row = self._read("window", ns=namespace, ids=[str(i) for i in ids])[0]
-        by_id = {props["id"]: _memory(namespace, props) for props in row["memories"]}
-        memories = [by_id[str(i)] for i in ids if str(i) in by_id]
-        pairs = sorted((p["newer"], p["older"]) for p in row["supersessions"])
+        asked = [str(i) for i in ids]
+        found = self._read("window", ns=namespace, ids=asked)[0]["memories"]
+        by_id = {props["id"]: props for props in found}
+        memories = [_memory(namespace, by_id[key]) for key in asked if key in by_id]
+        pairs = sorted(
+            {(props["id"], older) for props in found for older in props["supersedes"]
+             if older in by_id}
+        )  # fmt: skip
         return memories, [(UUID(a), UUID(b)) for a, b in pairs]
 
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:

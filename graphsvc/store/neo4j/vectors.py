@@ -26,8 +26,11 @@ and they are re-scored exactly (:func:`graphsvc.dense.cosines`), the ``k`` best 
 index, ties at the boundary, a flat neighbourhood), then a scan; a scan with a floor fetches
 everything that can reach the ``k``-th, which is exact by construction. What is left
 approximate is the index's own recall, as far as a neighbour HNSW missed can still hide above the
-lowest row it returned; the overfetch and the gap rule make that rare (measured at 100,000
-memories: see the report of issue 11).
+lowest row it returned. That is not rare at scale: on ``graphsvc bench --embed synthetic``'s
+100,000 vectors (Neo4j 5.26, M 16, ef_construction 100), the index did not return a stored vector
+among the 5 nearest of itself for 134 of 200 sampled memories (33 of 200 at 100), and this search
+gave the exact top 10 for 11 of 30 bench queries (18 of 24 before a second namespace of the same
+vectors was erased from the index). A namespace of at most :data:`EXACT_BELOW` vectors is exact.
 """
 
 from __future__ import annotations

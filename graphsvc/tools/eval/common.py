@@ -388,7 +388,10 @@ def open_cached_embedder(
         return None, "dense-only and hybrid skipped: --embed off"
     try:
         inner = open_embedder(
-            settings.embed_model_dir, settings.embed_model, threads=settings.embed_threads
+            settings.embed_model_dir,
+            settings.embed_model,
+            threads=settings.embed_threads,
+            workers=settings.embed_workers,
         ).load()
     except ModelUnavailableError as exc:
         if embed == "on":

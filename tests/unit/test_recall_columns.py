@@ -1,0 +1,193 @@
+"""The embedded store's fast paths give what the paths they replace give: candidates read
+column-wise (``recall_columns``) rank exactly as the :class:`Candidate` objects of
+``recall_candidates`` do, a batch of memories added column by column is stored as one at a time,
+content ids are the UUIDv5 that ``uuid.uuid5`` makes, and the duplicate test that only tries
+packed term sets of nearly the same size answers as the one that tries them all.
+
+Mirror only: ``recall_columns`` of Neo4j is the base class's conversion of its candidates; the
+bundles both stores give are compared in tests/contract.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+from uuid import uuid4
+
+import pytest
+
+from graphsvc.model import Memory, MemoryInput
+from graphsvc.recall import (
+    STAGES,
+    _is_duplicate,
+    _PackedTerms,
+    score_candidates,
+    score_columns,
+)
+from graphsvc.service import CONTENT_ID_NAMESPACE, content_id
+from graphsvc.store.base import CandidateColumns
+from graphsvc.store.mirror import MirrorStore
+from graphsvc.store.mirror.table import MemoryTable
+from graphsvc.text import analyse, estimate_tokens, query_terms
+
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
+# Few words, so that many memories share terms, scores tie and the limit cuts through ties.
+WORDS = "kettle boiler pump valve meter filter sensor alarm backup disk cache queue".split()
+NS = "alpha"
+
+
+def make_memory(n: int, rng: random.Random) -> Memory:
+    text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6)))
+    return Memory(
+        id=uuid4(), namespace=NS, text=text, kind="note",
+        recorded_at=BASE + timedelta(seconds=n // 3),  # ties of recordedAt too
+        occurred_at=None if n % 3 else BASE - timedelta(days=rng.randint(0, 900)),
+        tags=(), source=None, confidence=rng.choice([1.0, 0.5, 0.25]),
+        tokens=estimate_tokens(text), terms=tuple(analyse(text)),
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def store() -> MirrorStore:
+    rng = random.Random(5)
+    opened = MirrorStore(None)
+    opened.open()
+    memories = [make_memory(n, rng) for n in range(1500)]
+    for first in range(0, len(memories), 500):  # bulk-indexed batches
+        opened.upsert_memories(NS, memories[first : first + 500], max_memories=10_000)
+    for memory in memories[:40]:  # then rows one at a time, and holes
+        opened.forget(NS, memory.id, at=BASE)
+    opened.upsert_memories(NS, [make_memory(2000 + n, rng) for n in range(5)], max_memories=10_000)
+    return opened
+
+
+QUERIES = [
+    "kettle",
+    "pump valve",
+    "alarm backup disk",
+    "sensor sensor filter queue unknownword",
+    "cache meter boiler kettle pump",
+    "unknownword",
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize("limit", [1_000, 300, 40])  # 40 and 300: the newest-postings fallback
+@pytest.mark.parametrize("ranked", [None, 1, 7, 50, 10_000])
+def test_columns_rank_as_candidates(
+    store: MirrorStore, query: str, limit: int, ranked: int | None
+) -> None:
+    terms = query_terms(query)
+    stats, candidates = store.recall_candidates(NS, terms, limit)
+    stats_c, columns = store.recall_columns(NS, terms, limit)
+    assert stats_c == stats
+    # The same candidates (the columns come in row order, the candidates by id or by recency).
+    assert sorted(columns.ids, key=lambda i: i.int) == sorted(
+        (c.id for c in candidates), key=lambda i: i.int
+    )
+    for stage in STAGES.values():
+        for b, coverage_b in ((0.75, 0.0), (0.3, 0.5)):
+            expected = score_candidates(terms, stats, candidates, stage, ranked, b, coverage_b)
+            found = score_columns(terms, stats, columns, stage, ranked, b, coverage_b)
+            assert found == expected
+
+
+def test_columns_of_candidates_round_trip(store: MirrorStore) -> None:
+    terms = query_terms("pump valve alarm")
+    _, candidates = store.recall_candidates(NS, terms, 1_000)
+    columns = CandidateColumns.of(candidates, len(terms))
+    assert [columns.candidate(i) for i in range(len(columns))] == candidates
+    assert any(c.occurred_us is None for c in candidates)
+    assert any(c.occurred_us is not None for c in candidates)
+
+
+def test_the_limit_cuts_through_rounded_ties_as_a_full_sort_does() -> None:
+    # Scores that differ below the sixth decimal round to the same value: the ranking among them
+    # is by recordedAt then id, whichever unrounded score is larger, so the first ``limit`` of a
+    # full sort may hold memories of a lower unrounded score than the limit-th best's.
+    rng = random.Random(11)
+    opened = MirrorStore(None)
+    opened.open()
+    text = "kettle pump"
+
+    def tied(n: int) -> Memory:
+        return Memory(
+            id=uuid4(), namespace=NS, text=text, kind="note",
+            recorded_at=BASE + timedelta(microseconds=rng.randint(0, 3)),
+            occurred_at=None, tags=(), source=None,
+            confidence=0.5 + rng.choice([0.0, 1e-9, 2e-9, 4e-7, 6e-7]),
+            tokens=estimate_tokens(text), terms=tuple(analyse(text)),
+        )  # fmt: skip
+
+    memories = [tied(n) for n in range(200)]
+    opened.upsert_memories(NS, memories, max_memories=10_000)
+    terms = query_terms(text)
+    stats, candidates = opened.recall_candidates(NS, terms, 1_000)
+    _, columns = opened.recall_columns(NS, terms, 1_000)
+    everything = score_columns(terms, stats, columns, STAGES["default"])  # a full sort
+    assert len(everything) == len(memories)
+    for limit in (1, 5, 30, 99, 150):
+        expected = everything[:limit]
+        assert score_candidates(terms, stats, candidates, STAGES["default"], limit) == expected
+        assert score_columns(terms, stats, columns, STAGES["default"], limit) == expected
+        if limit > 1:
+            assert len({r.score for r in expected}) < len(expected)  # the cut is among ties
+
+
+def test_add_many_stores_what_add_stores() -> None:
+    rng = random.Random(2)
+    memories = [make_memory(n, rng) for n in range(300)]
+    one, many = MemoryTable(NS), MemoryTable(NS)
+    for memory in memories[:10]:
+        one.add(memory)
+        many.add(memory)
+    for memory in memories[10:]:
+        one.add(memory)
+    assert list(many.add_many(memories[10:])) == list(range(10, 300))
+    for name in ("row_of", "ids", "keys", "texts", "kinds", "sources", "tags", "term_names",
+                 "term_numbers", "recorded", "occurred", "invalidated", "confidence", "tokens",
+                 "lengths", "term_start", "term_data"):  # fmt: skip
+        assert getattr(many, name) == getattr(one, name), name
+    assert [many.memory(row) for row in many.rows()] == memories
+
+
+def _reference_content_id(namespace: str, item: MemoryInput) -> uuid.UUID:
+    occurred = item.occurred_at.isoformat() if item.occurred_at else None
+    fields = (namespace, item.kind, item.text, occurred, item.source, *item.tags)
+    name = "".join("-" if f is None else f"{len(f)}:{f}" for f in fields)
+    return uuid.uuid5(CONTENT_ID_NAMESPACE, name)
+
+
+def test_content_id_is_uuid5_of_the_length_prefixed_fields() -> None:
+    rng = random.Random(4)
+    alphabet = "ab -:é😀İ1"
+    for _ in range(2_000):
+        item = MemoryInput(
+            text="".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) + "x",
+            kind=rng.choice(["observation", "a:b", "k-1"]),
+            occurred_at=rng.choice(
+                [None, BASE + timedelta(microseconds=rng.randint(-(10**15), 10**15))]
+            ),
+            tags=tuple(rng.choice(["a", "b:c", "é"]) for _ in range(rng.randint(0, 3))),
+            source=rng.choice([None, "", "s", "ü-x"]),
+        )
+        namespace = rng.choice(["n", "ns_1"])
+        found, expected = content_id(namespace, item), _reference_content_id(namespace, item)
+        assert found == expected
+        assert (str(found), hash(found), found.version) == (str(expected), hash(expected), 5)
+
+
+def test_duplicates_among_sets_of_near_size_are_all_duplicates() -> None:
+    rng = random.Random(9)
+    vocabulary = [f"t{n}" for n in range(14)]
+    for _ in range(3_000):
+        packed = _PackedTerms()
+        sets = []
+        for _ in range(rng.randint(0, 12)):
+            terms = frozenset(rng.sample(vocabulary, rng.randint(0, 12)))
+            sets.append(terms)
+            packed.add(terms)
+        probe = frozenset(rng.sample(vocabulary, rng.randint(0, 12)))
+        assert packed.is_duplicate(probe) == _is_duplicate(probe, sets)
+        assert packed.in_order == sets
