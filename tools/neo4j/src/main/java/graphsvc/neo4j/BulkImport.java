@@ -5,7 +5,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -243,27 +242,7 @@ final class BulkImport {
     }
 
     private static Map<String, String> parse(String[] args) {
-        Map<String, String> opts = new HashMap<>();
-        for (int i = 0; i < args.length; i++) {
-            String arg = args[i];
-            if (!arg.startsWith("--")) {
-                throw new IllegalArgumentException("graphsvc-neo4j import: unexpected argument: " + arg);
-            }
-            int eq = arg.indexOf('=');
-            if (eq > 0) {
-                opts.put(arg.substring(2, eq), arg.substring(eq + 1));
-            } else if (i + 1 < args.length) {
-                opts.put(arg.substring(2), args[++i]);
-            } else {
-                throw new IllegalArgumentException("graphsvc-neo4j import: missing value for " + arg);
-            }
-        }
-        for (String key : opts.keySet()) {
-            if (!key.matches("home|from|replace")) {
-                throw new IllegalArgumentException("graphsvc-neo4j import: unknown option --" + key
-                        + " (usage: import --home DIR --from FILES_DIR [--replace true])");
-            }
-        }
-        return opts;
+        return Launcher.parseOptions(args, "graphsvc-neo4j import", "home|from|replace",
+                " (usage: import --home DIR --from FILES_DIR [--replace true])");
     }
 }

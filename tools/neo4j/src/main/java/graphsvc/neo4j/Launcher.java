@@ -115,11 +115,20 @@ public final class Launcher {
     }
 
     private static Map<String, String> parseArgs(String[] args) {
+        return parseOptions(args, "graphsvc-neo4j", "home|host|bolt-port|http-port|pagecache", "");
+    }
+
+    /**
+     * {@code --name value} or {@code --name=value} options into a map; {@code program} starts every
+     * error message, {@code allowed} is a regex of the option names, {@code usage} ends the message
+     * for an unknown option.
+     */
+    static Map<String, String> parseOptions(String[] args, String program, String allowed, String usage) {
         Map<String, String> opts = new HashMap<>();
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
             if (!arg.startsWith("--")) {
-                throw new IllegalArgumentException("graphsvc-neo4j: unexpected argument: " + arg);
+                throw new IllegalArgumentException(program + ": unexpected argument: " + arg);
             }
             int eq = arg.indexOf('=');
             if (eq > 0) {
@@ -127,12 +136,12 @@ public final class Launcher {
             } else if (i + 1 < args.length) {
                 opts.put(arg.substring(2), args[++i]);
             } else {
-                throw new IllegalArgumentException("graphsvc-neo4j: missing value for " + arg);
+                throw new IllegalArgumentException(program + ": missing value for " + arg);
             }
         }
         for (String key : opts.keySet()) {
-            if (!key.matches("home|host|bolt-port|http-port|pagecache")) {
-                throw new IllegalArgumentException("graphsvc-neo4j: unknown option --" + key);
+            if (!key.matches(allowed)) {
+                throw new IllegalArgumentException(program + ": unknown option --" + key + usage);
             }
         }
         return opts;
