@@ -377,20 +377,39 @@ def expand_answers(
     link kinds pass nothing. The result is not sorted (see :func:`rank_order`)."""
     items: dict[UUID, Scored] = {item.memory.id: item for item in ranked}
     reached = {memory.id: memory for memory, _ in walk.reached}
+    _inherit_over_precedes(items, seeds, walk.links, reached, ANSWER_SHARE, terms)
+    return list(items.values())
+
+
+def _matched(memory: Memory, terms: Sequence[str]) -> tuple[str, ...]:
+    """The query ``terms`` that ``memory`` holds, in query order."""
+    present = set(memory.terms)
+    return tuple(t for t in terms if t in present)
+
+
+def _inherit_over_precedes(
+    items: dict[UUID, Scored],
+    seeds: Sequence[Scored],
+    links: Iterable[Link],
+    joinable: Mapping[UUID, Memory],
+    share: float,
+    terms: Sequence[str],
+) -> None:
+    """In place: a memory a seed ``PRECEDES`` scores ``share`` times the seed's score when that
+    is more than its own (from several seeds, the best); one not in ``items`` joins from
+    ``joinable``. Its matched terms stay the query terms it holds."""
     seed_score = {item.memory.id: item.score for item in seeds}
-    for link in walk.links:
+    for link in links:
         if link.kind is not LinkKind.PRECEDES or link.source not in seed_score:
             continue
         current = items.get(link.target)
-        memory = current.memory if current is not None else reached.get(link.target)
+        memory = current.memory if current is not None else joinable.get(link.target)
         if memory is None:
             continue
-        inherited = round(seed_score[link.source] * ANSWER_SHARE, PLACES)
+        inherited = round(seed_score[link.source] * share, PLACES)
         if inherited > (current.score if current is not None else 0.0):
-            present = set(memory.terms)
-            matched = tuple(t for t in terms if t in present)
+            matched = current.matched if current is not None else _matched(memory, terms)
             items[link.target] = Scored(memory, inherited, matched)
-    return list(items.values())
 
 
 def attribute(ranked: Sequence[Scored], terms: Sequence[str]) -> list[Scored]:
@@ -498,9 +517,7 @@ def fuse(
 
     items = [Scored(it.memory, fused(it.score, it.memory.id), it.matched) for it in ranked]
     for memory in dense_only:
-        present = set(memory.terms)
-        matched = tuple(t for t in terms if t in present)
-        items.append(Scored(memory, fused(0.0, memory.id), matched))
+        items.append(Scored(memory, fused(0.0, memory.id), _matched(memory, terms)))
     position = {it.memory.id: i for i, it in enumerate(ranked)}
     return sorted(
         items,
@@ -567,22 +584,7 @@ def propagate_answers(
     """
     items: dict[UUID, Scored] = {item.memory.id: item for item in fused}
     if share > 0.0:
-        seed_score = {item.memory.id: item.score for item in seeds}
-        for link in links:
-            if link.kind is not LinkKind.PRECEDES or link.source not in seed_score:
-                continue
-            current = items.get(link.target)
-            memory = current.memory if current is not None else followers.get(link.target)
-            if memory is None:
-                continue
-            inherited = round(seed_score[link.source] * share, PLACES)
-            if inherited > (current.score if current is not None else 0.0):
-                if current is not None:
-                    items[link.target] = Scored(memory, inherited, current.matched)
-                else:
-                    present = set(memory.terms)
-                    matched = tuple(t for t in terms if t in present)
-                    items[link.target] = Scored(memory, inherited, matched)
+        _inherit_over_precedes(items, seeds, links, followers, share, terms)
     position = {item.memory.id: i for i, item in enumerate(fused)}
     return sorted(
         items.values(),

@@ -367,35 +367,40 @@ class MirrorWriter(MirrorState):
         :mod:`~graphsvc.store.mirror.columns`). Each frame is serialised on its own and its
         objects freed at once, so that writing a snapshot leaves no garbage for a full collection
         of the cyclic garbage collector (which would stop every thread, readers included)."""
-        yield journal.encode(capture.head.record())
-        count = 1
-        for ns, memories, links, beliefs, events in capture.spaces:
-            for record in columns.table_records(ns, memories):
-                yield journal.encode(record)
-                count += 1
-            for record in columns.link_records(ns, links):
-                yield journal.encode(record)
-                count += 1
-            for frame in MirrorWriter._row_frames(ns, [], beliefs, events):
-                yield frame
-                count += 1
-        for frame in MirrorWriter._vector_frames(capture):
-            yield frame
-            count += 1
-        yield journal.encode({"op": "end", "frames": count + 1})
+
+        def body() -> Iterator[bytes]:
+            for ns, memories, links, beliefs, events in capture.spaces:
+                for record in columns.table_records(ns, memories):
+                    yield journal.encode(record)
+                for record in columns.link_records(ns, links):
+                    yield journal.encode(record)
+                yield from MirrorWriter._row_frames(ns, [], beliefs, events)
+
+        return MirrorWriter._counted(capture.head.record(), body(), capture)
 
     @staticmethod
     def _snapshot_frames_v2(capture: _Capture) -> Iterator[bytes]:
         """The frames of a version-2 snapshot (memories and links as JSON rows): what graphsvc
         wrote before version 3, kept so that tests can build such a directory."""
         head = capture.head
-        yield journal.encode(SnapshotHead(FORMAT_VERSION, head.gen, head.seq, head.log).record())
+
+        def body() -> Iterator[bytes]:
+            for ns, memories, links, beliefs, events in capture.spaces:
+                rows = [memories.row_form(row) for row in memories.rows()]
+                yield from MirrorWriter._row_frames(ns, rows, beliefs, events, links)
+
+        record = SnapshotHead(FORMAT_VERSION, head.gen, head.seq, head.log).record()
+        return MirrorWriter._counted(record, body(), capture)
+
+    @staticmethod
+    def _counted(head: dict[str, Any], body: Iterator[bytes], capture: _Capture) -> Iterator[bytes]:
+        """A snapshot's frames: its head, ``body``, the vectors' frames, and the end frame that
+        counts them all."""
+        yield journal.encode(head)
         count = 1
-        for ns, memories, links, beliefs, events in capture.spaces:
-            rows = [memories.row_form(row) for row in memories.rows()]
-            for frame in MirrorWriter._row_frames(ns, rows, beliefs, events, links):
-                yield frame
-                count += 1
+        for frame in body:
+            yield frame
+            count += 1
         for frame in MirrorWriter._vector_frames(capture):
             yield frame
             count += 1
