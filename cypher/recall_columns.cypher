@@ -1,7 +1,8 @@
 // recall_columns: a query's term statistics and its candidates, column-wise, in one round trip.
 // params: $ns: string, $sep: string (U+001F, as in TermStat keys), $terms: list<string>
 //         (distinct, sorted as Python sorts strings: the plan's tie order), $limit: int,
-//         $chunk: int (terms per full-text query), $none: int (stands for a missing occurredUs)
+//         $chunk: int (terms per full-text query), $none: int (stands for a missing occurredUs),
+//         $needles: list<string> (' ' + term + ' ' for each of $terms, in the same order)
 // returns: modelId, dimension (the namespace's vector model, which a hybrid bundle needs before
 //          it can fuse; null: none), memories, totalLength, known (list<[i, df]>: df of
 //          $terms[i], rarest first), chosen (list<string>), fallback (string or null), and the
@@ -15,7 +16,8 @@
 // candidates it names, as candidates.cypher and recent_candidates.cypher find them. Term
 // frequencies are counted here, so only numbers cross Bolt: in ' t1  t2  t3 ' (each analysed
 // term between spaces of its own) the occurrences of ' t ' do not overlap, and their count is
-// the length the string loses when they are removed over the length of one. The full-text
+// one less than the parts split() cuts the string into at them (split keeps empty parts); the
+// needles come built, so a candidate costs one split and one size a term. The full-text
 // queries are built here from analysed terms (letters and digits) and a namespace
 // ([A-Za-z0-9_-]): nothing in them needs escaping.
 OPTIONAL MATCH (s:NamespaceStat {namespace: $ns})
@@ -60,8 +62,7 @@ CALL (chosen, fallback) {
   WITH node,
        CASE
          WHEN spaced IS NULL THEN [t IN $terms | size([w IN coalesce(node.terms, []) WHERE w = t])]
-         ELSE [t IN $terms |
-               (size(spaced) - size(replace(spaced, ' ' + t + ' ', ''))) / (size(t) + 2)]
+         ELSE [needle IN $needles | size(split(spaced, needle)) - 1]
        END AS tf
   RETURN collect(node.id) AS ids, collect(tf) AS tf, collect(node.length) AS lengths,
          collect(node.recordedUs) AS recorded,

@@ -558,7 +558,7 @@ class Neo4jStore(Neo4jVectors, Store):
         asked = sorted(distinct)
         row = self._read(
             "recall_columns", ns=namespace, sep=KEY_SEP, terms=asked, limit=limit,
-            chunk=TERMS_PER_QUERY, none=NO_OCCURRED,
+            chunk=TERMS_PER_QUERY, none=NO_OCCURRED, needles=[f" {term} " for term in asked],
         )[0]  # fmt: skip
         df = {asked[i]: int(count) for i, count in row["known"]}
         stats = TermStats(
