@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable
 from math import isfinite
 from types import CoroutineType, GeneratorType
 from typing import Any, NoReturn
+from uuid import UUID
 
 from graphql import (
     FieldNode,
@@ -97,6 +98,9 @@ _NESTED = 2  # a list or an object, through its completer
 _SAME = 0
 _FINITE = 1
 _INT32 = 2
+#: A value of the type whose coercion is ``str`` itself (strawberry's ``UUID`` scalar): the
+#: coerced value is ``str(value)``, which is never null.
+_STR_OF = 3
 _INT32_MIN = -(2**31)
 _INT32_MAX = 2**31 - 1
 _UNCHANGED: dict[object, tuple[type, int]] = {
@@ -340,6 +344,11 @@ class PlainExecutor(StrawberryGraphQLCoreExecutionContext):
         if is_scalar_type(inner) or is_enum_type(inner):
             fast, check = _UNCHANGED.get(inner, (None, _SAME))
             coerce = inner.coerce_output_value
+            if fast is None and coerce is str:
+                # A UUID is neither awaitable nor an exception (its class defines no
+                # ``__await__`` and the check below is on the exact class): graphql-core's
+                # completion of it is the coercion, str(value).
+                fast, check = UUID, _STR_OF
             return response_name, _LEAF, reader, coerce, fast, check, non_null
         complete = self._completer(graphql_type, details, parent)
         if complete is None:
@@ -472,7 +481,11 @@ class PlainExecutor(StrawberryGraphQLCoreExecutionContext):
                 field_value = read(value)
                 if kind == _LEAF:
                     number: Any = field_value  # (mypy narrows field_value below)
-                    if type(field_value) is fast and (
+                    if check == _STR_OF:
+                        if type(field_value) is fast:
+                            completed[response_name] = str(field_value)
+                            continue
+                    elif type(field_value) is fast and (
                         check == _SAME
                         or (
                             isfinite(number)
