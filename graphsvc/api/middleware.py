@@ -10,7 +10,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from starlette.datastructures import Headers, QueryParams
 from starlette.requests import ClientDisconnect
@@ -72,13 +72,17 @@ def error_response(
 # -- middleware -----------------------------------------------------------------------------------
 
 
-def _header(scope: Scope, name: bytes) -> str:
-    """The first value of a request header (``name`` in lower case), ``""`` when absent: what
-    ``Headers(scope=scope).get(name, "")`` answers, without building the mapping."""
+@overload
+def _header(scope: Scope, name: bytes) -> str: ...
+@overload
+def _header(scope: Scope, name: bytes, default: None) -> str | None: ...
+def _header(scope: Scope, name: bytes, default: str | None = "") -> str | None:
+    """The first value of a request header (``name`` in lower case), ``default`` when absent:
+    what ``Headers(scope=scope).get(name, default)`` answers, without building the mapping."""
     for key, value in scope["headers"]:
         if key == name:
             return str(value.decode("latin-1"))
-    return ""
+    return default
 
 
 def _set_request_id(message: Message, header: tuple[bytes, bytes]) -> None:
@@ -207,8 +211,8 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = Headers(scope=scope).get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+        declared = _header(scope, b"content-length")
+        if declared.isdigit() and int(declared) > self.max_bytes:
             await self._refusal()(scope, receive, send)
             return
         received = 0
@@ -331,7 +335,7 @@ class AuthGate:
         """
         if not len(self.keys):
             return self.default
-        return self.keys.authenticate_header(Headers(scope=scope).get("authorization"))
+        return self.keys.authenticate_header(_header(scope, b"authorization", None))
 
     def admit(self, scope: Scope) -> Response | None:
         """``None`` when the request may go on (its principal is then in the scope), else the
