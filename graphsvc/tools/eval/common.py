@@ -457,9 +457,7 @@ def run_context(
             hybrid = None
             if embedder is not None:
                 hybrid = make_service(store, settings.model_copy(update={"embed": "on"}), embedder)
-            yield RunContext(
-                lexical, store_label(settings), RUN_ID, hybrid, embedder, tuple(notes)
-            )
+            yield RunContext(lexical, store_label(settings), RUN_ID, hybrid, embedder, tuple(notes))
         finally:
             store.close()
     finally:
