@@ -479,8 +479,17 @@ def fuse(
     terms: Sequence[str],
     relative: bool = False,
     spread: bool = False,
+    length_b: float = 0.0,
+    avg_length: float = 0.0,
 ) -> list[Scored]:
     """Lexical-graph scores and dense cosines in one score (docs/design.md, hybrid recall).
+
+    With ``length_b`` (a length prior on the lexical part, for ranking only), a ranked memory
+    longer than ``avg_length`` (the namespace's mean analysed length) first keeps
+    ``1 / (1 - length_b + length_b * length / avg_length)`` of its lexical-graph score
+    (:func:`length_prior`): a long message that mentions many query words among many others no
+    longer outranks a short one that states the answer. The lexical ``topScore`` that abstention
+    reads is taken before fusion, so the prior never moves it.
 
     With ``relative``, each part is first divided by its best value among this query's
     memories (the best lexical-graph score, the best positive cosine), so the weight shares
@@ -495,6 +504,15 @@ def fuse(
     ``recordedAt`` first, then id. ``matched`` stays the query terms a memory holds.
     """
     keep = 1.0 - weight
+    if length_b > 0.0 and avg_length > 0.0:
+        ranked = [
+            Scored(
+                it.memory,
+                it.score * length_prior(len(it.memory.terms), avg_length, length_b),
+                it.matched,
+            )
+            for it in ranked
+        ]
     lexical_low = cosine_low = 0.0
     lexical_scale = cosine_scale = 1.0
     if spread:
@@ -529,6 +547,16 @@ def fuse(
             it.memory.id.int,
         ),
     )
+
+
+def length_prior(length: int, avg_length: float, b: float) -> float:
+    """The share of its lexical score a memory of ``length`` analysed terms keeps under a length
+    prior of strength ``b`` (BM25's pivoted length normalisation, one-sided): 1 up to the
+    average length ``avg_length``, then ``1 / (1 - b + b * length / avg_length)``; 1 when ``b``
+    is 0."""
+    if b <= 0.0 or avg_length <= 0.0 or length <= avg_length:
+        return 1.0
+    return 1.0 / (1.0 - b + b * length / avg_length)
 
 
 # Link kinds over which a memory's neighbours lend it their meaning (:func:`context_cosines`): a
@@ -933,6 +961,7 @@ __all__ = [
     "expand_answers",
     "fused_seeds",
     "get_stage",
+    "length_prior",
     "plan_candidates",
     "propagate_answers",
     "rank_order",

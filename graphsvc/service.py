@@ -478,12 +478,17 @@ class MemoryService:
         retrieval = LEXICAL
         if hybrid:
             retrieval = HYBRID
-            scored, more = self._fuse(namespace, query, scored, terms)
+            scored, more = self._fuse(namespace, query, scored, terms, stats.avg_length)
             pairs = list(pairs) + more
         return Ranking(terms, stats, apply_supersessions(scored, pairs), lexical_top, retrieval)
 
     def _fuse(
-        self, namespace: str, query: str, scored: list[Scored], terms: Sequence[str]
+        self,
+        namespace: str,
+        query: str,
+        scored: list[Scored],
+        terms: Sequence[str],
+        avg_length: float,
     ) -> tuple[list[Scored], list[tuple[UUID, UUID]]]:
         """Hybrid recall: the exact cosines of the ranked memories and the ``dense_k`` nearest
         by meaning (with their linked neighbours' when ``dense_context`` is on:
@@ -508,7 +513,17 @@ class MemoryService:
             pairs = self.store.supersessions(namespace, [*present, *extra_ids])
         if s.dense_context > 0.0:
             cosine = self._context_cosines(namespace, codes, [*present, *extra_ids], cosine)
-        fused = fuse(scored, cosine, extra, s.dense_weight, terms, s.dense_relative, s.dense_spread)
+        fused = fuse(
+            scored,
+            cosine,
+            extra,
+            s.dense_weight,
+            terms,
+            s.dense_relative,
+            s.dense_spread,
+            s.fused_length_b,
+            avg_length,
+        )
         if s.fused_answer_share > 0.0:
             fused, more = self._propagate(namespace, fused, terms)
             pairs += more

@@ -171,6 +171,15 @@ class Settings(BaseSettings):
         "average keeps 1 / (1 - b + b * length / average length) of it (0: coverage does not "
         "depend on length). Chosen by leave-one-conversation-out (README, Quality).",
     )
+    fused_length_b: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Hybrid recall: a length prior on the lexical part of the fused score, for "
+        "ranking only: a memory longer than average keeps 1 / (1 - b + b * length / average "
+        "length) of it (0: off; topScore, which minScore is compared with, never changes). "
+        "Chosen by leave-one-conversation-out (README, Quality).",
+    )
     query_cache: int = Field(
         default=1_024, ge=0, description="Query vectors kept for repeated queries (0: no cache)."
     )

@@ -16,7 +16,7 @@ import pytest
 
 from graphsvc.embed import MINILM_INT8, ModelUnavailableError, OnnxEmbedder
 from graphsvc.errors import BadInputError
-from graphsvc.model import LinkInput, LinkKind, MemoryInput
+from graphsvc.model import ContextBundle, LinkInput, LinkKind, MemoryInput
 from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
@@ -238,3 +238,44 @@ def test_an_answer_inherits_its_questions_fused_score(
     assert after[answer] == round(0.9 * after[question], 6) > before.get(answer, 0.0)
     ranked = [c.memory_id for c in on.bundle(ns, query).capsules]
     assert ranked[:2] == [question, answer]
+
+
+LONG_REPLY = (
+    "Here is a long overview of moving house: book the removal van early, label every box by "
+    "room, keep the dog calm on the day with a familiar blanket, measure the doorways for the "
+    "sofa, register with a new doctor, update your address with the bank, cancel the old "
+    "broadband contract, read the meters on the last morning, and make sure the name on every "
+    "utility account is right before the first bill arrives."
+)
+SHORT_FACT = "Our dog's name is Biscuit."
+OTHERS = [
+    "The boiler was serviced in March.",
+    "We bought a blue sofa from the market.",
+    "The bank opens at nine on Saturdays.",
+    "My sister lives near the station.",
+]
+
+
+def ranking(result: ContextBundle) -> list[UUID]:
+    return [
+        c.memory_id for c in sorted((*result.capsules, *result.excluded), key=lambda c: -c.score)
+    ]
+
+
+def test_a_length_prior_ranks_a_short_fact_above_a_long_reply_and_leaves_top_score(
+    store: Store, tmp_path: Path, encoder: OnnxEmbedder, ns: str
+) -> None:
+    off = hybrid_with(store, tmp_path, encoder)
+    texts = [LONG_REPLY, SHORT_FACT, *OTHERS]
+    long_id, short_id, *_ = [
+        m.id for m in off.remember_many(ns, [MemoryInput(text=t) for t in texts])
+    ]
+    # The long reply covers more query words (name, dog, new, house) than the fact (name, dog).
+    query = "what name did we give the dog in the new house"
+    before = off.bundle(ns, query)
+    assert ranking(before)[:2] == [long_id, short_id]
+    on = hybrid_with(store, tmp_path, encoder, fused_length_b=1.0)
+    after = on.bundle(ns, query)
+    assert ranking(after)[:2] == [short_id, long_id]
+    assert after.top_score == before.top_score  # abstention reads the lexical score, unmoved
+    assert on.bundle(ns, query).model_dump_json() == after.model_dump_json()

@@ -20,6 +20,7 @@ from graphsvc.recall import (
     context_cosines,
     fuse,
     fused_seeds,
+    length_prior,
     propagate_answers,
 )
 from graphsvc.store.base import TermStats
@@ -215,4 +216,52 @@ def test_spread_scores_stay_in_range(pairs: list[tuple[float, float]], w: float)
     cosine = {UUID(int=i + 1): c for i, (_, c) in enumerate(pairs)}
     out = fuse(ranked, cosine, [], w, ["alpha"], spread=True)
     assert all(0.0 <= it.score <= 1.0 for it in out)
+    assert [it.score for it in out] == sorted((it.score for it in out), reverse=True)
+
+
+def test_a_long_message_no_longer_outranks_a_short_exact_answer() -> None:
+    # The long message mentions both query words among many others and wins the lexical score;
+    # the short turn states the answer. Their cosines are alike.
+    filler = " ".join(f"word{i}" for i in range(60))
+    long = Scored(mem(1, f"alpha bravo {filler}"), 0.8, ("alpha", "bravo"))
+    short = Scored(mem(2, "alpha bravo in May"), 0.6, ("alpha", "bravo"))
+    cosine = {UUID(int=1): 0.5, UUID(int=2): 0.5}
+    average = 10.0  # analysed terms per memory in the namespace
+    off = fuse([long, short], cosine, [], 0.4, ["alpha", "bravo"], True)
+    assert [it.memory.id.int for it in off] == [1, 2]
+    on = fuse([long, short], cosine, [], 0.4, ["alpha", "bravo"], True, False, 0.5, average)
+    assert [it.memory.id.int for it in on] == [2, 1]
+    # The short memory is below the average length: its score is as without the prior.
+    plain = fuse([short], cosine, [], 0.4, ["alpha", "bravo"], True)
+    assert plain[0].score == next(it.score for it in on if it.memory.id.int == 2)
+
+
+def test_length_prior_keeps_short_memories_and_falls_with_length() -> None:
+    assert length_prior(5, 10.0, 1.0) == 1.0
+    assert length_prior(10, 10.0, 1.0) == 1.0
+    assert length_prior(40, 10.0, 0.0) == 1.0
+    assert length_prior(40, 0.0, 1.0) == 1.0  # an empty namespace has no average
+    assert length_prior(40, 10.0, 1.0) == 0.25  # per average length at full strength
+    shares = [length_prior(n, 10.0, 0.5) for n in (10, 20, 40, 80)]
+    assert shares == sorted(shares, reverse=True) and shares[0] > shares[-1]
+    assert length_prior(40, 10.0, 0.25) > length_prior(40, 10.0, 0.75)
+
+
+@FAST
+@given(
+    st.lists(st.tuples(SCORES, COSINES, st.integers(0, 40)), min_size=1, max_size=12),
+    st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+    st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+)
+def test_length_prior_scores_stay_in_range_and_never_rise(
+    rows: list[tuple[float, float, int]], w: float, b: float
+) -> None:
+    ranked = [
+        Scored(mem(i + 1, " ".join(["alpha"] + [WORDS[j % 10] for j in range(n)])), s, ("alpha",))
+        for i, (s, _, n) in enumerate(rows)
+    ]
+    cosine = {UUID(int=i + 1): c for i, (_, c, _) in enumerate(rows)}
+    before = {it.memory.id: it.score for it in fuse(ranked, cosine, [], w, ["alpha"])}
+    out = fuse(ranked, cosine, [], w, ["alpha"], False, False, b, 8.0)
+    assert all(0.0 <= it.score <= before[it.memory.id] for it in out)
     assert [it.score for it in out] == sorted((it.score for it in out), reverse=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import secrets
 import shutil
 import sys
 import tempfile
@@ -56,6 +55,13 @@ class Corpus:
         return {key: i for i, key in enumerate(self.keys)}
 
 
+def clear_namespace(service: MemoryService, namespace: str) -> None:
+    """Erase everything in ``namespace`` (an earlier run's data under the same fixed name), to the
+    end: a batched erase that stops at its time budget is called again until it is complete."""
+    while not service.erase(namespace, everything=True).complete:
+        pass
+
+
 def load_rows(
     service: MemoryService, namespace: str, rows: Sequence[dict[str, Any]], name: str
 ) -> Corpus:
@@ -63,6 +69,7 @@ def load_rows(
     then batches) and read back what the evaluation needs of the memories."""
     lines = [json.dumps(row, ensure_ascii=False) for row in rows]
     plan = parse_jsonl(lines, name=name)
+    clear_namespace(service, namespace)
     ingest(service, namespace, plan, name=name, progress=False)
     memory_rows = [row for row in rows if row["type"] == "memory"]
     ids = tuple(UUID(row["id"]) for row in memory_rows)
@@ -166,6 +173,7 @@ SETTINGS_TUNABLE = (
     "fused_answer_share",
     "bm25_b",
     "coverage_length_b",
+    "fused_length_b",
 )
 Value = float | int | bool
 Tuning = dict[str, Value]
@@ -314,10 +322,16 @@ def describe_config(config: Tuning) -> str:
     return " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in config.items())
 
 
+# What names an evaluation's namespaces and salts its memory ids (``RunContext.run_id``): fixed, so
+# that two runs load the same memories under the same ids and break exact score ties (by id) the
+# same way. An earlier run's data under these names is erased before loading (:func:`load_rows`).
+RUN_ID = "run"
+
+
 @dataclass(frozen=True)
 class RunContext:
-    """The services of a run on one store, the store's description, and the run's salt for
-    namespaces and ids.
+    """The services of a run on one store, the store's description, and the name (:data:`RUN_ID`)
+    that its namespaces and memory ids are derived from.
 
     ``service`` is lexical-only (``embed=off``: recall as without an embedder). ``hybrid`` is a
     service with ``embedder`` (lexical + dense), when the embedding model is available;
@@ -338,7 +352,8 @@ class RunContext:
         return self.hybrid or self.service
 
     def namespace(self, dataset: str, part: str | int = "") -> str:
-        """A fresh namespace of this run (``eval_<dataset>_<run>_<part>``)."""
+        """A namespace of this run (``eval_<dataset>_<run>_<part>``): the same name in every run,
+        erased before it is loaded (:func:`load_rows`)."""
         suffix = f"_{part}" if part != "" else ""
         return f"eval_{dataset}_{self.run_id}{suffix}"[:64]
 
@@ -409,15 +424,18 @@ def run_context(
     **overrides: Any,
 ) -> Iterator[RunContext]:
     """Services on the configured store (Neo4j when ``GRAPHSVC_NEO4J_URI`` is set, else the
-    embedded store in ``data_dir`` or a temporary folder deleted afterwards) and a fresh salt.
+    embedded store in ``data_dir`` or a temporary folder deleted afterwards) and the fixed
+    :data:`RUN_ID`.
 
     ``embed`` (``auto``, ``on``, ``off``; ``None``: the settings' ``GRAPHSVC_EMBED``) says whether
     to open the embedding model (behind a vector cache in ``vector_cache``, default a
     ``vector-cache`` folder beside the store) for the dense baseline and the hybrid service;
     ``off`` gives the lexical-only service alone.
 
-    Datasets are loaded into fresh namespaces named with the salt, and memory ids are salted with
-    it too (ids are unique across namespaces), so a run never meets an earlier run's data.
+    Datasets are loaded into namespaces named with :data:`RUN_ID`, and memory ids are derived from
+    it and each item's key, so two runs load the same memories under the same ids (and break
+    exact score ties alike). Each namespace is erased before it is loaded, so a run never meets
+    an earlier run's data; two runs at once on one store (Neo4j) would meet each other's.
 
     Raises:
         ModelUnavailableError: ``embed`` is ``on`` and the model cannot be loaded.
@@ -439,9 +457,7 @@ def run_context(
             hybrid = None
             if embedder is not None:
                 hybrid = make_service(store, settings.model_copy(update={"embed": "on"}), embedder)
-            yield RunContext(
-                lexical, store_label(settings), secrets.token_hex(4), hybrid, embedder, tuple(notes)
-            )
+            yield RunContext(lexical, store_label(settings), RUN_ID, hybrid, embedder, tuple(notes))
         finally:
             store.close()
     finally:
@@ -450,6 +466,7 @@ def run_context(
 
 
 __all__ = [
+    "RUN_ID",
     "SETTINGS_TUNABLE",
     "TUNABLE",
     "Bm25Baseline",
@@ -457,6 +474,7 @@ __all__ = [
     "RunContext",
     "TuneRequest",
     "Tuning",
+    "clear_namespace",
     "describe_config",
     "describe_tuning",
     "load_rows",

@@ -173,8 +173,8 @@ class DenseIndex:
     the stores' int8 codes (:func:`graphsvc.dense.quantize`), exact cosines
     (:func:`graphsvc.dense.cosines`) with every memory, the best first
     (:func:`graphsvc.dense.top_k`): what a store's ``similar`` computes, without a store. Ties
-    break by position (a store breaks them by memory id, which each evaluation run salts afresh:
-    by position, two runs give the same ranking, as the bm25s baseline does)."""
+    break by position (a store breaks them by memory id): two runs give the same ranking, as the
+    bm25s baseline does."""
 
     embedder: Embedder
     codes: dense.Codes
