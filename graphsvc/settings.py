@@ -108,7 +108,7 @@ class Settings(BaseSettings):
         "bits whatever the number; 1 keeps the encoder on one core.",
     )
     dense_weight: float = Field(
-        default=0.6,
+        default=0.5,
         ge=0.0,
         le=1.0,
         description="Share of the cosine in the fused score: (1 - w) * lexical-graph score + "
@@ -172,7 +172,7 @@ class Settings(BaseSettings):
         "depend on length). Chosen by leave-one-conversation-out (README, Quality).",
     )
     fused_length_b: float = Field(
-        default=0.0,
+        default=0.25,
         ge=0.0,
         le=1.0,
         description="Hybrid recall: a length prior on the lexical part of the fused score, for "

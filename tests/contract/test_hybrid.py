@@ -265,7 +265,7 @@ def ranking(result: ContextBundle) -> list[UUID]:
 def test_a_length_prior_ranks_a_short_fact_above_a_long_reply_and_leaves_top_score(
     store: Store, tmp_path: Path, encoder: OnnxEmbedder, ns: str
 ) -> None:
-    off = hybrid_with(store, tmp_path, encoder)
+    off = hybrid_with(store, tmp_path, encoder, fused_length_b=0.0)
     texts = [LONG_REPLY, SHORT_FACT, *OTHERS]
     long_id, short_id, *_ = [
         m.id for m in off.remember_many(ns, [MemoryInput(text=t) for t in texts])
