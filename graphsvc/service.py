@@ -37,6 +37,7 @@ from graphsvc.model import (
     ReconstructedBelief,
     WriteResult,
     construct,
+    isoformats,
     unicode_problem,
     utcnow,
     uuid_of_int,
@@ -100,12 +101,13 @@ def content_ids(namespace: str, items: Sequence[MemoryInput]) -> list[UUID]:
     head = f"{len(namespace)}:{namespace}"
     sha1, prefix, new = hashlib.sha1, _CONTENT_ID_PREFIX, uuid_of_int
     from_bytes = int.from_bytes
+    times = iter(isoformats([t for item in items if (t := item.occurred_at) is not None]))
     ids: list[UUID] = []
     for item in items:
         mid = item.id
+        when = "-" if item.occurred_at is None else f"{len(iso := next(times))}:{iso}"
         if mid is None:
-            occurred, source, kind, text = item.occurred_at, item.source, item.kind, item.text
-            when = "-" if occurred is None else f"{len(iso := occurred.isoformat())}:{iso}"
+            source, kind, text = item.source, item.kind, item.text
             name = (
                 f"{head}{len(kind)}:{kind}{len(text)}:{text}{when}"
                 f"{'-' if source is None else f'{len(source)}:{source}'}"

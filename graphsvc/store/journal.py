@@ -48,7 +48,7 @@ from __future__ import annotations
 import os
 import uuid
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -101,6 +101,13 @@ def encode_payload(payload: bytes) -> bytes:
 def encode(record: Mapping[str, Any]) -> bytes:
     """The frame of a record."""
     return encode_payload(orjson.dumps(record))
+
+
+def encode_parts(record: Mapping[str, Any]) -> tuple[bytes, bytes, bytes]:
+    """The frame of a record in three parts (header, payload, newline), to be written with
+    :func:`write_all_parts` without copying a large payload into one frame."""
+    payload = orjson.dumps(record)
+    return b"%08x %08x " % (len(payload), zlib.crc32(payload)), payload, b"\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,6 +511,22 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def write_all_parts(fd: int, parts: Sequence[bytes]) -> None:
+    """:func:`write_all` of the parts one after the other, in as few ``writev`` calls as the
+    system allows.
+
+    Raises:
+        OSError: the write fails (ENOSPC, EIO, EFBIG, ...).
+    """
+    views = [memoryview(part) for part in parts if part]
+    while views:
+        written = os.writev(fd, views)
+        while views and written >= len(views[0]):
+            written -= len(views.pop(0))
+        if written:
+            views[0] = views[0][written:]
+
+
 def write_file(path: Path, chunks: Iterator[bytes] | list[bytes], *, sync: bool = True) -> None:
     """Write a new file from chunks (fsynced when ``sync``); the file is removed on failure.
 
@@ -715,6 +738,7 @@ __all__ = [
     "Snapshot",
     "SnapshotHead",
     "encode",
+    "encode_parts",
     "encode_payload",
     "fsync_dir",
     "inspect",
@@ -725,6 +749,7 @@ __all__ = [
     "scan_bytes",
     "scan_file",
     "write_all",
+    "write_all_parts",
     "write_file",
     "write_marker",
 ]

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from itertools import chain
 from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
 from graphsvc.dense import VectorModel
-from graphsvc.model import Belief, ContextEvent, Link, Memory
+from graphsvc.model import Belief, ContextEvent, Link, Memory, orjson_writes_isoformat
 
 
 def _dt(value: datetime | None) -> str | None:
@@ -33,9 +33,6 @@ memory_fields: Callable[[Memory], MemoryFields] = attrgetter(
     "id", "text", "kind", "occurred_at", "recorded_at", "invalidated_at", "tags", "source",
     "confidence", "tokens", "terms",
 )  # fmt: skip
-_tzinfo = attrgetter("tzinfo")
-# Zones whose times orjson writes as isoformat() does (it rounds an offset to the minute).
-_EXACT_ZONES = frozenset({UTC, None})
 
 
 def _memory_rows(
@@ -46,7 +43,7 @@ def _memory_rows(
     and lists (``str(id)``, ``isoformat()``, tuples as lists); :func:`_memory_row`'s own when a
     time is in a zone other than UTC (none is through the service)."""
     times = chain(columns[3], columns[4], columns[5]) if columns else ()
-    if set(map(_tzinfo, filter(None, times))) <= _EXACT_ZONES:
+    if orjson_writes_isoformat(filter(None, times)):
         return fields
     return [_memory_row_of(row) for row in fields]
 

@@ -17,8 +17,8 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
-from itertools import accumulate, chain
-from operator import attrgetter
+from itertools import accumulate, chain, compress, repeat
+from operator import attrgetter, is_
 from typing import Any, cast
 from uuid import UUID
 
@@ -278,15 +278,10 @@ class MemoryTable:
         found = list(map(numbers.get, terms))
         new_names: list[str] = []
         if None in found:  # new terms: numbered in order of first appearance
-            fresh: dict[str, int] = {}
+            new_names = list(dict.fromkeys(compress(terms, map(is_, found, repeat(None)))))
             base = len(self.term_names)
-            for at, term in enumerate(terms):
-                if found[at] is None:
-                    number = fresh.get(term)
-                    if number is None:
-                        number = fresh[term] = base + len(new_names)
-                        new_names.append(term)
-                    found[at] = number
+            fresh = dict(zip(new_names, range(base, base + len(new_names)), strict=True))
+            found = list(map(fresh.get, terms, found))  # a known term's number is the default
         data = array("i", cast("list[int]", found))  # every None is numbered now
         # Nothing has changed yet; from here on only containers grow.
         for number, term in enumerate(new_names, start=len(self.term_names)):
