@@ -293,13 +293,13 @@ class MemoryService:
             by_id = {m.id: m for m in memories if m.id in created}
             by_id.update((m.id, m) for m in self.store.get_memories(namespace, result.unchanged))
             stored = [by_id[m.id] for m in memories]
-            new_tokens = sum(by_id[i].tokens for i in result.created if i in by_id)
         else:  # every memory of the write was created: as built
             stored = memories
-            new_tokens = sum(m.tokens for m in memories)
         if run_id is not None:
             at = self._now()
             if result.created:
+                made = {m.id: m for m in memories}
+                new_tokens = sum(made[i].tokens for i in result.created)
                 self.store.append_event(
                     namespace, run_id, step=step, kind=ContextEventKind.MEMORY_WRITE,
                     detail=f"wrote {len(result.created)} memory(ies): "

@@ -129,8 +129,8 @@ class MirrorState:
         """Index rows just added (each larger than every row indexed before)."""
         table = space.memories
         keys, recorded, lengths = table.keys, table.recorded, table.lengths
-        order = [(recorded[row], keys[row]) for row in rows]
-        total = sum([lengths[row] for row in rows])
+        order = list(zip(map(recorded.__getitem__, rows), map(keys.__getitem__, rows), strict=True))
+        total = sum(map(lengths.__getitem__, rows))
         if len(rows) < BULK_ROWS:
             postings = space.postings
             names = table.term_names
