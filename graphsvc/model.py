@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from operator import attrgetter
 from typing import Annotated, Any, TypeVar
 from uuid import UUID, SafeUUID
 
-import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
@@ -485,21 +483,3 @@ class NamespaceStats(Model):
 def utcnow() -> datetime:
     """Now, in UTC."""
     return datetime.now(UTC)
-
-
-_tzinfo = attrgetter("tzinfo")
-# The zones whose times orjson writes exactly as isoformat() does (it rounds other offsets to the
-# minute): UTC, every time graphsvc makes or accepts, and none (a naive time).
-_ISOFORMAT_ZONES = frozenset({UTC, None})
-
-
-def orjson_writes_isoformat(times: Iterable[datetime]) -> bool:
-    """Whether orjson writes every one of ``times`` as its ``isoformat()``."""
-    return set(map(_tzinfo, times)) <= _ISOFORMAT_ZONES
-
-
-def isoformats(times: Sequence[datetime]) -> list[str]:
-    """``[t.isoformat() for t in times]``, from one orjson call when it writes them the same."""
-    if times and orjson_writes_isoformat(times):
-        return orjson.dumps(times).decode("ascii")[2:-2].split('","')
-    return [t.isoformat() for t in times]

@@ -37,7 +37,6 @@ from graphsvc.model import (
     ReconstructedBelief,
     WriteResult,
     construct,
-    isoformats,
     unicode_problem,
     utcnow,
     uuid_of_int,
@@ -72,6 +71,7 @@ from graphsvc.recall import (
 from graphsvc.retrieval import HYBRID, LEXICAL, DenseRecall, Retrieval
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store, TermStats, nothing_to_erase
+from graphsvc.store.journal import isoformats
 from graphsvc.text import analyse_many, estimate_tokens, query_terms
 
 # Ids derived from content live in this UUIDv5 namespace, so that re-ingesting a file is a no-op.

@@ -20,7 +20,7 @@ from uuid import uuid4
 import orjson
 import pytest
 
-from graphsvc.model import Memory, MemoryInput, isoformats
+from graphsvc.model import Memory, MemoryInput
 from graphsvc.recall import (
     STAGES,
     _is_duplicate,
@@ -31,6 +31,7 @@ from graphsvc.recall import (
 from graphsvc.service import CONTENT_ID_NAMESPACE, content_id, content_ids
 from graphsvc.store import journal
 from graphsvc.store.base import CandidateColumns
+from graphsvc.store.journal import isoformats
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.mirror.rows import _memory_row, _memory_rows, memory_fields
 from graphsvc.store.mirror.table import MemoryTable

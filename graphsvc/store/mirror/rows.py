@@ -13,7 +13,8 @@ from typing import Any
 from uuid import UUID
 
 from graphsvc.dense import VectorModel
-from graphsvc.model import Belief, ContextEvent, Link, Memory, orjson_writes_isoformat
+from graphsvc.model import Belief, ContextEvent, Link, Memory
+from graphsvc.store.journal import orjson_writes_isoformat
 
 
 def _dt(value: datetime | None) -> str | None:
