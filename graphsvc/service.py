@@ -71,7 +71,8 @@ from graphsvc.recall import (
 from graphsvc.retrieval import HYBRID, LEXICAL, DenseRecall, Retrieval
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store, TermStats, nothing_to_erase
-from graphsvc.text import analyse, estimate_tokens, query_terms
+from graphsvc.store.journal import isoformats
+from graphsvc.text import analyse_many, estimate_tokens, query_terms
 
 # Ids derived from content live in this UUIDv5 namespace, so that re-ingesting a file is a no-op.
 CONTENT_ID_NAMESPACE = UUID("6f1c1e0e-5b7a-4d0e-9a53-9b8f3f2c6a10")
@@ -92,18 +93,31 @@ def content_id(namespace: str, item: MemoryInput) -> UUID:
     contents share a name whatever characters they hold. The same UUID as
     ``uuid.uuid5(CONTENT_ID_NAMESPACE, name)``, without its checks (one per memory written).
     """
-    occurred = item.occurred_at
-    when = "-" if occurred is None else f"{len(iso := occurred.isoformat())}:{iso}"
-    source = item.source
-    kind, text = item.kind, item.text
-    name = (
-        f"{len(namespace)}:{namespace}{len(kind)}:{kind}{len(text)}:{text}{when}"
-        f"{'-' if source is None else f'{len(source)}:{source}'}"
-        + "".join([f"{len(tag)}:{tag}" for tag in item.tags])
-    )
-    digest = hashlib.sha1(_CONTENT_ID_PREFIX + name.encode("utf-8"), usedforsecurity=False)
-    key = int.from_bytes(digest.digest()[:16], "big")
-    return uuid_of_int((key & _VERSION_MASK) | _VERSION_BITS)
+    return content_ids(namespace, [item])[0]
+
+
+def content_ids(namespace: str, items: Sequence[MemoryInput]) -> list[UUID]:
+    """Each item's id: its own, or :func:`content_id` (a write's batch at once)."""
+    head = f"{len(namespace)}:{namespace}"
+    sha1, prefix, new = hashlib.sha1, _CONTENT_ID_PREFIX, uuid_of_int
+    from_bytes = int.from_bytes
+    times = iter(isoformats([t for item in items if (t := item.occurred_at) is not None]))
+    ids: list[UUID] = []
+    for item in items:
+        mid = item.id
+        when = "-" if item.occurred_at is None else f"{len(iso := next(times))}:{iso}"
+        if mid is None:
+            source, kind, text = item.source, item.kind, item.text
+            name = (
+                f"{head}{len(kind)}:{kind}{len(text)}:{text}{when}"
+                f"{'-' if source is None else f'{len(source)}:{source}'}"
+            )
+            if tags := item.tags:
+                name += "".join([f"{len(tag)}:{tag}" for tag in tags])
+            digest = sha1(prefix + name.encode("utf-8"), usedforsecurity=False).digest()
+            mid = new((from_bytes(digest[:16]) & _VERSION_MASK) | _VERSION_BITS)
+        ids.append(mid)
+    return ids
 
 
 @dataclass(frozen=True)
@@ -205,23 +219,24 @@ class MemoryService:
     ) -> list[Memory]:
         """:meth:`make_memory` for each input, recorded one microsecond apart from ``start``.
         ASCII text that is not blank and within the limit passes :meth:`check_input` without
-        calling it (ASCII is valid Unicode); any other text is checked by it."""
+        calling it (ASCII is valid Unicode); any other text is checked by it. Every input is
+        checked before anything is computed from one."""
         limit = self.settings.max_text_chars
-        step = timedelta(microseconds=1)
-        recorded_at = start
-        made: list[Memory] = []
-        for item in items:
-            text = item.text
+        texts = [item.text for item in items]
+        for item, text in zip(items, texts, strict=True):
             if not (text.isascii() and 0 < len(text) <= limit and not text.isspace()):
                 self.check_input(item)
+        step = timedelta(microseconds=1)
+        made: list[Memory] = []
+        for at, (item, text, mid, terms) in enumerate(
+            zip(items, texts, content_ids(namespace, items), analyse_many(texts), strict=True)
+        ):
             made.append(construct(Memory, {
-                "id": item.id or content_id(namespace, item), "namespace": namespace,
-                "text": text, "kind": item.kind, "occurred_at": item.occurred_at,
-                "recorded_at": recorded_at, "invalidated_at": None, "tags": tuple(item.tags),
-                "source": item.source, "confidence": item.confidence,
-                "tokens": estimate_tokens(text), "terms": tuple(analyse(text)),
+                "id": mid, "namespace": namespace, "text": text, "kind": item.kind,
+                "occurred_at": item.occurred_at, "recorded_at": start + step * at,
+                "invalidated_at": None, "tags": tuple(item.tags), "source": item.source,
+                "confidence": item.confidence, "tokens": estimate_tokens(text), "terms": terms,
             }))  # fmt: skip
-            recorded_at += step
         return made
 
     def remember(
@@ -278,13 +293,13 @@ class MemoryService:
             by_id = {m.id: m for m in memories if m.id in created}
             by_id.update((m.id, m) for m in self.store.get_memories(namespace, result.unchanged))
             stored = [by_id[m.id] for m in memories]
-            new_tokens = sum(by_id[i].tokens for i in result.created if i in by_id)
         else:  # every memory of the write was created: as built
             stored = memories
-            new_tokens = sum(m.tokens for m in memories)
         if run_id is not None:
             at = self._now()
             if result.created:
+                made = {m.id: m for m in memories}
+                new_tokens = sum(made[i].tokens for i in result.created)
                 self.store.append_event(
                     namespace, run_id, step=step, kind=ContextEventKind.MEMORY_WRITE,
                     detail=f"wrote {len(result.created)} memory(ies): "

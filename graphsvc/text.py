@@ -6,6 +6,7 @@ The same analyser runs for memories and queries, in both stores.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 
 import regex
 import Stemmer
@@ -42,6 +43,10 @@ _stemmer = Stemmer.Stemmer("english")
 _ASCII_SEPARATORS = bytes(
     c if chr(c).isascii() and (chr(c).isdigit() or chr(c).islower()) else 0x20 for c in range(256)
 )
+# analyse_many joins a batch's texts with a control character that the table below keeps (where
+# the one above makes it a space), so the translated batch splits back into its texts.
+_BATCH_SEPARATOR = "\x01"
+_BATCH_SEPARATORS = _ASCII_SEPARATORS[:1] + b"\x01" + _ASCII_SEPARATORS[2:]
 # token -> analysed term, "" when dropped (too short, or a stop word); cleared past
 # _TERM_CACHE_SIZE entries so it stays bounded on an open vocabulary.
 _TERM_CACHE: dict[str, str] = {}
@@ -81,6 +86,27 @@ def analyse(text: str) -> list[str]:
         _fill_term_cache(tokens)
         terms = list(map(_TERM_CACHE.get, tokens))
     return list(filter(None, terms))
+
+
+def analyse_many(texts: Sequence[str]) -> list[tuple[str, ...]]:
+    """:func:`analyse` of each text, as tuples: a write's batch at once. When every text is
+    ASCII and none holds the separator, they are lowered and translated as one string and cut
+    apart again (the same tokens as text by text); otherwise each is analysed on its own."""
+    blob = _BATCH_SEPARATOR.join(texts)
+    if not (blob.isascii() and blob.count(_BATCH_SEPARATOR) == len(texts) - 1):
+        return [tuple(analyse(text)) for text in texts]
+    parts = blob.lower().encode("ascii").translate(_BATCH_SEPARATORS).decode("ascii")
+    term_of = _TERM_CACHE.__getitem__
+    analysed: list[tuple[str, ...]] = []
+    append = analysed.append
+    for part in parts.split(_BATCH_SEPARATOR):
+        tokens = part.split()
+        try:
+            append(tuple(filter(None, map(term_of, tokens))))
+        except KeyError:  # a token not met yet
+            _fill_term_cache(tokens)
+            append(tuple(filter(None, map(term_of, tokens))))
+    return analysed
 
 
 def query_terms(text: str) -> list[str]:

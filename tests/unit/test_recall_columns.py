@@ -10,11 +10,14 @@ bundles both stores give are compared in tests/contract.
 
 from __future__ import annotations
 
+import os
 import random
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from uuid import uuid4
 
+import orjson
 import pytest
 
 from graphsvc.model import Memory, MemoryInput
@@ -25,9 +28,12 @@ from graphsvc.recall import (
     score_candidates,
     score_columns,
 )
-from graphsvc.service import CONTENT_ID_NAMESPACE, content_id
+from graphsvc.service import CONTENT_ID_NAMESPACE, content_id, content_ids
+from graphsvc.store import journal
 from graphsvc.store.base import CandidateColumns
+from graphsvc.store.journal import isoformats
 from graphsvc.store.mirror import MirrorStore
+from graphsvc.store.mirror.rows import _memory_row, _memory_rows, memory_fields
 from graphsvc.store.mirror.table import MemoryTable
 from graphsvc.text import analyse, estimate_tokens, query_terms
 
@@ -191,3 +197,67 @@ def test_duplicates_among_sets_of_near_size_are_all_duplicates() -> None:
         probe = frozenset(rng.sample(vocabulary, rng.randint(0, 12)))
         assert packed.is_duplicate(probe) == _is_duplicate(probe, sets)
         assert packed.in_order == sets
+
+
+def test_content_ids_of_a_batch_are_each_items_id() -> None:
+    rng = random.Random(6)
+    zones = [UTC, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(seconds=-3725))]
+    items = []
+    for n in range(400):
+        occurred = BASE + timedelta(microseconds=rng.randint(-(10**15), 10**15))
+        items.append(MemoryInput(
+            id=uuid4() if n % 5 == 0 else None, text=f"memory {n} é" if n % 2 else f"m {n}",
+            occurred_at=rng.choice([None, occurred]), tags=("a", "b:c")[: n % 3],
+            source=rng.choice([None, "", "s"]),
+        ))  # fmt: skip
+    # model_construct keeps a zone the validator would have converted to UTC
+    items.append(MemoryInput.model_construct(
+        id=None, text="zoned", kind="observation", tags=(), source=None, confidence=1.0,
+        occurred_at=datetime(2020, 1, 1, 12, tzinfo=rng.choice(zones[1:])),
+    ))  # fmt: skip
+    for namespace in ("n", "ns_1"):
+        assert content_ids(namespace, items) == [
+            item.id or _reference_content_id(namespace, item) for item in items
+        ]
+
+
+def test_isoformats_are_isoformat_whatever_the_zone() -> None:
+    rng = random.Random(7)
+    for zone in (UTC, None, timezone(timedelta(hours=-3)), timezone(timedelta(seconds=4830))):
+        times = [
+            datetime(1, 1, 1) + timedelta(microseconds=rng.randrange(315_537_897_600_000_000))
+            for _ in range(300)
+        ]
+        times = [t.replace(tzinfo=zone, microsecond=0 if n % 4 == 0 else t.microsecond)
+                 for n, t in enumerate(times)]  # fmt: skip
+        assert isoformats(times) == [t.isoformat() for t in times]
+    assert isoformats([]) == []
+
+
+def test_log_rows_of_a_batch_encode_as_the_row_of_each_memory() -> None:
+    rng = random.Random(8)
+    memories = [make_memory(n, rng) for n in range(200)]
+    odd = timezone(timedelta(hours=2, seconds=30))  # orjson would round this offset
+    zoned = [m.model_copy(update={"occurred_at": BASE.astimezone(odd)}) for m in memories[:3]]
+    for batch in (memories, memories + zoned, zoned, []):
+        fields = [memory_fields(m) for m in batch]
+        rows = _memory_rows(fields, list(zip(*fields, strict=True)))
+        assert orjson.dumps(rows) == orjson.dumps([_memory_row(m) for m in batch])
+
+
+def test_a_frame_in_parts_is_the_frame(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record = {"op": "upsert", "ns": "a", "memories": [["x" * 70_000, 1]], "seq": 3}
+    parts = journal.encode_parts(record)
+    assert b"".join(parts) == journal.encode(record)
+    writev = os.writev
+
+    def short(fd: int, buffers: list[memoryview]) -> int:  # as a system that writes less
+        return writev(fd, [bytes(b"".join(buffers)[:999])])
+
+    monkeypatch.setattr(os, "writev", short)
+    fd = os.open(tmp_path / "log", os.O_WRONLY | os.O_CREAT)
+    try:
+        journal.write_all_parts(fd, parts)
+    finally:
+        os.close(fd)
+    assert (tmp_path / "log").read_bytes() == journal.encode(record)

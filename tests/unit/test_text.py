@@ -14,6 +14,7 @@ from graphsvc.text import (
     CHRONOLOGY_MARKERS,
     STOP_WORDS,
     analyse,
+    analyse_many,
     asks_about_order,
     estimate_tokens,
     query_terms,
@@ -257,3 +258,22 @@ def test_the_ascii_fast_path_tokenizes_like_the_unicode_path(text: str) -> None:
     from graphsvc.text import _tokens
 
     assert _tokens(text) == tokenize(text)
+
+
+@FAST
+@given(
+    st.lists(
+        st.one_of(_ASCII_TEXT, st.text(max_size=40), st.sampled_from(["a\x01b", "\x01", ""])),
+        max_size=8,
+    )
+)
+def test_analyse_many_is_analyse_of_each_text(texts: list[str]) -> None:
+    # ASCII batches go through the joined fast path, others (and any holding its separator)
+    # text by text: either way the terms of each text, in order.
+    assert analyse_many(texts) == [tuple(analyse(text)) for text in texts]
+
+
+def test_analyse_many_of_ascii_texts_cuts_the_batch_back_into_its_texts() -> None:
+    texts = ["The pump failed.", "", "  ", "pump-valve_42 ran", "x", "Running pumps"]
+    assert analyse_many(texts) == [("pump", "fail"), (), (), ("pump", "valv", "42", "ran"), (),
+                                   ("run", "pump")]  # fmt: skip

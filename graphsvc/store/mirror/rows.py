@@ -5,13 +5,16 @@ back into the compact tables by :mod:`~graphsvc.store.mirror.table`."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
 from graphsvc.dense import VectorModel
 from graphsvc.model import Belief, ContextEvent, Link, Memory
+from graphsvc.store.journal import orjson_writes_isoformat
 
 
 def _dt(value: datetime | None) -> str | None:
@@ -19,11 +22,38 @@ def _dt(value: datetime | None) -> str | None:
 
 
 def _memory_row(m: Memory) -> list[Any]:
-    occurred, invalidated = m.occurred_at, m.invalidated_at
+    return _memory_row_of(memory_fields(m))
+
+
+#: A memory's fields in its log row's order (:func:`_memory_row`), as the memory holds them.
+MemoryFields = tuple[
+    UUID, str, str, datetime | None, datetime, datetime | None, tuple[str, ...], str | None,
+    float, int, tuple[str, ...],
+]  # fmt: skip
+memory_fields: Callable[[Memory], MemoryFields] = attrgetter(
+    "id", "text", "kind", "occurred_at", "recorded_at", "invalidated_at", "tags", "source",
+    "confidence", "tokens", "terms",
+)  # fmt: skip
+
+
+def _memory_rows(
+    fields: Sequence[MemoryFields], columns: Sequence[Sequence[Any]]
+) -> Sequence[MemoryFields | list[Any]]:
+    """The log rows of memories given as ``fields`` (and the same as ``columns``): the fields
+    themselves, which the log's encoder (orjson) writes exactly as :func:`_memory_row`'s strings
+    and lists (``str(id)``, ``isoformat()``, tuples as lists); :func:`_memory_row`'s own when a
+    time is in a zone other than UTC (none is through the service)."""
+    times = chain(columns[3], columns[4], columns[5]) if columns else ()
+    if orjson_writes_isoformat(filter(None, times)):
+        return fields
+    return [_memory_row_of(row) for row in fields]
+
+
+def _memory_row_of(row: MemoryFields) -> list[Any]:
+    mid, text, kind, occurred, recorded, invalidated, tags, source, confidence, tokens, terms = row
     return [
-        str(m.id), m.text, m.kind, None if occurred is None else occurred.isoformat(),
-        m.recorded_at.isoformat(), None if invalidated is None else invalidated.isoformat(),
-        list(m.tags), m.source, m.confidence, m.tokens, list(m.terms),
+        str(mid), text, kind, _dt(occurred), recorded.isoformat(), _dt(invalidated), list(tags),
+        source, confidence, tokens, list(terms),
     ]  # fmt: skip
 
 

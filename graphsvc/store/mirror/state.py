@@ -15,7 +15,7 @@ from sortedcontainers import SortedList
 
 from graphsvc.dense import VectorModel
 from graphsvc.errors import StoreCorruptError
-from graphsvc.model import Belief, ContextEvent, Link, Memory
+from graphsvc.model import Belief, ContextEvent, Link
 from graphsvc.store.base import redact, uuids_in
 from graphsvc.store.mirror.columns import gather_terms
 from graphsvc.store.mirror.rows import _model_from_row
@@ -113,9 +113,11 @@ class MirrorState:
         else:
             raise StoreCorruptError(f"unknown log operation {op!r}")
 
-    def _add_memories(self, space: _Namespace, memories: Sequence[Memory]) -> None:
-        """Index memories that are not in the store (a batch: sorted structures grow once)."""
-        self._index_rows(space, space.memories.add_many(memories))
+    def _add_columns(self, space: _Namespace, columns: Sequence[Sequence[Any]]) -> None:
+        """Index memories that are not in the store, given as the columns of their fields
+        (:meth:`~graphsvc.store.mirror.table.MemoryTable.add_columns`; a batch: sorted
+        structures grow once)."""
+        self._index_rows(space, space.memories.add_columns(columns))
 
     def _add_rows(self, space: _Namespace, rows: Sequence[Sequence[Any]]) -> None:
         """Index memories given as log rows that are not in the store."""
@@ -127,8 +129,8 @@ class MirrorState:
         """Index rows just added (each larger than every row indexed before)."""
         table = space.memories
         keys, recorded, lengths = table.keys, table.recorded, table.lengths
-        order = [(recorded[row], keys[row]) for row in rows]
-        total = sum([lengths[row] for row in rows])
+        order = list(zip(map(recorded.__getitem__, rows), map(keys.__getitem__, rows), strict=True))
+        total = sum(map(lengths.__getitem__, rows))
         if len(rows) < BULK_ROWS:
             postings = space.postings
             names = table.term_names

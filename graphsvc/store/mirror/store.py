@@ -8,6 +8,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
+from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
 from uuid import UUID
@@ -56,14 +57,17 @@ from graphsvc.store.mirror.rows import (
     _belief_row,
     _event_row,
     _link_row,
-    _memory_row,
+    _memory_rows,
     _model_row,
     _vector_rows,
+    memory_fields,
 )
 from graphsvc.store.mirror.state import _Namespace
 from graphsvc.store.mirror.table import NO_TIME, LinkTuple, from_micros, make_link
 
 # BM25 parameters of native_top_k (Lucene's defaults).
+_id_of = attrgetter("id")
+
 BM25_K1 = 1.2
 BM25_B = 0.75
 
@@ -122,10 +126,14 @@ class MirrorStore(MirrorLoader, Store):
     ) -> WriteResult:
         with self._lock:
             space = self._space(namespace)
-            created, unchanged = split_upsert(
-                memories,
-                stored=lambda mid: space.memories.get(mid.int),
-            )
+            keys = [mid.int for mid in map(_id_of, memories)]
+            if len(set(keys)) == len(keys) and space.memories.row_of.keys().isdisjoint(keys):
+                created, unchanged = list(memories), list[UUID]()  # all new, as split_upsert finds
+            else:
+                created, unchanged = split_upsert(
+                    memories,
+                    stored=lambda mid: space.memories.get(mid.int),
+                )
             given: dict[UUID, bytes] = {}
             if vectors:
                 self._check_vectors(namespace, space, vectors)
@@ -150,16 +158,19 @@ class MirrorStore(MirrorLoader, Store):
                     if old not in keep:
                         evict.append(space.memories.uuid(old))
 
+            fields = list(map(memory_fields, created))
+            columns = list(zip(*fields, strict=True))
+
             def apply() -> None:
                 for mid in evict:
                     self._remove_memory(space, mid.int)
-                self._add_memories(space, created)
+                self._add_columns(space, columns)
                 self._put_vectors(space, list(given.items()))
 
             if created or evict or given:
                 record: dict[str, Any] = {
                     "op": "upsert", "ns": namespace,
-                    "memories": [_memory_row(m) for m in created],
+                    "memories": _memory_rows(fields, columns),
                     "evict": [str(mid) for mid in evict],
                 }  # fmt: skip
                 if given:  # in the same record as the memories: one atomic write

@@ -17,7 +17,8 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
-from itertools import accumulate, chain
+from itertools import accumulate, chain, compress, repeat
+from operator import attrgetter, is_
 from typing import Any, cast
 from uuid import UUID
 
@@ -26,6 +27,7 @@ from numpy.typing import NDArray
 
 from graphsvc.model import Link, LinkKind, Memory, construct, uuid_of_int
 from graphsvc.store.base import EPOCH, micros
+from graphsvc.store.mirror.rows import memory_fields
 
 #: Stands for "no time" in a column of microseconds (before any datetime Python can hold).
 NO_TIME = -(2**63)
@@ -40,6 +42,8 @@ _CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 
 
 uuid_of = uuid_of_int
+_int_of = attrgetter("int")
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def key_of(text: Any) -> int:
@@ -243,35 +247,41 @@ class MemoryTable:
         """Add memories that are not stored (each once); their rows. The same columns as
         :meth:`add` one memory at a time, filled column by column (every value is computed
         before any column grows)."""
+        return self.add_columns(list(zip(*map(memory_fields, memories), strict=True)))
+
+    def add_columns(self, columns: Sequence[Sequence[Any]]) -> range:
+        """:meth:`add_many` of memories given as the columns of their fields
+        (:data:`~graphsvc.store.mirror.rows.memory_fields`' order)."""
         first = len(self.ids)
-        count = len(memories)
-        ids = [m.id for m in memories]
-        keys = [mid.int for mid in ids]
+        if not columns:
+            return range(first, first)
+        ids, texts, kinds, occurred, recorded, invalidated, tags, sources, confidence, tokens, \
+            terms = columns  # fmt: skip
+        count = len(ids)
+        keys = list(map(_int_of, ids))
         share = self._shared.setdefault
-        kinds = [share(m.kind, m.kind) for m in memories]
-        sources = [None if (s := m.source) is None else share(s, s) for m in memories]
-        tags = [share(t, t) if (t := tuple(m.tags)) else () for m in memories]
-        recorded = array("q", [micros(m.recorded_at) for m in memories])
-        occurred = array("q", [_micros_or_none(m.occurred_at) for m in memories])
-        invalidated = array("q", [_micros_or_none(m.invalidated_at) for m in memories])
-        confidence = array("d", [m.confidence for m in memories])
-        tokens = array("q", [m.tokens for m in memories])
-        lengths = array("i", [len(m.terms) for m in memories])
+        kinds = list(map(share, kinds, kinds))
+        sources = list(map(share, sources, sources))  # None stays None
+        tags = list(map(tuple, tags))
+        tags = list(map(share, tags, tags))
+        epoch, step = EPOCH, _MICROSECOND
+        recorded_at = array("q", [(t - epoch) // step for t in recorded])
+        occurred_at = array("q", [NO_TIME if t is None else (t - epoch) // step for t in occurred])
+        invalidated_at = array(
+            "q", [NO_TIME if t is None else (t - epoch) // step for t in invalidated]
+        )
+        confidences, token_counts = array("d", confidence), array("q", tokens)
+        lengths = array("i", map(len, terms))
         starts = array("q", accumulate(lengths, initial=len(self.term_data)))
-        terms = list(chain.from_iterable([m.terms for m in memories]))
+        terms = list(chain.from_iterable(terms))
         numbers = self.term_numbers
         found = list(map(numbers.get, terms))
         new_names: list[str] = []
         if None in found:  # new terms: numbered in order of first appearance
-            fresh: dict[str, int] = {}
+            new_names = list(dict.fromkeys(compress(terms, map(is_, found, repeat(None)))))
             base = len(self.term_names)
-            for at, term in enumerate(terms):
-                if found[at] is None:
-                    number = fresh.get(term)
-                    if number is None:
-                        number = fresh[term] = base + len(new_names)
-                        new_names.append(term)
-                    found[at] = number
+            fresh = dict(zip(new_names, range(base, base + len(new_names)), strict=True))
+            found = list(map(fresh.get, terms, found))  # a known term's number is the default
         data = array("i", cast("list[int]", found))  # every None is numbered now
         # Nothing has changed yet; from here on only containers grow.
         for number, term in enumerate(new_names, start=len(self.term_names)):
@@ -280,15 +290,15 @@ class MemoryTable:
         self.row_of.update(zip(keys, range(first, first + count), strict=True))
         self.ids.extend(ids)
         self.keys.extend(keys)
-        self.texts.extend([m.text for m in memories])
+        self.texts.extend(texts)
         self.kinds.extend(kinds)
         self.sources.extend(sources)
         self.tags.extend(tags)
-        self.recorded.extend(recorded)
-        self.occurred.extend(occurred)
-        self.invalidated.extend(invalidated)
-        self.confidence.extend(confidence)
-        self.tokens.extend(tokens)
+        self.recorded.extend(recorded_at)
+        self.occurred.extend(occurred_at)
+        self.invalidated.extend(invalidated_at)
+        self.confidence.extend(confidences)
+        self.tokens.extend(token_counts)
         self.lengths.extend(lengths)
         self.term_start.extend(starts[:-1])
         self.term_data.extend(data)

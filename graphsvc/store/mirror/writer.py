@@ -126,7 +126,7 @@ class MirrorWriter(MirrorState):
             self._retry_rollback()
         record["seq"] = self._seq + 1
         if self._log_fd is not None:
-            self._append(journal.encode(record))
+            self._append(journal.encode_parts(record))
         if apply is None:
             self._apply(record)
         else:
@@ -137,9 +137,10 @@ class MirrorWriter(MirrorState):
         ):
             self._start_compaction()
 
-    def _append(self, frame: bytes) -> None:
-        """Append a frame at the end of the acknowledged log, durably; on failure, cut the file
-        back so that nothing of it stays.
+    def _append(self, frame: Sequence[bytes]) -> None:
+        """Append a frame (in parts, :func:`~graphsvc.store.journal.encode_parts`) at the end of
+        the acknowledged log, durably; on failure, cut the file back so that nothing of it
+        stays.
 
         Raises:
             StoreUnavailableError: the frame could not be written (nothing of it stays, or, if
@@ -149,12 +150,12 @@ class MirrorWriter(MirrorState):
         assert fd is not None
         start = self._log_end
         try:
-            journal.write_all(fd, frame)
+            journal.write_all_parts(fd, frame)
             if self._fsync:
                 os.fdatasync(fd)
         except OSError as exc:
             self._roll_back(start, exc)
-        self._log_end = start + len(frame)
+        self._log_end = start + sum(map(len, frame))
 
     def _log_path(self) -> Path:
         assert self._dir is not None
