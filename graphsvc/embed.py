@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 import numpy as np
 from numpy.typing import NDArray
@@ -89,6 +89,30 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Vectors:
         """The unit vectors of ``texts``, one row each, in order."""
         ...
+
+
+class TokenEmbedder(Embedder, Protocol):
+    """An :class:`Embedder` whose work splits in two: :meth:`tokenize` (Python, under the GIL)
+    and :meth:`embed_tokens` (mostly native code, without it), so a caller can tokenise a text
+    itself and hand the rest to another thread. ``embed_tokens(tokenize(texts))`` is the same
+    bits as ``embed(texts)``."""
+
+    def tokenize(self, texts: Sequence[str]) -> Sequence[Sequence[int]]:
+        """The token ids of each text."""
+        ...
+
+    def embed_tokens(self, ids: Sequence[Sequence[int]]) -> Vectors:
+        """The unit vectors of the texts whose token ids are ``ids``."""
+        ...
+
+
+def tokenizes_apart(embedder: Embedder | None) -> TypeGuard[TokenEmbedder]:
+    """Whether ``embedder`` is a :class:`TokenEmbedder` (looked up on its class, so that
+    nothing is loaded: an embedder's properties may load its model)."""
+    kind = type(embedder)
+    return callable(getattr(kind, "tokenize", None)) and callable(
+        getattr(kind, "embed_tokens", None)
+    )
 
 
 @dataclass(frozen=True)
@@ -419,13 +443,32 @@ class OnnxEmbedder:
             BadInputError: ``texts`` is a single string rather than a sequence of them.
             ModelUnavailableError: as :meth:`load`.
         """
+        return self.embed_tokens(self.tokenize(texts))
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids of each text, cut to the maximum length: the first half of
+        :meth:`embed` (Python work, under the GIL), which :meth:`embed_tokens` finishes.
+
+        Raises:
+            BadInputError: ``texts`` is a single string rather than a sequence of them.
+            ModelUnavailableError: as :meth:`load`.
+        """
         if isinstance(texts, str):
             raise BadInputError("embed takes a sequence of texts, not one string: wrap it in [ ]")
+        tokenizer = self._ensure().tokenizer
+        return [tokenizer.encode(text).ids for text in texts]
+
+    def embed_tokens(self, ids: Sequence[Sequence[int]]) -> Vectors:
+        """The unit vectors of texts tokenised by :meth:`tokenize`: the same bits as
+        :meth:`embed` of the texts. Nearly all of it runs in onnxruntime, without the GIL.
+
+        Raises:
+            ModelUnavailableError: as :meth:`load`.
+        """
         loaded = self._ensure()
-        out = np.zeros((len(texts), loaded.dimension), dtype=np.float32)
-        if not texts:
+        out = np.zeros((len(ids), loaded.dimension), dtype=np.float32)
+        if not ids:
             return out
-        ids = [loaded.tokenizer.encode(text).ids for text in texts]
         # Similar lengths together waste less on padding; padding never changes a row's bits.
         order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
         workers = self.workers
@@ -460,7 +503,7 @@ class OnnxEmbedder:
             pool.shutdown(wait=True)
 
 
-def _encode(loaded: _Loaded, batch: list[list[int]]) -> Vectors:
+def _encode(loaded: _Loaded, batch: list[Sequence[int]]) -> Vectors:
     lengths = [len(row) for row in batch]
     input_ids = np.zeros((len(batch), max(lengths)), dtype=np.int64)
     mask = np.zeros_like(input_ids)
@@ -476,13 +519,26 @@ def _encode(loaded: _Loaded, batch: list[list[int]]) -> Vectors:
         )
     except Exception as exc:  # onnxruntime raises its own untyped errors
         raise ModelUnavailableError(f"the embedding model failed to run: {exc}") from exc
-    pooled = np.empty((len(batch), loaded.dimension), dtype=np.float64)
-    for row, length in enumerate(lengths):
-        # Each row is summed over its own tokens only, so its padding cannot change its bits.
-        pooled[row] = hidden[row, :length].astype(np.float64).sum(axis=0) / length
+    pooled = _mean_pool(hidden, lengths)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
     unit: NDArray[np.float64] = pooled / np.maximum(norms, 1e-12)
     return unit.astype(np.float32)
+
+
+def _mean_pool(hidden: NDArray[np.float32], lengths: list[int]) -> NDArray[np.float64]:
+    """The mean of each row's first ``lengths[row]`` token vectors, in float64.
+
+    Each row is summed over its own tokens only (numpy adds the tokens of a row one after the
+    other, in order), so its padding cannot change its bits: a batch of one text whose tokens
+    all count is summed in one call, a padded batch row by row."""
+    if len(lengths) == 1 or min(lengths) == hidden.shape[1]:
+        sums = hidden[:, : max(lengths)].astype(np.float64).sum(axis=1)
+        pooled: NDArray[np.float64] = sums / np.asarray(lengths, dtype=np.float64)[:, None]
+        return pooled
+    pooled = np.empty((len(lengths), hidden.shape[2]), dtype=np.float64)
+    for row, length in enumerate(lengths):
+        pooled[row] = hidden[row, :length].astype(np.float64).sum(axis=0) / length
+    return pooled
 
 
 def _known_name(model_sha: str, tokenizer_sha: str) -> str | None:
@@ -523,7 +579,9 @@ __all__ = [
     "ModelUnavailableError",
     "OnnxEmbedder",
     "PackagedModel",
+    "TokenEmbedder",
     "locate",
     "open_embedder",
     "packaged_model",
+    "tokenizes_apart",
 ]

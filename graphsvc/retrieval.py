@@ -18,10 +18,16 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from graphsvc.dense import VectorModel, quantize, to_bytes
-from graphsvc.embed import Embedder, ModelUnavailableError, OnnxEmbedder, open_embedder
+from graphsvc.embed import (
+    Embedder,
+    ModelUnavailableError,
+    OnnxEmbedder,
+    open_embedder,
+    tokenizes_apart,
+)
 from graphsvc.errors import BadInputError
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
@@ -35,6 +41,10 @@ LEXICAL: Retrieval = "lexical"
 OFF_REASON = "dense recall is off (GRAPHSVC_EMBED=off)"
 #: Most queries in one call of the encoder (shared among its workers).
 QUERY_BATCH = 8
+#: Longest a submission waits for an idle encoder's thread to take it (seconds): the handoff
+#: takes about a tenth of a millisecond on a quiet machine; on a busy one the bound keeps the
+#: submitter from waiting longer than the switch interval it saves.
+HANDOFF_WAIT = 0.002
 #: Namespaces whose last answer (dense or lexical) :class:`DenseRecall` remembers for prefetch.
 NAMESPACES_REMEMBERED = 4_096
 
@@ -61,18 +71,35 @@ class QueryBatcher:
     a submission with ``collect`` takes it (at most ``kept`` such answers, the oldest dropped
     first), so a query prefetched early is not encoded again when its caller asks for it.
 
+    ``prepare`` (default: the text itself) turns a text into what ``encode`` takes, in the
+    submitting thread: for example its token ids, so the encoder's thread, which takes the GIL
+    only between two calls of onnxruntime, has as little Python to run as possible.
+
+    A submission that finds the encoder idle waits (at most :data:`HANDOFF_WAIT` seconds) until
+    the encoder's thread has taken it. Otherwise the thread, woken while the submitter goes on
+    with Python work (the lexical ranking), waits for the GIL for up to the interpreter's switch
+    interval (5 ms) before the encoding even starts; the wait hands the GIL over at once.
+
     The thread starts with the first query and stops at :meth:`close`; a later query starts it
     again.
     """
 
     def __init__(
-        self, encode: Callable[[list[str]], list[bytes]], max_batch: int = 32, kept: int = 1_024
+        self,
+        encode: Callable[[list[Any]], list[bytes]],
+        max_batch: int = 32,
+        kept: int = 1_024,
+        prepare: Callable[[str], Any] | None = None,
     ) -> None:
         self._encode = encode
+        self._prepare = prepare
         self._max_batch = max_batch
         self._kept = kept
         self._ready = threading.Condition()
         self._waiting: dict[str, Future[bytes]] = {}  # in arrival order
+        self._items: dict[str, Any] = {}  # what encode takes for each waiting text
+        self._idle = False  # the thread waits for work
+        self._taken: threading.Event | None = None  # set when the thread takes what waits
         self._running: dict[str, Future[bytes]] = {}  # in the encoder now
         self._prefetched: set[str] = set()  # submitted without collect, not yet collected
         self._done: OrderedDict[str, Future[bytes]] = OrderedDict()  # answered, not collected
@@ -82,38 +109,72 @@ class QueryBatcher:
     def submit(self, text: str, *, collect: bool = True) -> Future[bytes]:
         """The future codes of ``text``; ``collect=False`` for a prefetch (see the class)."""
         with self._ready:
-            future = self._waiting.get(text) or self._running.get(text)
-            if future is None:
-                if not collect and text in self._done:
-                    return self._done[text]
-                future = self._done.pop(text, None)
-            if collect:
-                self._prefetched.discard(text)
-            else:
-                self._prefetched.add(text)
-            if future is None:
-                future = self._waiting[text] = Future()
-                if self._thread is None:
-                    self._closing = False
-                    self._thread = threading.Thread(
-                        target=self._run, name="graphsvc-query-encoder", daemon=True
-                    )
-                    self._thread.start()
-                self._ready.notify()
+            future = self._known(text, collect)
+        if future is not None:
             return future
+        item: Any = text
+        if self._prepare is not None:
+            try:
+                item = self._prepare(text)
+            except BaseException as exc:  # the caller re-raises it from the future
+                failed: Future[bytes] = Future()
+                failed.set_exception(exc)
+                return failed
+        taken = None
+        with self._ready:
+            future = self._known(text, collect)  # another thread may have asked meanwhile
+            if future is not None:
+                return future
+            future = self._waiting[text] = Future()
+            self._items[text] = item
+            if self._thread is None:
+                self._closing = False
+                self._idle = True  # it takes the first query as soon as it runs
+                self._thread = threading.Thread(
+                    target=self._run, name="graphsvc-query-encoder", daemon=True
+                )
+                self._thread.start()
+            if self._idle:
+                if self._taken is None:
+                    self._taken = threading.Event()
+                taken = self._taken
+            self._ready.notify()
+        if taken is not None:
+            taken.wait(HANDOFF_WAIT)
+        return future
+
+    def _known(self, text: str, collect: bool) -> Future[bytes] | None:
+        """The future of ``text`` when it waits, is being encoded or was prefetched; notes
+        whether it is a prefetch. Call under ``self._ready``."""
+        future = self._waiting.get(text) or self._running.get(text)
+        if future is None:
+            if not collect and text in self._done:
+                return self._done[text]
+            future = self._done.pop(text, None)
+        if collect:
+            self._prefetched.discard(text)
+        else:
+            self._prefetched.add(text)
+        return future
 
     def _run(self) -> None:
         while True:
             with self._ready:
                 while not self._waiting and not self._closing:
+                    self._idle = True
                     self._ready.wait()
+                self._idle = False
                 if not self._waiting:  # closing, and nothing left to answer
                     self._thread = None
                     return
                 texts = list(itertools.islice(self._waiting, self._max_batch))
                 futures = [self._waiting.pop(text) for text in texts]
+                items = [self._items.pop(text) for text in texts]
                 self._running = dict(zip(texts, futures, strict=True))
-            self._answer(texts, futures)
+                if self._taken is not None:
+                    self._taken.set()
+                    self._taken = None
+            self._answer(items, futures)
             with self._ready:
                 for text, future in self._running.items():
                     if text in self._prefetched:  # kept until its caller collects it
@@ -123,15 +184,15 @@ class QueryBatcher:
                     self._done.popitem(last=False)
                 self._running = {}
 
-    def _answer(self, texts: list[str], futures: list[Future[bytes]]) -> None:
+    def _answer(self, items: list[Any], futures: list[Future[bytes]]) -> None:
         try:
-            codes = self._encode(texts)
+            codes = self._encode(items)
         except BaseException as exc:  # the callers re-raise it
-            if len(texts) == 1:
+            if len(items) == 1:
                 futures[0].set_exception(exc)
             else:  # one query's failure is not its neighbours'
-                for text, future in zip(texts, futures, strict=True):
-                    self._answer([text], [future])
+                for item, future in zip(items, futures, strict=True):
+                    self._answer([item], [future])
             return
         for future, row in zip(futures, codes, strict=True):
             future.set_result(row)
@@ -174,7 +235,13 @@ class DenseRecall:
         self._cache_size = cache_size
         # Small batches: the first queries of a batch are not held back long by the last ones,
         # and the encoder is as fast per text at 4 to 8 texts as at 32 (embed.DEFAULT_BATCH_SIZE).
-        self._batcher = QueryBatcher(self.codes, max_batch=QUERY_BATCH)
+        # An encoder that tokenises apart is handed token ids, tokenised by the caller.
+        if tokenizes_apart(embedder):
+            self._batcher = QueryBatcher(
+                self._token_codes, max_batch=QUERY_BATCH, prepare=self._tokenize
+            )
+        else:
+            self._batcher = QueryBatcher(self.codes, max_batch=QUERY_BATCH)
         # Whether each namespace was answered by meaning when last asked (for_namespace): what
         # prefetch(query, namespace) goes by without asking the store.
         self._hybrid: dict[str, bool] = {}
@@ -230,6 +297,18 @@ class DenseRecall:
         if embedder is None or not texts:
             return []
         return [to_bytes(row) for row in quantize(embedder.embed(list(texts)))]
+
+    def _tokenize(self, text: str) -> Sequence[int]:
+        embedder = self._embedder
+        if not tokenizes_apart(embedder):  # the model failed to load: the encoder answers
+            return []
+        return embedder.tokenize([text])[0]
+
+    def _token_codes(self, items: list[Sequence[int]]) -> list[bytes]:
+        embedder = self._embedder
+        if not tokenizes_apart(embedder) or not items:
+            return []
+        return [to_bytes(row) for row in quantize(embedder.embed_tokens(items))]
 
     def prefetch(self, query: str, namespace: str | None = None) -> None:
         """Start encoding ``query`` now, on the encoder's thread (onnxruntime runs without the

@@ -22,6 +22,7 @@ from graphsvc.embed import (
     ModelUnavailableError,
     OnnxEmbedder,
     PackagedModel,
+    _mean_pool,
     locate,
     open_embedder,
     packaged_model,
@@ -85,6 +86,25 @@ def test_a_batch_gives_the_bits_of_each_text_alone(embedder: OnnxEmbedder, batch
         assert np.array_equal(batched[row], embedder.embed([text])[0]), text
     # Order in, order out: the duplicate text gets its own row, equal to the first one's.
     assert np.array_equal(batched[-1], batched[1])
+
+
+def test_tokens_then_embed_tokens_give_the_bits_of_embed(embedder: OnnxEmbedder) -> None:
+    ids = embedder.tokenize(TEXTS)
+    assert [len(row) for row in ids] == [len(embedder.tokenize([t])[0]) for t in TEXTS]
+    assert np.array_equal(embedder.embed_tokens(ids), embedder.embed(TEXTS))
+    assert np.array_equal(embedder.embed_tokens(ids[2:3]), embedder.embed(TEXTS[2:3]))
+
+
+@pytest.mark.parametrize("lengths", [[5], [7, 7, 7], [3, 7, 5], [1, 2]])
+def test_mean_pooling_sums_each_rows_own_tokens_in_order(lengths: list[int]) -> None:
+    # The reference: each row's tokens summed alone, one after the other (as numpy sums the
+    # first axis of a matrix), in float64; padding past a row's length is noise.
+    rng = np.random.default_rng(len(lengths))
+    hidden = rng.standard_normal((len(lengths), max(lengths), 384)).astype(np.float32) * 3
+    expected = np.stack(
+        [hidden[row, :n].astype(np.float64).sum(axis=0) / n for row, n in enumerate(lengths)]
+    )
+    assert np.array_equal(_mean_pool(hidden, lengths), expected)
 
 
 @pytest.mark.parametrize("workers", [2, 3])

@@ -185,3 +185,64 @@ def test_the_encoder_workers_setting_reaches_the_encoder() -> None:
     assert dense._embedder.workers == 3
     assert Settings(embed_workers=1).embed_workers == 1
     assert 1 <= Settings().embed_workers <= 2
+
+
+def test_prepare_runs_in_the_submitting_thread_and_encode_gets_what_it_returns() -> None:
+    prepared_in: list[str] = []
+
+    def prepare(text: str) -> str:
+        prepared_in.append(threading.current_thread().name)
+        return f"<{text}>"
+
+    encode = Counter()
+    batcher = QueryBatcher(encode, prepare=prepare)
+    assert batcher.submit("a").result(10) == b"<A>"
+    assert batcher.submit("b", collect=False).result(10) == b"<B>"
+    assert batcher.submit("b").result(10) == b"<B>"  # the prefetch's answer: not prepared again
+    assert encode.batches == [["<a>"], ["<b>"]]
+    assert prepared_in == [threading.current_thread().name] * 2
+    batcher.close()
+
+
+def test_a_failing_prepare_fails_only_its_callers() -> None:
+    def prepare(text: str) -> str:
+        if text == "bad":
+            raise ValueError("cannot prepare bad")
+        return text
+
+    batcher = QueryBatcher(Counter(), prepare=prepare)
+    with pytest.raises(ValueError, match="cannot prepare bad"):
+        batcher.submit("bad").result(10)
+    assert batcher.submit("good").result(10) == b"GOOD"
+    batcher.close()
+
+
+class TokenCountingEmbedder(CountingEmbedder):
+    """:class:`CountingEmbedder` split in two, recording the thread of each half."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: dict[str, set[str]] = {"tokenize": set(), "embed_tokens": set()}
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        self.threads["tokenize"].add(threading.current_thread().name)
+        return [[ord(text[:1] or " ")] for text in texts]
+
+    def embed_tokens(self, ids: Sequence[Sequence[int]]) -> NDArray[np.float32]:
+        self.threads["embed_tokens"].add(threading.current_thread().name)
+        return self.embed([chr(row[0]) for row in ids])
+
+
+def test_a_splitting_embedder_tokenises_in_the_caller_and_encodes_on_the_encoder_thread() -> None:
+    embedder = TokenCountingEmbedder()
+    dense = DenseRecall(embedder, required=True, cache_size=0)
+    try:
+        dense.prefetch("by meaning")
+        assert dense.query_codes("by meaning") == dense.codes(["by meaning"])[0]
+        assert dense.query_codes("again") == dense.codes(["again"])[0]
+        assert embedder.threads == {
+            "tokenize": {threading.current_thread().name},
+            "embed_tokens": {"graphsvc-query-encoder"},
+        }
+    finally:
+        dense.close()
