@@ -25,6 +25,7 @@ from graphsvc.embed import (
     Embedder,
     ModelUnavailableError,
     OnnxEmbedder,
+    Vectors,
     open_embedder,
     tokenizes_apart,
 )
@@ -237,8 +238,11 @@ class DenseRecall:
         # and the encoder is as fast per text at 4 to 8 texts as at 32 (embed.DEFAULT_BATCH_SIZE).
         # An encoder that tokenises apart is handed token ids, tokenised by the caller.
         if tokenizes_apart(embedder):
+            tokens = embedder
             self._batcher = QueryBatcher(
-                self._token_codes, max_batch=QUERY_BATCH, prepare=self._tokenize
+                lambda items: _stored(tokens.embed_tokens(items)),
+                max_batch=QUERY_BATCH,
+                prepare=lambda text: tokens.tokenize([text])[0],
             )
         else:
             self._batcher = QueryBatcher(self.codes, max_batch=QUERY_BATCH)
@@ -296,19 +300,7 @@ class DenseRecall:
         embedder = self._embedder
         if embedder is None or not texts:
             return []
-        return [to_bytes(row) for row in quantize(embedder.embed(list(texts)))]
-
-    def _tokenize(self, text: str) -> Sequence[int]:
-        embedder = self._embedder
-        if not tokenizes_apart(embedder):  # the model failed to load: the encoder answers
-            return []
-        return embedder.tokenize([text])[0]
-
-    def _token_codes(self, items: list[Sequence[int]]) -> list[bytes]:
-        embedder = self._embedder
-        if not tokenizes_apart(embedder) or not items:
-            return []
-        return [to_bytes(row) for row in quantize(embedder.embed_tokens(items))]
+        return _stored(embedder.embed(list(texts)))
 
     def prefetch(self, query: str, namespace: str | None = None) -> None:
         """Start encoding ``query`` now, on the encoder's thread (onnxruntime runs without the
@@ -420,3 +412,8 @@ class DenseRecall:
             f"the namespace's vectors come from {current.model_id}, not {mine.model_id}: run "
             "`graphsvc embed --rebuild` to replace them",
         )
+
+
+def _stored(vectors: Vectors) -> list[bytes]:
+    """The stored codes of each row of an encoder's float32 matrix."""
+    return [to_bytes(row) for row in quantize(vectors)]

@@ -80,12 +80,17 @@ def analyse(text: str) -> list[str]:
 
     Tokens under 2 characters and stop words are dropped; the rest are Snowball-stemmed.
     """
-    tokens = _tokens(text)
-    terms = list(map(_TERM_CACHE.get, tokens))
-    if None in terms:
+    return list(_terms_of(_tokens(text)))
+
+
+def _terms_of(tokens: list[str]) -> tuple[str, ...]:
+    """The terms of ``tokens``, in order, stop words and short tokens dropped; a token not met
+    before is analysed and cached first."""
+    try:
+        return tuple(filter(None, map(_TERM_CACHE.__getitem__, tokens)))
+    except KeyError:
         _fill_term_cache(tokens)
-        terms = list(map(_TERM_CACHE.get, tokens))
-    return list(filter(None, terms))
+        return tuple(filter(None, map(_TERM_CACHE.__getitem__, tokens)))
 
 
 def analyse_many(texts: Sequence[str]) -> list[tuple[str, ...]]:
@@ -96,17 +101,7 @@ def analyse_many(texts: Sequence[str]) -> list[tuple[str, ...]]:
     if not (blob.isascii() and blob.count(_BATCH_SEPARATOR) == len(texts) - 1):
         return [tuple(analyse(text)) for text in texts]
     parts = blob.lower().encode("ascii").translate(_BATCH_SEPARATORS).decode("ascii")
-    term_of = _TERM_CACHE.__getitem__
-    analysed: list[tuple[str, ...]] = []
-    append = analysed.append
-    for part in parts.split(_BATCH_SEPARATOR):
-        tokens = part.split()
-        try:
-            append(tuple(filter(None, map(term_of, tokens))))
-        except KeyError:  # a token not met yet
-            _fill_term_cache(tokens)
-            append(tuple(filter(None, map(term_of, tokens))))
-    return analysed
+    return [_terms_of(part.split()) for part in parts.split(_BATCH_SEPARATOR)]
 
 
 def query_terms(text: str) -> list[str]:

@@ -246,3 +246,20 @@ def test_a_splitting_embedder_tokenises_in_the_caller_and_encodes_on_the_encoder
         }
     finally:
         dense.close()
+
+
+class BrokenTokenEmbedder(TokenCountingEmbedder):
+    """A splitting embedder whose model stops running after it loaded."""
+
+    def embed_tokens(self, ids: Sequence[Sequence[int]]) -> NDArray[np.float32]:
+        raise ModelUnavailableError("the model's file went away")
+
+
+def test_a_splitting_embedder_that_fails_gives_its_callers_its_own_error() -> None:
+    dense = DenseRecall(BrokenTokenEmbedder(), required=True, cache_size=0)
+    try:
+        for query in ["first", "second"]:  # the encoder's thread lives on after a failure
+            with pytest.raises(ModelUnavailableError, match="the model's file went away"):
+                dense.query_codes(query)
+    finally:
+        dense.close()
