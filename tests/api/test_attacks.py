@@ -45,7 +45,10 @@ from tests.api_support import Server, start_server
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts"
-PROBE_LIMIT = 0.2  # seconds /healthz may take during an attack
+# Seconds /healthz may take during an attack: a liveness bound (an attack must not stall the
+# event loop), not a speed target. It leaves room for a busy machine: on 2 cores at load 5 a
+# probe took 0.27 s; a stalled loop holds every probe for the attack's whole length.
+PROBE_LIMIT = 1.0
 PROBE_EVERY = 0.02
 CODES = {
     "BAD_INPUT",
