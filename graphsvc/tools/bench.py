@@ -37,6 +37,7 @@ import resource
 import secrets
 import shlex
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -635,11 +636,14 @@ class ModelPricedEmbedder:
     (tokens in the caller, the encoding on the query encoder's thread). What a hybrid bundle
     costs with the model's query encoding included, on stored vectors that did not need the
     model at ingest. The word-hash vector is computed with the tokens, in the caller (about
-    0.3 ms a query more than a real encoder's caller-side work)."""
+    0.3 ms a query more than a real encoder's caller-side work). With ``tokens`` the model
+    encodes each text as that many tokens (:func:`fit_tokens`), to price queries of another
+    length than the bench's."""
 
-    def __init__(self, words: WordHashEmbedder, model: OnnxEmbedder) -> None:
+    def __init__(self, words: WordHashEmbedder, model: OnnxEmbedder, tokens: int = 0) -> None:
         self._words = words
         self._model = model
+        self._tokens = tokens
 
     @property
     def dimension(self) -> int:
@@ -655,13 +659,29 @@ class ModelPricedEmbedder:
     def tokenize(self, texts: Sequence[str]) -> list[_Priced]:
         vectors = self._words.embed(texts)
         return [
-            _Priced(ids, row) for ids, row in zip(self._model.tokenize(texts), vectors, strict=True)
+            _Priced(fit_tokens(ids, self._tokens), row)
+            for ids, row in zip(self._model.tokenize(texts), vectors, strict=True)
         ]
 
     def embed_tokens(self, items: Sequence[Sequence[int]]) -> NDArray[np.float32]:
         priced = [item for item in items if isinstance(item, _Priced)]
         self._model.embed_tokens(priced)
         return np.stack([item.vector for item in priced]).astype(np.float32)
+
+
+def fit_tokens(ids: Sequence[int], tokens: int) -> list[int]:
+    """``ids`` (a text's token ids, its first and last the model's markers) made ``tokens`` long
+    (0: as they are): cut before the last marker, or the text's own ids repeated before it.
+    An encoder's cost depends on how many tokens it encodes, not on which."""
+    ids = list(ids)
+    if tokens <= 0 or len(ids) == tokens:
+        return ids
+    if tokens < 2 or len(ids) < 3:
+        raise click.BadParameter(f"cannot make {len(ids)} token ids {tokens} long")
+    body = ids[1:-1]
+    if len(ids) > tokens:
+        return [ids[0], *body[: tokens - 2], ids[-1]]
+    return [ids[0], *itertools.islice(itertools.cycle(body), tokens - 2), ids[-1]]
 
 
 class _Priced(list[int]):
@@ -765,6 +785,7 @@ _ROWS: tuple[tuple[str, str], ...] = (
     ("bundle_source_packed", "bundle: source memory packed (share)"),
     ("query_encode_p50_ms", "query encoding alone p50 (ms)"),
     ("query_encode_cpu_p50_ms", "query encoding alone, CPU time p50 (ms)"),
+    ("model_query_tokens_p50", "tokens the installed model encodes a query as, p50"),
     ("model_query_encode_p50_ms", "the installed model's query encoding p50 (ms)"),
     ("bundle_p50_plus_model_encode_p50_ms", "bundle p50 + the model's encoding p50 (ms)"),
     ("bundle_model_p50_ms", "hybrid bundle p50, the model's query encoding included (ms)"),
@@ -877,6 +898,16 @@ Embed = Literal["off", "on", "synthetic"]
     "installed).",
 )
 @click.option(
+    "--query-tokens",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="With --embed synthetic: the model encodes each query as this many tokens (its own ids "
+    "cut or repeated; 0: as many as it has). The cost grows with tokens, and the bench's "
+    "pseudo-words take about 5 tokens each where English words mostly take 1: a 6-word bench "
+    "query is about 29 tokens, a one-line English question about 13.",
+)
+@click.option(
     "--seed", type=int, default=7, show_default=True, help="Seed of the corpus and the queries."
 )
 @data_dir_flag(TEMPORARY_DATA_DIR_HELP)
@@ -912,6 +943,7 @@ def bench(
     queries: int,
     rounds: int,
     embed: Embed,
+    query_tokens: int,
     seed: int,
     data_dir: Path | None,
     json_path: Path | None,
@@ -933,7 +965,11 @@ def bench(
         ) from None
     temporary = data_dir is None
     root = Path(tempfile.mkdtemp(prefix="graphsvc-bench-")) if data_dir is None else data_dir
-    run = Run(memories, queries, rounds, embed, seed, vocabulary, batch, keep, temporary)
+    if query_tokens and embed != "synthetic":
+        raise click.BadParameter("only with --embed synthetic", param_hint="--query-tokens")
+    run = Run(
+        memories, queries, rounds, embed, seed, vocabulary, batch, keep, temporary, query_tokens
+    )
     try:
         report = run.measure(root)
     except GraphsvcError as exc:
@@ -963,6 +999,7 @@ class Run:
     batch: int
     keep: bool  # leave the namespace
     temporary: bool  # the embedded store's data directory is deleted afterwards
+    query_tokens: int = 0  # with embed "synthetic": the model encodes each query as this many
     figures: dict[str, float] = field(default_factory=dict)
 
     def erases(self, store_kind: str) -> bool:
@@ -1196,16 +1233,23 @@ class Run:
             encoder.embed(query_texts[:1])
         except ModelUnavailableError:
             return
+        tokens = self.query_tokens
+        ids = {q: fit_tokens(row, tokens) for q, row in zip(
+            query_texts, encoder.tokenize(query_texts), strict=True
+        )}  # fmt: skip
         encode_s, _ = time_rounds(
-            lambda q: encoder.embed([q]), query_texts, warmup, 1, "model encode"
+            lambda q: encoder.embed_tokens([ids[q]]), query_texts, warmup, 1, "model encode"
         )
         _timings(figures := self.figures, "model_query_encode", encode_s)
+        figures["model_query_tokens_p50"] = float(statistics.median(map(len, ids.values())))
         figures["bundle_p50_plus_model_encode_p50_ms"] = (
             figures["bundle_p50_ms"] + figures["model_query_encode_p50_ms"]
         )
         synthetic = service.dense
         priced = DenseRecall(
-            ModelPricedEmbedder(WordHashEmbedder(), encoder), required=True, cache_size=0
+            ModelPricedEmbedder(WordHashEmbedder(), encoder, tokens),
+            required=True,
+            cache_size=0,
         )
         service.dense = priced
         try:
@@ -1269,6 +1313,7 @@ class Run:
             "seed": self.seed,
             "batch": batch,
             "embed": self.embed,
+            "query_tokens": self.query_tokens if self.embed == "synthetic" else None,
             "retrieval": retrieval,
             "embed_model": settings.embed_model if self.embed == "on" else None,
             "embed_threads": settings.embed_threads,
@@ -1331,5 +1376,6 @@ __all__ = [
     "Target",
     "WordHashEmbedder",
     "bench",
+    "fit_tokens",
     "make_corpus",
 ]

@@ -136,3 +136,21 @@ def test_embed_synthetic_stores_word_hash_vectors_and_sets_no_targets(
     # Word-hash vectors put a query near its source: the bundle packs it as often as bm25s does.
     assert figures["bundle_source_packed"] >= 0.6
     assert memories_left(open_store, report["environment"]["namespace"]) == 0
+
+
+def test_embed_synthetic_prices_queries_at_the_asked_token_length(
+    where: tuple[list[str], Any], tmp_path: Path
+) -> None:
+    try:
+        open_embedder().load()
+    except ModelUnavailableError as exc:
+        message = f"!!! embedding model not installed, bench --query-tokens not run: {exc}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{message} (CI=true: CI must install the weights)")
+        pytest.skip(message)
+    args, _ = where
+    small = ["--memories", "30", "--queries", "3", "--rounds", "1", "--embed", "synthetic"]
+    _, report = run_bench([*args, *small, "--query-tokens", "13"], tmp_path)
+    assert report["config"]["query_tokens"] == 13
+    assert report["figures"]["model_query_tokens_p50"] == 13
+    assert report["figures"]["bundle_model_p50_ms"] > 0

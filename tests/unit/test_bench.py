@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+import click
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from graphsvc.model import LinkKind, MemoryInput
 from graphsvc.text import analyse
@@ -15,6 +18,7 @@ from graphsvc.tools.bench import (
     Timed,
     WordHashEmbedder,
     _timings,
+    fit_tokens,
     make_corpus,
     render_table,
 )
@@ -148,3 +152,28 @@ def test_word_hash_vectors_are_unit_deterministic_and_near_for_shared_terms() ->
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-6)
     assert first[0] @ first[1] > 0.9 > abs(first[0] @ first[2])
     assert embedder.model_id == "bench-word-hash-64" and embedder.dimension == 64
+
+
+@given(
+    body=st.lists(st.integers(min_value=5, max_value=30_000), min_size=1, max_size=60),
+    tokens=st.integers(min_value=0, max_value=80),
+)
+def test_fit_tokens_keeps_the_markers_and_only_the_texts_own_ids(
+    body: list[int], tokens: int
+) -> None:
+    ids = [101, *body, 102]
+    fitted = fit_tokens(ids, tokens)
+    if tokens == 0:
+        assert fitted == ids
+    elif tokens < 2:
+        return  # refused: see below
+    else:
+        assert len(fitted) == tokens
+        assert fitted[0] == 101 and fitted[-1] == 102
+        assert set(fitted[1:-1]) <= set(body)
+        assert fitted[1 : min(tokens, len(ids)) - 1] == body[: min(tokens, len(ids)) - 2]
+
+
+def test_fit_tokens_refuses_a_length_that_cannot_hold_the_markers() -> None:
+    with pytest.raises(click.BadParameter, match="cannot make 4 token ids 1 long"):
+        fit_tokens([101, 7, 8, 102], 1)
