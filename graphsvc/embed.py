@@ -528,17 +528,27 @@ def _encode(loaded: _Loaded, batch: list[Sequence[int]]) -> Vectors:
 def _mean_pool(hidden: NDArray[np.float32], lengths: list[int]) -> NDArray[np.float64]:
     """The mean of each row's first ``lengths[row]`` token vectors, in float64.
 
-    Each row is summed over its own tokens only (numpy adds the tokens of a row one after the
-    other, in order), so its padding cannot change its bits: a batch of one text whose tokens
-    all count is summed in one call, a padded batch row by row."""
+    The tokens are added one after the other, in order (:func:`_sum_tokens`), and each row only
+    over its own tokens, so a row's bits are the same alone or in any batch, padded or not: a
+    batch whose rows all have the same length is summed at once, a padded one row by row."""
     if len(lengths) == 1 or min(lengths) == hidden.shape[1]:
-        sums = hidden[:, : max(lengths)].astype(np.float64).sum(axis=1)
+        sums = _sum_tokens(hidden[:, : max(lengths)])
         pooled: NDArray[np.float64] = sums / np.asarray(lengths, dtype=np.float64)[:, None]
         return pooled
     pooled = np.empty((len(lengths), hidden.shape[2]), dtype=np.float64)
     for row, length in enumerate(lengths):
-        pooled[row] = hidden[row, :length].astype(np.float64).sum(axis=0) / length
+        pooled[row] = _sum_tokens(hidden[row : row + 1, :length])[0] / length
     return pooled
+
+
+def _sum_tokens(hidden: NDArray[np.float32]) -> NDArray[np.float64]:
+    """The float64 sum over axis 1 (tokens) of a ``(rows, tokens, dimension)`` array, adding the
+    tokens strictly in order: a fixed order of additions, whatever order numpy's own reductions
+    would choose."""
+    total = hidden[:, 0].astype(np.float64)
+    for token in range(1, hidden.shape[1]):
+        total += hidden[:, token]
+    return total
 
 
 def _known_name(model_sha: str, tokenizer_sha: str) -> str | None:
