@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from graphsvc.embed import ModelUnavailableError, OnnxEmbedder, open_embedder
 from graphsvc.settings import Settings
 from graphsvc.tools.datasets import eval_data_root
 
@@ -38,3 +40,15 @@ def eval_data(*parts: str) -> Path:
             "public datasets (see the README, section Datasets)"
         )
     return path
+
+
+def installed_model(what: str) -> OnnxEmbedder:
+    """The default packaged embedding model, loaded; else a loud skip saying ``what`` was not run
+    (a failure under ``CI=true``: CI installs the weights)."""
+    try:
+        return open_embedder().load()
+    except ModelUnavailableError as exc:
+        message = f"!!! embedding model not installed, {what} not run: {exc}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{message} (CI=true: CI must install the weights)")
+        pytest.skip(message)

@@ -14,12 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 from graphsvc.cli import cli
-from graphsvc.embed import ModelUnavailableError, open_embedder
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
-from tests.helpers import STORES
+from tests.helpers import STORES, installed_model
 from tests.neo4j_server import neo4j_store_factory
 
 TINY = ["--memories", "200", "--queries", "5", "--rounds", "2", "--vocabulary", "400"]
@@ -104,13 +103,7 @@ def test_keep_leaves_the_namespace(where: tuple[list[str], Any], tmp_path: Path)
 def test_embed_on_reports_vectors_and_encodes_every_memory(
     where: tuple[list[str], Any], tmp_path: Path
 ) -> None:
-    try:
-        open_embedder().load()
-    except ModelUnavailableError as exc:
-        message = f"!!! embedding model not installed, bench --embed on not run: {exc}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{message} (CI=true: CI must install the weights)")
-        pytest.skip(message)
+    installed_model("bench --embed on")
     args, open_store = where
     small = ["--memories", "30", "--queries", "3", "--rounds", "1"]
     _, report = run_bench([*args, *small, "--embed", "on"], tmp_path)
@@ -141,13 +134,7 @@ def test_embed_synthetic_stores_word_hash_vectors_and_sets_no_targets(
 def test_embed_synthetic_prices_queries_at_the_asked_token_length(
     where: tuple[list[str], Any], tmp_path: Path
 ) -> None:
-    try:
-        open_embedder().load()
-    except ModelUnavailableError as exc:
-        message = f"!!! embedding model not installed, bench --query-tokens not run: {exc}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{message} (CI=true: CI must install the weights)")
-        pytest.skip(message)
+    installed_model("bench --query-tokens")
     args, _ = where
     small = ["--memories", "30", "--queries", "3", "--rounds", "1", "--embed", "synthetic"]
     _, report = run_bench([*args, *small, "--query-tokens", "13"], tmp_path)

@@ -7,7 +7,6 @@ The error tests need no weights.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -28,6 +27,7 @@ from graphsvc.embed import (
     packaged_model,
 )
 from graphsvc.errors import BadInputError, GraphsvcError
+from tests.helpers import installed_model
 
 TEXTS = [
     "The deploy froze at 14:02 and the pager woke the on-call engineer.",
@@ -43,13 +43,7 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def embedder() -> OnnxEmbedder:
     """The default packaged model, loaded; skipped loudly (failed under CI) when not installed."""
-    try:
-        return open_embedder().load()
-    except ModelUnavailableError as exc:
-        message = f"!!! embedding model not installed, model tests not run: {exc}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{message} (CI=true: CI must install the weights)")
-        pytest.skip(message)
+    return installed_model("model tests")
 
 
 # -- the real model ----------------------------------------------------------------------------

@@ -5,14 +5,12 @@ for the loadings (lexical, plain)."""
 from __future__ import annotations
 
 import itertools
-import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from graphsvc.embed import ModelUnavailableError, open_embedder
 from graphsvc.tools.datasets import dataset_id
 from graphsvc.tools.eval.common import run_context
 from graphsvc.tools.eval.qa import (
@@ -28,6 +26,7 @@ from graphsvc.tools.eval.qa import (
     run_questions,
     systems_of,
 )
+from tests.helpers import installed_model
 
 
 def _o(ranked: list[str], top: float, skipped: bool | None = None, cover: float = 1.0) -> Outcome:
@@ -179,13 +178,7 @@ def test_a_tiny_conversation_through_lexical_and_plain_loadings() -> None:
 def test_hybrid_and_dense_run_beside_lexical_with_the_real_model(tmp_path: Path) -> None:
     """With the installed model: dense and hybrid join, hybrid bundles are answered hybrid, the
     sweep re-reads hybrid, and a second run reads every vector back from the cache."""
-    try:
-        open_embedder().load()
-    except ModelUnavailableError as exc:
-        message = f"!!! embedding model not installed, hybrid eval test not run: {exc}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{message} (CI=true: CI must install the weights)")
-        pytest.skip(message)
+    installed_model("hybrid eval test")
     cache = tmp_path / "vectors"
     configs = [{"dense_weight": 0.0}, {"dense_weight": 0.5}]
     with run_context(None, embed="on", vector_cache=cache, neo4j_uri=None) as ctx:

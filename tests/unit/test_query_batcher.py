@@ -4,7 +4,6 @@ the codes are the bits a direct call gives (checked with the real model when it 
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -14,10 +13,11 @@ import pytest
 from numpy.typing import NDArray
 
 from graphsvc.dense import VectorModel
-from graphsvc.embed import ModelUnavailableError, OnnxEmbedder, open_embedder
+from graphsvc.embed import ModelUnavailableError, OnnxEmbedder
 from graphsvc.retrieval import DenseRecall, QueryBatcher
 from graphsvc.settings import Settings
 from graphsvc.store.mirror import MirrorStore
+from tests.helpers import installed_model
 
 
 class Recorder:
@@ -89,14 +89,7 @@ def test_close_answers_what_waits_and_a_later_query_starts_again() -> None:
 
 
 def test_concurrent_queries_get_the_bits_of_a_direct_encoding() -> None:
-    embedder = open_embedder()
-    try:
-        embedder.load()
-    except ModelUnavailableError as exc:
-        message = f"!!! embedding model not installed, batched encoding not checked: {exc}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{message} (CI=true: CI must install the weights)")
-        pytest.skip(message)
+    embedder = installed_model("batched encoding")
     dense = DenseRecall(embedder, required=True, cache_size=0)
     assert dense.model() is not None
     queries = [f"when did the {w} release ship after the outage?" for w in "abcdefghij"]
