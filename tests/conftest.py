@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
@@ -20,6 +21,12 @@ from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
 from tests.helpers import STORES, fixed_clock, make_settings
 from tests.neo4j_server import neo4j_store_factory
+
+# No deadline on any example: tests assert behaviour, never speed, and on a busy machine a
+# Hypothesis example can take several times its usual time (a 465 ms example failed the default
+# 200 ms deadline at load 5).
+hypothesis_settings.register_profile("graphsvc", deadline=None)
+hypothesis_settings.load_profile("graphsvc")
 
 
 @pytest.fixture(params=STORES)
