@@ -69,12 +69,14 @@ def test_bench_reports_every_figure_with_its_settings_and_erases_its_namespace(
     assert len(environment["load_averages_start"]) == len(environment["load_averages_end"]) == 3
     for key in (
         "ingest_memories_per_s", "ingest_links_per_s", "restart_open_s", "restart_s",
+        "restart_cpu_s",
         "bundle_p50_ms", "bundle_p95_ms", "reconstruct_p50_ms", "bm25s_p50_ms",
         "native_top10_p50_ms", "erase_s", "rss_before_ingest_mib", "rss_after_ingest_mib",
     ):  # fmt: skip
         assert figures[key] > 0, key
     assert figures["ingest_links"] == config["links"] > 150
     assert figures["bundle_p50_min_ms"] <= figures["bundle_p50_max_ms"]
+    assert 0 <= figures["restart_open_cpu_s"] <= figures["restart_cpu_s"]
     assert "vector_bytes_per_memory" not in figures and "query_encode_p50_ms" not in figures
     assert "restart: open + first bundle" in output and "load average (1/5/15 min)" in output
     assert environment["namespace_erased"] is True
