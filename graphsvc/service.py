@@ -87,37 +87,46 @@ _VERSION_BITS = (0x8000 << 48) | (5 << 76)
 
 
 def content_id(namespace: str, item: MemoryInput) -> UUID:
-    """The id of a memory written without one: a UUIDv5 of its namespace and content.
+    """The id of a memory written without one: a UUIDv5 of its namespace and content (the
+    item's own ``id``, if any, plays no part).
 
     Fields are length-prefixed (``len:value``; a missing value is ``-``), so no two different
     contents share a name whatever characters they hold. The same UUID as
     ``uuid.uuid5(CONTENT_ID_NAMESPACE, name)``, without its checks (one per memory written).
     """
-    return content_ids(namespace, [item])[0]
+    occurred = item.occurred_at
+    return _derived_id(_head(namespace), item, None if occurred is None else occurred.isoformat())
 
 
 def content_ids(namespace: str, items: Sequence[MemoryInput]) -> list[UUID]:
-    """Each item's id: its own, or :func:`content_id` (a write's batch at once)."""
-    head = f"{len(namespace)}:{namespace}"
-    sha1, prefix, new = hashlib.sha1, _CONTENT_ID_PREFIX, uuid_of_int
-    from_bytes = int.from_bytes
+    """Each item's id: its own, or :func:`content_id` (a write's batch at once: the times'
+    ISO forms from one call)."""
+    head = _head(namespace)
     times = iter(isoformats([t for item in items if (t := item.occurred_at) is not None]))
     ids: list[UUID] = []
     for item in items:
-        mid = item.id
-        when = "-" if item.occurred_at is None else f"{len(iso := next(times))}:{iso}"
-        if mid is None:
-            source, kind, text = item.source, item.kind, item.text
-            name = (
-                f"{head}{len(kind)}:{kind}{len(text)}:{text}{when}"
-                f"{'-' if source is None else f'{len(source)}:{source}'}"
-            )
-            if tags := item.tags:
-                name += "".join([f"{len(tag)}:{tag}" for tag in tags])
-            digest = sha1(prefix + name.encode("utf-8"), usedforsecurity=False).digest()
-            mid = new((from_bytes(digest[:16]) & _VERSION_MASK) | _VERSION_BITS)
-        ids.append(mid)
+        iso = None if item.occurred_at is None else next(times)  # one per timed item, id or not
+        ids.append(item.id or _derived_id(head, item, iso))
     return ids
+
+
+def _head(namespace: str) -> str:
+    return f"{len(namespace)}:{namespace}"
+
+
+def _derived_id(head: str, item: MemoryInput, occurred: str | None) -> UUID:
+    """:func:`content_id` of ``item`` in the namespace whose prefix is ``head``, given its
+    ``occurredAt`` in ISO form."""
+    kind, text, source = item.kind, item.text, item.source
+    name = (
+        f"{head}{len(kind)}:{kind}{len(text)}:{text}"
+        f"{'-' if occurred is None else f'{len(occurred)}:{occurred}'}"
+        f"{'-' if source is None else f'{len(source)}:{source}'}"
+    )
+    if tags := item.tags:
+        name += "".join([f"{len(tag)}:{tag}" for tag in tags])
+    digest = hashlib.sha1(_CONTENT_ID_PREFIX + name.encode("utf-8"), usedforsecurity=False)
+    return uuid_of_int((int.from_bytes(digest.digest()[:16]) & _VERSION_MASK) | _VERSION_BITS)
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,7 @@ def test_the_limit_cuts_through_rounded_ties_as_a_full_sort_does() -> None:
             assert len({r.score for r in expected}) < len(expected)  # the cut is among ties
 
 
-def test_add_many_stores_what_add_stores() -> None:
+def test_add_columns_stores_what_add_stores() -> None:
     rng = random.Random(2)
     memories = [make_memory(n, rng) for n in range(300)]
     one, many = MemoryTable(NS), MemoryTable(NS)
@@ -150,7 +150,8 @@ def test_add_many_stores_what_add_stores() -> None:
         many.add(memory)
     for memory in memories[10:]:
         one.add(memory)
-    assert list(many.add_many(memories[10:])) == list(range(10, 300))
+    columns = list(zip(*map(memory_fields, memories[10:]), strict=True))
+    assert list(many.add_columns(columns)) == list(range(10, 300))
     for name in ("row_of", "ids", "keys", "texts", "kinds", "sources", "tags", "term_names",
                  "term_numbers", "recorded", "occurred", "invalidated", "confidence", "tokens",
                  "lengths", "term_start", "term_data"):  # fmt: skip
@@ -182,6 +183,8 @@ def test_content_id_is_uuid5_of_the_length_prefixed_fields() -> None:
         found, expected = content_id(namespace, item), _reference_content_id(namespace, item)
         assert found == expected
         assert (str(found), hash(found), found.version) == (str(expected), hash(expected), 5)
+        # the item's own id plays no part in the id derived from its content
+        assert content_id(namespace, item.model_copy(update={"id": uuid4()})) == expected
 
 
 def test_duplicates_among_sets_of_near_size_are_all_duplicates() -> None:

@@ -65,9 +65,9 @@ from graphsvc.store.mirror.rows import (
 from graphsvc.store.mirror.state import _Namespace
 from graphsvc.store.mirror.table import NO_TIME, LinkTuple, from_micros, make_link
 
-# BM25 parameters of native_top_k (Lucene's defaults).
 _id_of = attrgetter("id")
 
+# BM25 parameters of native_top_k (Lucene's defaults).
 BM25_K1 = 1.2
 BM25_B = 0.75
 

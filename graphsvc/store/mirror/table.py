@@ -27,7 +27,6 @@ from numpy.typing import NDArray
 
 from graphsvc.model import Link, LinkKind, Memory, construct, uuid_of_int
 from graphsvc.store.base import EPOCH, micros
-from graphsvc.store.mirror.rows import memory_fields
 
 #: Stands for "no time" in a column of microseconds (before any datetime Python can hold).
 NO_TIME = -(2**63)
@@ -243,15 +242,11 @@ class MemoryTable:
             tuple(memory.tags), memory.source, memory.confidence, memory.tokens, memory.terms,
         )  # fmt: skip
 
-    def add_many(self, memories: Sequence[Memory]) -> range:
-        """Add memories that are not stored (each once); their rows. The same columns as
-        :meth:`add` one memory at a time, filled column by column (every value is computed
-        before any column grows)."""
-        return self.add_columns(list(zip(*map(memory_fields, memories), strict=True)))
-
     def add_columns(self, columns: Sequence[Sequence[Any]]) -> range:
-        """:meth:`add_many` of memories given as the columns of their fields
-        (:data:`~graphsvc.store.mirror.rows.memory_fields`' order)."""
+        """Add memories that are not stored (each once), given as the columns of their fields
+        (:data:`~graphsvc.store.mirror.rows.memory_fields`' order); their rows. The same columns
+        as :meth:`add` one memory at a time, filled column by column (every value is computed
+        before any column grows)."""
         first = len(self.ids)
         if not columns:
             return range(first, first)
