@@ -10,9 +10,9 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from typing import Any, overload
+from typing import Any
 
-from starlette.datastructures import Headers, QueryParams
+from starlette.datastructures import Headers, MutableHeaders, QueryParams
 from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -72,45 +72,6 @@ def error_response(
 # -- middleware -----------------------------------------------------------------------------------
 
 
-@overload
-def _header(scope: Scope, name: bytes) -> str: ...
-@overload
-def _header(scope: Scope, name: bytes, default: None) -> str | None: ...
-def _header(scope: Scope, name: bytes, default: str | None = "") -> str | None:
-    """The first value of a request header (``name`` in lower case), ``default`` when absent:
-    what ``Headers(scope=scope).get(name, default)`` answers, without building the mapping."""
-    for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return default
-
-
-def _set_request_id(message: Message, header: tuple[bytes, bytes]) -> None:
-    """Set the response's ``X-Request-Id`` as ``MutableHeaders(scope=message)["x-request-id"]
-    = ...`` does (the first such header takes the value, later ones go, appended when there is
-    none), without building the mapping."""
-    raw = message["headers"] = list(message["headers"])
-    found = [i for i, (key, _) in enumerate(raw) if key == header[0]]
-    if not found:
-        raw.append(header)
-        return
-    for i in reversed(found[1:]):
-        del raw[i]
-    raw[found[0]] = header
-
-
-def _access(level: int, line: dict[str, Any]) -> None:
-    """One access-log record, as ``access_logger.log(level, "request", extra={"fields":
-    line})`` makes it but for the caller's file, line and function, which no access-log
-    formatter prints and which logging finds by walking the stack, on every request."""
-    if access_logger.isEnabledFor(level):
-        record = access_logger.makeRecord(
-            access_logger.name, level, "(unknown file)", 0, "request", (), None,
-            "(unknown function)", {"fields": line},
-        )  # fmt: skip
-        access_logger.handle(record)
-
-
 class RequestLog:
     """Request id in and out (``X-Request-Id``) and one JSON access-log line per request."""
 
@@ -121,9 +82,8 @@ class RequestLog:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        incoming = _header(scope, b"x-request-id")
+        incoming = Headers(scope=scope).get("x-request-id", "")
         request_id = incoming if _REQUEST_ID_RE.match(incoming) else new_request_id()
-        request_id_header = (b"x-request-id", request_id.encode("latin-1"))
         fields: dict[str, Any] = {}
         scope[REQUEST_ID] = request_id
         scope[LOG_FIELDS] = fields
@@ -137,7 +97,7 @@ class RequestLog:
             if message["type"] == "http.response.start":
                 started = True
                 status = message["status"]
-                _set_request_id(message, request_id_header)
+                MutableHeaders(scope=message)["x-request-id"] = request_id
             elif message["type"] == "http.response.body":
                 sent += len(message.get("body", b""))
             await send(message)
@@ -166,7 +126,11 @@ class RequestLog:
                 "client": client[0] if client else None,
                 **fields,
             }
-            _access(logging.WARNING if status >= 500 else logging.INFO, line)
+            access_logger.log(
+                logging.WARNING if status >= 500 else logging.INFO,
+                "request",
+                extra={"fields": line},
+            )
 
 
 class _BodyTooLargeError(Exception):
@@ -211,8 +175,8 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = _header(scope, b"content-length")
-        if declared.isdigit() and int(declared) > self.max_bytes:
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._refusal()(scope, receive, send)
             return
         received = 0
@@ -335,7 +299,7 @@ class AuthGate:
         """
         if not len(self.keys):
             return self.default
-        return self.keys.authenticate_header(_header(scope, b"authorization", None))
+        return self.keys.authenticate_header(Headers(scope=scope).get("authorization"))
 
     def admit(self, scope: Scope) -> Response | None:
         """``None`` when the request may go on (its principal is then in the scope), else the
