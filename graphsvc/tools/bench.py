@@ -665,6 +665,8 @@ class ModelPricedEmbedder:
 
     def embed_tokens(self, items: Sequence[Sequence[int]]) -> NDArray[np.float32]:
         priced = [item for item in items if isinstance(item, _Priced)]
+        if len(priced) != len(items):
+            raise TypeError("ModelPricedEmbedder.embed_tokens takes what its tokenize returns")
         self._model.embed_tokens(priced)
         return np.stack([item.vector for item in priced]).astype(np.float32)
 
@@ -965,10 +967,10 @@ def bench(
         raise click.ClickException(
             "the baseline needs bm25s: pip install 'graphsvc[bench]'"
         ) from None
-    temporary = data_dir is None
-    root = Path(tempfile.mkdtemp(prefix="graphsvc-bench-")) if data_dir is None else data_dir
     if query_tokens and embed != "synthetic":
         raise click.BadParameter("only with --embed synthetic", param_hint="--query-tokens")
+    temporary = data_dir is None
+    root = Path(tempfile.mkdtemp(prefix="graphsvc-bench-")) if data_dir is None else data_dir
     run = Run(
         memories, queries, rounds, embed, seed, vocabulary, batch, keep, temporary, query_tokens
     )

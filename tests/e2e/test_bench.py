@@ -143,3 +143,9 @@ def test_embed_synthetic_prices_queries_at_the_asked_token_length(
     assert report["config"]["query_tokens"] == 13
     assert report["figures"]["model_query_tokens_p50"] == 13
     assert report["figures"]["bundle_model_p50_ms"] > 0
+
+
+def test_query_tokens_without_synthetic_vectors_is_refused_before_any_work() -> None:
+    result = CliRunner().invoke(cli, ["bench", "--memories", "10", "--query-tokens", "13"])
+    assert result.exit_code == 2
+    assert "--query-tokens" in result.output and "only with --embed synthetic" in result.output
