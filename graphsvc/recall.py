@@ -315,6 +315,11 @@ ANSWER_SEEDS = 10
 # hit pass its score on measured worse: LoCoMo abstention AUROC 0.809 -> 0.788 (recall@5 0.653 ->
 # 0.658), BEAM recall@5 0.254 -> 0.245.
 SEEDS_ASK = True
+# A strong hit with no PRECEDES link out of it is followed by the memory recorded right after it in
+# its namespace (the least (recordedAt, id) above its own), as if it PRECEDES that one: a chat
+# application that writes each turn as it comes, without links, gets the answer after its
+# question too. False: only declared PRECEDES links pass a score on.
+NEXT_RECORDED_FOLLOWS = True
 # When the query names a declared speaker: what a memory by another declared speaker keeps of its
 # score ...
 OTHER_SPEAKER_FACTOR = 0.5
@@ -369,16 +374,38 @@ def answer_seeds(ranked: Sequence[Scored]) -> list[Scored]:
 
 
 def expand_answers(
-    ranked: Sequence[Scored], seeds: Sequence[Scored], walk: Walk, terms: Sequence[str]
+    ranked: Sequence[Scored],
+    seeds: Sequence[Scored],
+    walk: Walk,
+    terms: Sequence[str],
+    next_recorded: Sequence[tuple[UUID, Memory]] = (),
 ) -> list[Scored]:
     """Graph expansion scored below direct hits: a memory a seed ``PRECEDES`` (one hop, from the
     ``walk`` around the seeds) scores :data:`ANSWER_SHARE` of the seed's score when that is more
-    than its own; from several seeds, the best. Memories the walk reached join the ranking. Other
-    link kinds pass nothing. The result is not sorted (see :func:`rank_order`)."""
+    than its own; from several seeds, the best. ``next_recorded`` holds ``(seed id, memory)``
+    pairs of the seeds that precede nothing (:func:`unlinked_seeds`): each memory follows its
+    seed as a ``PRECEDES`` target would. Memories the walk or ``next_recorded`` reached join the
+    ranking. Other link kinds pass nothing. The result is not sorted (see :func:`rank_order`)."""
     items: dict[UUID, Scored] = {item.memory.id: item for item in ranked}
-    reached = {memory.id: memory for memory, _ in walk.reached}
-    _inherit_over_precedes(items, seeds, walk.links, reached, ANSWER_SHARE, terms)
+    joinable = {memory.id: memory for memory, _ in walk.reached}
+    joinable.update((memory.id, memory) for _, memory in next_recorded)
+    edges = [*_precedes(walk.links), *((seed, memory.id) for seed, memory in next_recorded)]
+    _inherit_over_precedes(items, seeds, edges, joinable, ANSWER_SHARE, terms)
     return list(items.values())
+
+
+def unlinked_seeds(seeds: Sequence[Scored], links: Iterable[Link]) -> list[UUID]:
+    """The seeds no ``PRECEDES`` link of ``links`` leaves, in seed order: those that the memory
+    recorded right after them follows (none unless :data:`NEXT_RECORDED_FOLLOWS`)."""
+    if not NEXT_RECORDED_FOLLOWS:
+        return []
+    linked = {source for source, _ in _precedes(links)}
+    return [item.memory.id for item in seeds if item.memory.id not in linked]
+
+
+def _precedes(links: Iterable[Link]) -> list[tuple[UUID, UUID]]:
+    """``(source, target)`` of the ``PRECEDES`` links among ``links``."""
+    return [(lk.source, lk.target) for lk in links if lk.kind is LinkKind.PRECEDES]
 
 
 def _matched(memory: Memory, terms: Sequence[str]) -> tuple[str, ...]:
@@ -390,26 +417,26 @@ def _matched(memory: Memory, terms: Sequence[str]) -> tuple[str, ...]:
 def _inherit_over_precedes(
     items: dict[UUID, Scored],
     seeds: Sequence[Scored],
-    links: Iterable[Link],
+    edges: Iterable[tuple[UUID, UUID]],
     joinable: Mapping[UUID, Memory],
     share: float,
     terms: Sequence[str],
 ) -> None:
-    """In place: a memory a seed ``PRECEDES`` scores ``share`` times the seed's score when that
-    is more than its own (from several seeds, the best); one not in ``items`` joins from
-    ``joinable``. Its matched terms stay the query terms it holds."""
+    """In place: a memory a seed precedes (``edges``: ``(source, target)``) scores ``share``
+    times the seed's score when that is more than its own (from several seeds, the best); one
+    not in ``items`` joins from ``joinable``. Its matched terms stay the query terms it holds."""
     seed_score = {item.memory.id: item.score for item in seeds}
-    for link in links:
-        if link.kind is not LinkKind.PRECEDES or link.source not in seed_score:
+    for source, target in edges:
+        if source not in seed_score:
             continue
-        current = items.get(link.target)
-        memory = current.memory if current is not None else joinable.get(link.target)
+        current = items.get(target)
+        memory = current.memory if current is not None else joinable.get(target)
         if memory is None:
             continue
-        inherited = round(seed_score[link.source] * share, PLACES)
+        inherited = round(seed_score[source] * share, PLACES)
         if inherited > (current.score if current is not None else 0.0):
             matched = current.matched if current is not None else _matched(memory, terms)
-            items[link.target] = Scored(memory, inherited, matched)
+            items[target] = Scored(memory, inherited, matched)
 
 
 def attribute(ranked: Sequence[Scored], terms: Sequence[str]) -> list[Scored]:
@@ -599,20 +626,22 @@ def fused_seeds(fused: Sequence[Scored], count: int) -> list[Scored]:
 def propagate_answers(
     fused: Sequence[Scored],
     seeds: Sequence[Scored],
-    links: Iterable[Link],
+    edges: Iterable[tuple[UUID, UUID]],
     followers: Mapping[UUID, Memory],
     share: float,
     terms: Sequence[str],
 ) -> list[Scored]:
-    """Question-to-answer propagation of the fused score: a memory a seed ``PRECEDES`` scores
-    ``share`` times the seed's fused score when that is more than its own (from several seeds,
-    the best); one that was not ranked joins from ``followers`` (the memories the links reach).
+    """Question-to-answer propagation of the fused score: a memory a seed precedes (``edges``:
+    ``(source, target)``, its ``PRECEDES`` links and the memories recorded right after the seeds
+    that precede nothing) scores ``share`` times the seed's fused score when that is more than
+    its own (from several seeds, the best); one that was not ranked joins from ``followers``
+    (the memories the edges reach).
     Order: score descending, ties keep the fused order, joined memories after, newest
     ``recordedAt`` first, then id. ``share`` 0 changes nothing.
     """
     items: dict[UUID, Scored] = {item.memory.id: item for item in fused}
     if share > 0.0:
-        _inherit_over_precedes(items, seeds, links, followers, share, terms)
+        _inherit_over_precedes(items, seeds, edges, followers, share, terms)
     position = {item.memory.id: i for i, item in enumerate(fused)}
     return sorted(
         items.values(),
@@ -970,4 +999,5 @@ __all__ = [
     "score_columns",
     "spans_days",
     "speaker_terms",
+    "unlinked_seeds",
 ]

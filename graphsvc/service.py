@@ -67,6 +67,7 @@ from graphsvc.recall import (
     propagate_answers,
     rank_order,
     score_columns,
+    unlinked_seeds,
 )
 from graphsvc.retrieval import HYBRID, LEXICAL, DenseRecall, Retrieval
 from graphsvc.settings import Settings
@@ -493,7 +494,10 @@ class MemoryService:
             walk = self.store.walk(
                 namespace, [s.memory.id for s in seeds], 1, self.settings.walk_max_nodes
             )
-            scored = expand_answers(direct, seeds, walk, terms)
+            # A question that precedes nothing is followed by what was written after it.
+            unlinked = unlinked_seeds(seeds, walk.links)
+            after = self.store.next_recorded(namespace, unlinked) if unlinked else []
+            scored = expand_answers(direct, seeds, walk, terms, after)
             pairs = list(pairs) + [
                 (lk.source, lk.target) for lk in walk.links if lk.kind is LinkKind.SUPERSEDES
             ]
@@ -582,21 +586,23 @@ class MemoryService:
             for lk in self.store.links_of(namespace, list(seed_ids))
             if lk.kind is LinkKind.PRECEDES and lk.source in seed_ids
         ]
+        unlinked = unlinked_seeds(seeds, links)
+        after = self.store.next_recorded(namespace, unlinked) if unlinked else []
+        edges = [(lk.source, lk.target) for lk in links]
+        edges += [(seed, memory.id) for seed, memory in after]
         ranked = {item.memory.id for item in fused}
-        new_ids = sorted({lk.target for lk in links} - ranked, key=lambda memory_id: memory_id.int)
-        followers: list[Memory] = []
+        known = {memory.id: memory for _, memory in after}
+        new_ids = sorted(
+            {target for _, target in edges} - ranked - known.keys(),
+            key=lambda memory_id: memory_id.int,
+        )
         pairs: list[tuple[UUID, UUID]] = []
         if new_ids:
             followers, _ = self.store.window(namespace, new_ids)
-            pairs = self.store.supersessions(namespace, [*ranked, *new_ids])
-        out = propagate_answers(
-            fused,
-            seeds,
-            links,
-            {m.id: m for m in followers},
-            self.settings.fused_answer_share,
-            terms,
-        )
+            known.update((m.id, m) for m in followers)
+        if known.keys() - ranked:
+            pairs = self.store.supersessions(namespace, [*ranked, *(known.keys() - ranked)])
+        out = propagate_answers(fused, seeds, edges, known, self.settings.fused_answer_share, terms)
         return out, pairs
 
     def bundle(

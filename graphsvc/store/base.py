@@ -401,6 +401,12 @@ class Store(ABC):
         """Breadth-first over every link kind in both directions, as :class:`Walk` says."""
 
     @abstractmethod
+    def next_recorded(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, Memory]]:
+        """For each of ``ids`` that is a memory of the namespace, the memory recorded right after
+        it there (the least ``(recordedAt, id)`` above its own, ids compared as their canonical
+        strings), if any: ``(asked id, that memory)`` in the order asked, a repeated id once."""
+
+    @abstractmethod
     def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
         """Every link touching one of ``ids``, sorted by ``(source, target, kind)`` as strings."""
 

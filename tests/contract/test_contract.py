@@ -890,6 +890,50 @@ def test_store_walk_is_sorted_and_bounded(store: Store, ns: str) -> None:
     assert store.walk(ns, [uuid4()], depth=2, max_nodes=50).reached == ()
 
 
+def test_store_next_recorded_follows_recorded_order_then_id(store: Store, ns: str) -> None:
+    # Three memories at one instant (ids 1 < 2 < 3, as written by two processes at once), one a
+    # second later, one a second before; the order is (recordedAt, id).
+    t = BASE + timedelta(hours=1)
+    same = [_raw(ns, f"same instant {n}", t, mid=UUID(int=n)) for n in (3, 1, 2)]
+    later = _raw(ns, "a second later", t + timedelta(seconds=1), mid=UUID(int=9))
+    earlier = _raw(ns, "a second before", t - timedelta(seconds=1), mid=UUID(int=8))
+    store.upsert_memories(ns, [later, *same, earlier], max_memories=100)
+    asked = [UUID(int=8), UUID(int=1), UUID(int=2), UUID(int=3), UUID(int=9), uuid4()]
+    found = store.next_recorded(ns, [*asked, UUID(int=1)])  # a repeat is answered once
+    assert [(a.int, m.id.int) for a, m in found] == [(8, 1), (1, 2), (2, 3), (3, 9)]
+    assert found[3][1] == later  # the whole memory, as stored
+    assert store.next_recorded(ns, []) == []
+    assert store.next_recorded("other-ns", asked) == []
+
+
+def test_a_question_is_followed_by_the_memory_written_after_it_without_links(
+    service: MemoryService, ns: str
+) -> None:
+    """A chat application that writes each turn, without links: the reply that shares no word with
+    the query ranks right after the question it answers, as over a PRECEDES link."""
+    turns = [
+        "Caroline: I finally adopted a dog from the shelter last week.",
+        "Melanie: What breed is the new dog?",
+        "Caroline: A border collie, very clever and full of energy.",
+        "Melanie: Kayaking on the lake was so calm this morning.",
+    ]
+    written = service.remember_many(ns, [MemoryInput(text=t, kind="turn") for t in turns])
+    reply = written[2]
+    ranked = [
+        c.memory_id
+        for c in service.bundle(ns, "Which breed is the dog?", budget_tokens=400).capsules
+    ]
+    assert ranked[:2] == [written[1].id, reply.id]
+    # A declared PRECEDES link out of the question wins over the order of writing.
+    elsewhere = remember(service, ns, "Caroline: It is a spaniel, said the vet.")
+    link(service, ns, written[1], elsewhere, LinkKind.PRECEDES)
+    ranked = [
+        c.memory_id
+        for c in service.bundle(ns, "Which breed is the dog?", budget_tokens=400).capsules
+    ]
+    assert ranked[:2] == [written[1].id, elsewhere.id]
+
+
 def test_reported_tokens_go_on_the_assembled_event_of_the_step(
     service: MemoryService, ns: str
 ) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from graphsvc import recall
 from graphsvc.tools.datasets import dataset_id
 from graphsvc.tools.eval.common import run_context
 from graphsvc.tools.eval.qa import (
@@ -156,18 +157,25 @@ def _tiny() -> Conversation:
     return Conversation("tiny", rows, questions, {f"tiny:{i}": "session-1" for i in range(5)})
 
 
-def test_a_tiny_conversation_through_lexical_and_plain_loadings() -> None:
+def test_a_tiny_conversation_through_lexical_and_plain_loadings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with run_context(None, embed="off", neo4j_uri=None) as ctx:
         assert ctx.hybrid is None and ctx.embedder is None
         assert ctx.notes == ("dense-only and hybrid skipped: --embed off",)
         results = run_questions(ctx, "tiny", [_tiny()], 0.3, None, plain=True)
+        monkeypatch.setattr(recall, "NEXT_RECORDED_FOLLOWS", False)
+        declared_only = run_questions(ctx, "tiny", [_tiny()], 0.3, None, plain=True)
     assert systems_of(results) == ["bm25", "lexical", "plain lexical"]
     first = results[0]
     # The answer shares no word with the question: it ranks through the converter's PRECEDES link
-    # from the question turn, which the plain loading does not have.
+    # from the question turn, and in the plain loading (no links) as the turn written after it.
     assert first.outcomes["lexical"].ranked[:2] == ["tiny:1", "tiny:2"]
-    assert first.outcomes["plain lexical"].ranked[0] == "tiny:1"
-    assert "tiny:2" not in first.outcomes["plain lexical"].ranked[:2]
+    assert first.outcomes["plain lexical"].ranked[:2] == ["tiny:1", "tiny:2"]
+    # Declared links only: the plain loading misses it, the converter's loading does not.
+    assert declared_only[0].outcomes["lexical"].ranked[:2] == ["tiny:1", "tiny:2"]
+    assert declared_only[0].outcomes["plain lexical"].ranked[0] == "tiny:1"
+    assert "tiny:2" not in declared_only[0].outcomes["plain lexical"].ranked[:2]
     assert results[1].outcomes["bm25"].ranked[0] == "tiny:3"
     assert all(r.sweep == {} for r in results)
     assert {r.outcomes[s].retrieval for r in results for s in ("lexical", "plain lexical")} == {

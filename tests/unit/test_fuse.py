@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from uuid import UUID
 
+import pytest
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+from graphsvc import recall
 from graphsvc.model import Link, LinkKind
 from graphsvc.recall import (
     STAGES,
@@ -18,12 +20,14 @@ from graphsvc.recall import (
     Scored,
     build_bundle,
     context_cosines,
+    expand_answers,
     fuse,
     fused_seeds,
     length_prior,
     propagate_answers,
+    unlinked_seeds,
 )
-from graphsvc.store.base import TermStats
+from graphsvc.store.base import TermStats, Walk
 from tests.unit.test_recall import BASE, mem
 
 FAST = hsettings(max_examples=200, deadline=None)
@@ -101,6 +105,10 @@ def test_hybrid_floor_is_relative_to_the_best_fused_score() -> None:
 # -- dense similarity with context, and the fused score passed from questions to answers --------
 
 
+def edge(source: int, target: int) -> tuple[UUID, UUID]:
+    return UUID(int=source), UUID(int=target)
+
+
 def link(source: int, target: int, kind: LinkKind = LinkKind.PRECEDES) -> Link:
     return Link(source=UUID(int=source), target=UUID(int=target), kind=kind, created_at=BASE)
 
@@ -147,26 +155,48 @@ def test_an_answer_inherits_a_share_of_its_questions_fused_score() -> None:
     fused = [question, other]
     seeds = fused_seeds(fused, 10)
     assert seeds == [question]
-    out = propagate_answers(fused, seeds, [link(1, 3)], {answer.id: answer}, 0.8, ["hike"])
+    out = propagate_answers(fused, seeds, [edge(1, 3)], {answer.id: answer}, 0.8, ["hike"])
     assert [(it.memory.id.int, it.score) for it in out] == [(1, 0.9), (3, 0.72), (2, 0.5)]
     assert out[1].matched == ()
     # share 0 or a weaker inheritance changes nothing
-    assert propagate_answers(fused, seeds, [link(1, 3)], {answer.id: answer}, 0.0, []) == fused
+    assert propagate_answers(fused, seeds, [edge(1, 3)], {answer.id: answer}, 0.0, []) == fused
     ranked = [question, Scored(answer, 0.8, ())]
-    assert propagate_answers(ranked, seeds, [link(1, 3)], {}, 0.8, []) == ranked
+    assert propagate_answers(ranked, seeds, [edge(1, 3)], {}, 0.8, []) == ranked
 
 
-def test_only_precedes_from_a_seed_passes_the_score_on() -> None:
+def test_only_an_edge_from_a_seed_passes_the_score_on() -> None:
     question = Scored(mem(1, "Is it done?"), 0.9, ())
     statement = Scored(mem(2, "It is done."), 0.6, ())
     after = mem(3, "Later.")
     fused = [question, statement]
     followers = {after.id: after}
-    causes = [link(1, 3, LinkKind.CAUSES)]
-    assert propagate_answers(fused, [question], causes, followers, 0.8, []) == fused
-    from_statement = [link(2, 3)]
-    assert propagate_answers(fused, [question], from_statement, followers, 0.8, []) == fused
+    assert propagate_answers(fused, [question], [edge(2, 3)], followers, 0.8, []) == fused
     assert fused_seeds(fused, 1) == [question] and fused_seeds([statement], 10) == []
+
+
+def test_a_seed_that_precedes_nothing_is_followed_by_what_was_recorded_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seeds = [Scored(mem(1, "Is it done?"), 0.9, ()), Scored(mem(2, "Who did it?"), 0.8, ())]
+    # Only a PRECEDES link out of a seed counts as its follower: other kinds, or a link into it,
+    # leave it to the memory recorded after it.
+    links = [link(1, 3, LinkKind.CAUSES), link(4, 1), link(2, 5)]
+    assert unlinked_seeds(seeds, links) == [UUID(int=1)]
+    assert unlinked_seeds(seeds, []) == [UUID(int=1), UUID(int=2)]
+    monkeypatch.setattr(recall, "NEXT_RECORDED_FOLLOWS", False)
+    assert unlinked_seeds(seeds, []) == []
+
+
+def test_expansion_treats_the_next_recorded_memory_as_a_precedes_target() -> None:
+    question = Scored(mem(1, "Where did you go hiking?"), 0.9, ("hike",))
+    reply = mem(3, "Up on the ridge.")
+    linked = mem(4, "A hike it was.")  # reached, but from a memory that is no seed
+    walk = Walk(reached=((linked, 1),), links=(link(2, 4),))
+    out = expand_answers([question], [question], walk, ["hike"], [(question.memory.id, reply)])
+    assert {(it.memory.id.int, it.score, it.matched) for it in out} == {
+        (1, 0.9, ("hike",)),
+        (3, round(0.9 * recall.ANSWER_SHARE, 6), ()),
+    }
 
 
 @FAST
@@ -184,7 +214,7 @@ def test_propagation_keeps_scores_in_range_sorted_and_never_lower(
     )
     followers = {UUID(int=n): mem(n, f"reply {n}") for n in range(11, 15)}
     out = propagate_answers(
-        fused, fused_seeds(fused, 10), [link(a, b) for a, b in edges], followers, share, []
+        fused, fused_seeds(fused, 10), [edge(a, b) for a, b in edges], followers, share, []
     )
     before = {it.memory.id: it.score for it in fused}
     assert all(0.0 <= it.score <= 1.0 for it in out)

@@ -650,6 +650,20 @@ class MirrorStore(MirrorLoader, Store):
                 links=sort_links(links),
             )
 
+    def next_recorded(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, Memory]]:
+        with self._lock:
+            space = self._space(namespace)
+            table, order = space.memories, space.order  # (recordedAt micros, id.int), oldest first
+            found: list[tuple[UUID, Memory]] = []
+            for mid in dict.fromkeys(ids):
+                row = table.row_of.get(mid.int)
+                if row is None:
+                    continue
+                after = order.bisect_right((table.recorded[row], mid.int))
+                if after < len(order):
+                    found.append((mid, table[order[after][1]]))
+            return found
+
     def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
         with self._lock:
             space = self._space(namespace)

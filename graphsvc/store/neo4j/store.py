@@ -639,6 +639,14 @@ class Neo4jStore(Neo4jVectors, Store):
             links=sort_links(links),
         )
 
+    def next_recorded(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, Memory]]:
+        asked = list(dict.fromkeys(ids))
+        if not asked:
+            return []
+        rows = self._read("next_recorded", ns=namespace, ids=[str(i) for i in asked])
+        after = {row["seed"]: _memory(namespace, row["memory"]) for row in rows}
+        return [(mid, after[key]) for mid in asked if (key := str(mid)) in after]
+
     def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
         if not ids:
             return []
