@@ -25,6 +25,7 @@ from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.store import journal
 from graphsvc.store.mirror import MirrorStore
+from graphsvc.store.mirror.table import LinkGraph, link_tuple_from_row, link_tuples_from_rows
 from graphsvc.text import analyse, estimate_tokens
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
@@ -303,3 +304,42 @@ def test_postings_built_in_bulk_equal_those_built_row_by_row() -> None:
     assert any(max(tfs) > 1 for _, tfs in postings(bulk).values())
     for store in (one_by_one, bulk):
         store.close()
+
+
+def test_links_added_in_a_batch_equal_those_added_one_by_one() -> None:
+    """What a load does with a record's links (:meth:`LinkGraph.add_many`) is what adding them
+    one by one does: the same lists in the same order, repeats in one batch and across batches
+    replaced in place, self-links, the same count."""
+    rng = random.Random(5)
+    keys = [rng.getrandbits(128) for _ in range(30)]
+    kinds = [kind.value for kind in LinkKind]
+    batches = [
+        [
+            (rng.choice(keys), rng.choice(keys[:8]), rng.choice(kinds), float(n), n, None)
+            for n in range(size)
+        ]
+        for size in (1, 200, 60, 3)
+    ]
+    batches[1].append((keys[0], keys[0], kinds[0], 1.0, 1, "self"))
+    batches[2].append((*batches[1][7][:3], 42.0, 9, "again"))
+    one_by_one, batched = LinkGraph(), LinkGraph()
+    for batch in batches:
+        for link in batch:
+            one_by_one.add(link)
+        batched.add_many(batch)
+    assert batched.out == one_by_one.out and batched.inn == one_by_one.inn
+    assert list(batched.out) == list(one_by_one.out) and list(batched.inn) == list(one_by_one.inn)
+    assert batched.count == one_by_one.count == sum(map(len, one_by_one.out.values()))
+    assert batched.count < sum(map(len, batches))  # some were replaced
+
+
+def test_link_rows_read_in_a_batch_equal_those_read_one_by_one() -> None:
+    rows = [
+        [str(uuid4()), str(uuid4()), kind.value, 0.5 * n,
+         (BASE + timedelta(hours=n % 3)).isoformat(), None if n % 2 else f"note {n}"]
+        for n, kind in enumerate(list(LinkKind) * 4)
+    ]  # fmt: skip
+    rows.append([rows[0][1], rows[0][0].upper(), "RELATES_TO", 1, BASE.isoformat(), None])
+    assert link_tuples_from_rows(rows) == [link_tuple_from_row(row) for row in rows]
+    with pytest.raises(ValueError, match="not a link row"):
+        link_tuples_from_rows([*rows, [rows[0][0], rows[0][1], "NOT_A_KIND", 1.0, "x", None]])

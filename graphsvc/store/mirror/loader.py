@@ -39,7 +39,7 @@ from graphsvc.store.journal import (
 from graphsvc.store.mirror import columns
 from graphsvc.store.mirror.rows import _model_from_row
 from graphsvc.store.mirror.state import _Namespace
-from graphsvc.store.mirror.table import Posting, link_tuple_from_row
+from graphsvc.store.mirror.table import Posting, link_tuples_from_rows
 from graphsvc.store.mirror.vectors import VectorTable
 from graphsvc.store.mirror.writer import FORMAT_VERSION, MirrorWriter
 
@@ -319,9 +319,7 @@ class MirrorLoader(MirrorWriter):
                 if op == "memories":
                     self._add_rows(space, rows)
                 elif op == "links":
-                    graph = space.graph
-                    for row in rows:
-                        graph.add(link_tuple_from_row(row))
+                    space.graph.add_many(link_tuples_from_rows(rows))
                 elif op == "beliefs":
                     for row in rows:
                         self._add_belief(space, Belief.model_validate(row))
@@ -359,10 +357,10 @@ class MirrorLoader(MirrorWriter):
         elif op == "columns":
             first_rows.setdefault(table.namespace, len(table.ids))
             added = columns.load_columns(table, value)
-            recorded, ids, lengths = table.recorded, table.ids, table.lengths
+            first, stop = added.start, added.stop
             pending = order.setdefault(table.namespace, [])
-            pending += [(recorded[r], ids[r].int) for r in added]  # type: ignore[union-attr]
-            space.total_length += sum(lengths[r] for r in added)
+            pending += zip(table.recorded[first:stop], table.keys[first:stop], strict=True)
+            space.total_length += int(np.frombuffer(table.lengths, dtype=np.int32)[first:].sum())
         elif op == "postings":
             first = first_rows.get(table.namespace, len(table.ids))
             postings = space.postings
@@ -370,14 +368,10 @@ class MirrorLoader(MirrorWriter):
                 if term in postings:
                     raise ValueError(f"the postings of {term!r} twice")
                 posting = postings[term] = Posting()
-                posting.rows.frombytes(rows.tobytes())
-                posting.tfs.frombytes(tfs.tobytes())
+                posting.rows.frombytes(rows)
+                posting.tfs.frombytes(tfs)
         else:  # linkColumns
-            graph = space.graph
-            for link in columns.load_links(value):
-                if link[0] not in table or link[1] not in table:
-                    raise ValueError("a link to a memory that is not stored")
-                graph.add(link)
+            space.graph.add_many(columns.load_links(value, table))
 
     @staticmethod
     def _load_vectors(space: _Namespace, value: dict[str, Any]) -> None:
@@ -415,8 +409,7 @@ class MirrorLoader(MirrorWriter):
         for ns, body in data["namespaces"].items():
             space = self._space(ns)
             self._add_rows(space, body["memories"])
-            for row in body["links"]:
-                space.graph.add(link_tuple_from_row(row))
+            space.graph.add_many(link_tuples_from_rows(body["links"]))
             for row in body["beliefs"]:
                 self._add_belief(space, Belief.model_validate(row))
             for run_id, rows in body["events"].items():
