@@ -25,7 +25,12 @@ from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.store import journal
 from graphsvc.store.mirror import MirrorStore
-from graphsvc.store.mirror.table import LinkGraph, link_tuple_from_row, link_tuples_from_rows
+from graphsvc.store.mirror.table import (
+    LinkGraph,
+    LinkTuple,
+    link_tuple_from_row,
+    link_tuples_from_rows,
+)
 from graphsvc.text import analyse, estimate_tokens
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
@@ -313,7 +318,7 @@ def test_links_added_in_a_batch_equal_those_added_one_by_one() -> None:
     rng = random.Random(5)
     keys = [rng.getrandbits(128) for _ in range(30)]
     kinds = [kind.value for kind in LinkKind]
-    batches = [
+    batches: list[list[LinkTuple]] = [
         [
             (rng.choice(keys), rng.choice(keys[:8]), rng.choice(kinds), float(n), n, None)
             for n in range(size)
@@ -334,7 +339,7 @@ def test_links_added_in_a_batch_equal_those_added_one_by_one() -> None:
 
 
 def test_link_rows_read_in_a_batch_equal_those_read_one_by_one() -> None:
-    rows = [
+    rows: list[list[Any]] = [
         [str(uuid4()), str(uuid4()), kind.value, 0.5 * n,
          (BASE + timedelta(hours=n % 3)).isoformat(), None if n % 2 else f"note {n}"]
         for n, kind in enumerate(list(LinkKind) * 4)
