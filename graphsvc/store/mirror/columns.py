@@ -20,11 +20,11 @@ Records, in this order for each namespace (all integers little-endian):
 from __future__ import annotations
 
 import base64
-import binascii
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import pybase64
 from numpy.typing import NDArray
 
 from graphsvc.model import LinkKind
@@ -56,7 +56,17 @@ def _decode(value: Any, name: str) -> bytes:
     """
     if not isinstance(value, str):
         raise TypeError(f"column {name} is not base64 text")
-    return binascii.a2b_base64(value, strict_mode=True)  # a str: no ASCII copy first
+    return decode_base64(value)
+
+
+def decode_base64(text: str) -> bytes:
+    """Strict base64 (only the alphabet, padding only at the end) from pybase64's SIMD decoder,
+    ten times binascii's pace: a snapshot at a million memories holds half a gigabyte of it.
+
+    Raises:
+        ValueError: it is not base64 (``binascii.Error``, a ValueError).
+    """
+    return pybase64.b64decode(text, validate=True)
 
 
 def _array(value: Any, dtype: type[np.generic], count: int, name: str) -> NDArray[Any]:

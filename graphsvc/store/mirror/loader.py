@@ -5,7 +5,6 @@ it. ``graphsvc repair`` (:mod:`graphsvc.store.repair`) shares :class:`Replayed`,
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
 import fcntl
@@ -383,8 +382,8 @@ class MirrorLoader(MirrorWriter):
                 of a memory that is not stored).
         """
         dimension = value["dimension"]
-        ids = base64.b64decode(value["ids"], validate=True)
-        codes = np.frombuffer(base64.b64decode(value["codes"], validate=True), dtype=np.int8)
+        ids = columns.decode_base64(value["ids"])
+        codes = np.frombuffer(columns.decode_base64(value["codes"]), dtype=np.int8)
         count = len(ids) // 16
         if not isinstance(dimension, int) or dimension < 1 or len(ids) % 16:
             raise ValueError("a vectors record with a bad dimension or id list")
