@@ -11,7 +11,9 @@ share is in tests/contract.
 from __future__ import annotations
 
 import base64
+import gc
 import random
+import weakref
 import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,7 +26,7 @@ import pytest
 from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.store import journal
-from graphsvc.store.mirror import MirrorStore
+from graphsvc.store.mirror import MirrorStore, loader
 from graphsvc.store.mirror.table import (
     LinkGraph,
     LinkTuple,
@@ -348,3 +350,34 @@ def test_link_rows_read_in_a_batch_equal_those_read_one_by_one() -> None:
     assert link_tuples_from_rows(rows) == [link_tuple_from_row(row) for row in rows]
     with pytest.raises(ValueError, match="not a link row"):
         link_tuples_from_rows([*rows, [rows[0][0], rows[0][1], "NOT_A_KIND", 1.0, "x", None]])
+
+
+def test_a_large_load_freezes_its_objects_and_a_dropped_store_is_still_freed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``FREEZE_AFTER`` objects a load freezes them (the collector's later passes skip
+    them); a small load does not. A frozen store that is closed and dropped is still freed by
+    reference counting: its tables hold no reference cycle."""
+    store = open_store(tmp_path)
+    populate(store)
+    store.snapshot()
+    expected = state(store)
+    store.close()
+    del store
+    gc.collect()
+    frozen = gc.get_freeze_count()
+    small = open_store(tmp_path)
+    assert gc.get_freeze_count() == frozen  # a hundred memories stay with the collector
+    small.close()
+    del small
+    monkeypatch.setattr(loader, "FREEZE_AFTER", 100)
+    try:
+        large = open_store(tmp_path)
+        assert gc.get_freeze_count() > frozen + 100
+        assert state(large) == expected
+        large.close()
+        table = weakref.ref(large._spaces[NS].memories)
+        del large
+        assert table() is None  # freed without a collection
+    finally:
+        gc.unfreeze()
