@@ -27,9 +27,11 @@ from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.store import journal
 from graphsvc.store.mirror import MirrorStore, loader
+from graphsvc.store.mirror.rows import _memory_row
 from graphsvc.store.mirror.table import (
     LinkGraph,
     LinkTuple,
+    MemoryTable,
     link_tuple_from_row,
     link_tuples_from_rows,
 )
@@ -381,3 +383,25 @@ def test_a_large_load_freezes_its_objects_and_a_dropped_store_is_still_freed(
         assert table() is None  # freed without a collection
     finally:
         gc.unfreeze()
+
+
+def test_memory_rows_added_in_a_batch_equal_those_added_one_by_one() -> None:
+    """A log record's memories replayed as one batch (``add_rows``) give the columns and term
+    numbers that adding its rows one by one gives."""
+    rng = random.Random(9)
+    rows = [_memory_row(make_memory(NS, n, rng)) for n in range(80)]
+    one_by_one, batched = MemoryTable(NS), MemoryTable(NS)
+    for first in (0, 30):
+        chunk = rows[first : first + 30] if first == 0 else rows[first:]
+        for row in chunk:
+            one_by_one.add_row(row)
+        assert batched.add_rows(chunk) == range(first, first + len(chunk))
+    assert batched.add_rows([]) == range(len(rows), len(rows))
+    for name in ("row_of", "ids", "keys", "texts", "kinds", "sources", "tags", "recorded",
+                 "occurred", "invalidated", "confidence", "tokens", "lengths", "term_start",
+                 "term_data", "term_names", "term_numbers"):  # fmt: skip
+        assert getattr(batched, name) == getattr(one_by_one, name), name
+    assert [batched.row_form(r) for r in range(len(rows))] == rows
+    bad = [*rows[:2], [*rows[2][:1], None, *rows[2][2:]]]
+    with pytest.raises(TypeError, match="not a memory row"):
+        MemoryTable(NS).add_rows(bad)

@@ -120,8 +120,7 @@ class MirrorState:
 
     def _add_rows(self, space: _Namespace, rows: Sequence[Sequence[Any]]) -> None:
         """Index memories given as log rows that are not in the store."""
-        table = space.memories
-        self._index_rows(space, [table.add_row(row) for row in rows])
+        self._index_rows(space, space.memories.add_rows(rows))
 
     @staticmethod
     def _index_rows(space: _Namespace, rows: Sequence[int]) -> None:

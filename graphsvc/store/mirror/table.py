@@ -326,6 +326,25 @@ class MemoryTable:
             tuple(tags), source, float(conf), int(tokens), terms,
         )  # fmt: skip
 
+    def add_rows(self, rows: Sequence[Sequence[Any]]) -> range:
+        """:meth:`add_row` for each of a log record's rows, as one :meth:`add_columns` (the same
+        columns, the same term numbers; nothing changes when a row is no memory row); their
+        rows."""
+        if not rows:
+            return range(len(self.ids), len(self.ids))
+        ids, texts, kinds, occurred, recorded, invalidated, tags, sources, confidence, tokens, \
+            terms = zip(*rows, strict=True)  # fmt: skip
+        for text, kind, rec in zip(texts, kinds, recorded, strict=True):
+            if not isinstance(text, str) or not isinstance(kind, str) or not isinstance(rec, str):
+                raise TypeError("not a memory row: text, kind and recordedAt must be strings")
+        parse = datetime.fromisoformat
+        return self.add_columns([
+            uuids_of(map(key_of, ids)), texts, kinds,
+            [None if t is None else parse(t) for t in occurred], list(map(parse, recorded)),
+            [None if t is None else parse(t) for t in invalidated], tags, sources,
+            list(map(float, confidence)), list(map(int, tokens)), terms,
+        ])  # fmt: skip
+
     def remove(self, key: int) -> int | None:
         """Remove a memory; its former row, or None when it is not stored."""
         row = self.row_of.pop(key, None)
