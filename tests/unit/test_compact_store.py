@@ -11,7 +11,9 @@ share is in tests/contract.
 from __future__ import annotations
 
 import base64
+import gc
 import random
+import weakref
 import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,7 +26,15 @@ import pytest
 from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.store import journal
-from graphsvc.store.mirror import MirrorStore
+from graphsvc.store.mirror import MirrorStore, loader
+from graphsvc.store.mirror.rows import _memory_row
+from graphsvc.store.mirror.table import (
+    LinkGraph,
+    LinkTuple,
+    MemoryTable,
+    link_tuple_from_row,
+    link_tuples_from_rows,
+)
 from graphsvc.text import analyse, estimate_tokens
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
@@ -303,3 +313,95 @@ def test_postings_built_in_bulk_equal_those_built_row_by_row() -> None:
     assert any(max(tfs) > 1 for _, tfs in postings(bulk).values())
     for store in (one_by_one, bulk):
         store.close()
+
+
+def test_links_added_in_a_batch_equal_those_added_one_by_one() -> None:
+    """What a load does with a record's links (:meth:`LinkGraph.add_many`) is what adding them
+    one by one does: the same lists in the same order, repeats in one batch and across batches
+    replaced in place, self-links, the same count."""
+    rng = random.Random(5)
+    keys = [rng.getrandbits(128) for _ in range(30)]
+    kinds = [kind.value for kind in LinkKind]
+    batches: list[list[LinkTuple]] = [
+        [
+            (rng.choice(keys), rng.choice(keys[:8]), rng.choice(kinds), float(n), n, None)
+            for n in range(size)
+        ]
+        for size in (1, 200, 60, 3)
+    ]
+    batches[1].append((keys[0], keys[0], kinds[0], 1.0, 1, "self"))
+    batches[2].append((*batches[1][7][:3], 42.0, 9, "again"))
+    one_by_one, batched = LinkGraph(), LinkGraph()
+    for batch in batches:
+        for link in batch:
+            one_by_one.add(link)
+        batched.add_many(batch)
+    assert batched.out == one_by_one.out and batched.inn == one_by_one.inn
+    assert list(batched.out) == list(one_by_one.out) and list(batched.inn) == list(one_by_one.inn)
+    assert batched.count == one_by_one.count == sum(map(len, one_by_one.out.values()))
+    assert batched.count < sum(map(len, batches))  # some were replaced
+
+
+def test_link_rows_read_in_a_batch_equal_those_read_one_by_one() -> None:
+    rows: list[list[Any]] = [
+        [str(uuid4()), str(uuid4()), kind.value, 0.5 * n,
+         (BASE + timedelta(hours=n % 3)).isoformat(), None if n % 2 else f"note {n}"]
+        for n, kind in enumerate(list(LinkKind) * 4)
+    ]  # fmt: skip
+    rows.append([rows[0][1], rows[0][0].upper(), "RELATES_TO", 1, BASE.isoformat(), None])
+    assert link_tuples_from_rows(rows) == [link_tuple_from_row(row) for row in rows]
+    with pytest.raises(ValueError, match="not a link row"):
+        link_tuples_from_rows([*rows, [rows[0][0], rows[0][1], "NOT_A_KIND", 1.0, "x", None]])
+
+
+def test_a_large_load_freezes_its_objects_and_a_dropped_store_is_still_freed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``FREEZE_AFTER`` objects a load freezes them (the collector's later passes skip
+    them); a small load does not. A frozen store that is closed and dropped is still freed by
+    reference counting: its tables hold no reference cycle."""
+    store = open_store(tmp_path)
+    populate(store)
+    store.snapshot()
+    expected = state(store)
+    store.close()
+    del store
+    gc.collect()
+    frozen = gc.get_freeze_count()
+    small = open_store(tmp_path)
+    assert gc.get_freeze_count() == frozen  # a hundred memories stay with the collector
+    small.close()
+    del small
+    monkeypatch.setattr(loader, "FREEZE_AFTER", 100)
+    try:
+        large = open_store(tmp_path)
+        assert gc.get_freeze_count() > frozen + 100
+        assert state(large) == expected
+        large.close()
+        table = weakref.ref(large._spaces[NS].memories)
+        del large
+        assert table() is None  # freed without a collection
+    finally:
+        gc.unfreeze()
+
+
+def test_memory_rows_added_in_a_batch_equal_those_added_one_by_one() -> None:
+    """A log record's memories replayed as one batch (``add_rows``) give the columns and term
+    numbers that adding its rows one by one gives."""
+    rng = random.Random(9)
+    rows = [_memory_row(make_memory(NS, n, rng)) for n in range(80)]
+    one_by_one, batched = MemoryTable(NS), MemoryTable(NS)
+    for first in (0, 30):
+        chunk = rows[first : first + 30] if first == 0 else rows[first:]
+        for row in chunk:
+            one_by_one.add_row(row)
+        assert batched.add_rows(chunk) == range(first, first + len(chunk))
+    assert batched.add_rows([]) == range(len(rows), len(rows))
+    for name in ("row_of", "ids", "keys", "texts", "kinds", "sources", "tags", "recorded",
+                 "occurred", "invalidated", "confidence", "tokens", "lengths", "term_start",
+                 "term_data", "term_names", "term_numbers"):  # fmt: skip
+        assert getattr(batched, name) == getattr(one_by_one, name), name
+    assert [batched.row_form(r) for r in range(len(rows))] == rows
+    bad = [*rows[:2], [*rows[2][:1], None, *rows[2][2:]]]
+    with pytest.raises(TypeError, match="not a memory row"):
+        MemoryTable(NS).add_rows(bad)

@@ -5,7 +5,6 @@ it. ``graphsvc repair`` (:mod:`graphsvc.store.repair`) shares :class:`Replayed`,
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
 import fcntl
@@ -39,12 +38,15 @@ from graphsvc.store.journal import (
 from graphsvc.store.mirror import columns
 from graphsvc.store.mirror.rows import _model_from_row
 from graphsvc.store.mirror.state import _Namespace
-from graphsvc.store.mirror.table import Posting, link_tuple_from_row
+from graphsvc.store.mirror.table import Posting, link_tuples_from_rows
 from graphsvc.store.mirror.vectors import VectorTable
 from graphsvc.store.mirror.writer import FORMAT_VERSION, MirrorWriter
 
 logger = logging.getLogger("graphsvc.store")
 
+#: Objects a load leaves for the cyclic collector (net of those freed) past which they are
+#: frozen (:meth:`MirrorLoader._load_dir`); a million memories leave about four million.
+FREEZE_AFTER = 1_000_000
 #: The records of a version-3 snapshot that hold binary columns.
 _COLUMN_OPS = frozenset({"terms", "columns", "postings", "linkColumns"})
 
@@ -200,7 +202,13 @@ class MirrorLoader(MirrorWriter):
     def _load_dir(self, root: Path) -> None:
         # Loading creates millions of objects that all live on: the cyclic garbage collector
         # would traverse them again and again for nothing (a third of the time). It is paused
-        # for the load (process-wide, for those seconds) and left as it was.
+        # for the load (process-wide, for those seconds) and left as it was. After a large load
+        # the objects it made are frozen (gc.freeze: moved out of the collector's generations),
+        # or else the collector's next passes would each traverse them all once (a second at a
+        # million memories, paid by the first request or two). Freezing is process-wide too:
+        # whatever lives at that moment is never traversed again, so a reference cycle among
+        # those objects that later becomes garbage stays; the store's tables hold none
+        # (reference counting frees them when a closed store is dropped).
         paused = gc.isenabled()
         gc.disable()
         try:
@@ -208,6 +216,8 @@ class MirrorLoader(MirrorWriter):
         finally:
             if paused:
                 gc.enable()
+        if paused and gc.get_count()[0] > FREEZE_AFTER:
+            gc.freeze()
 
     def _load_files(self, root: Path) -> None:
         try:
@@ -319,9 +329,7 @@ class MirrorLoader(MirrorWriter):
                 if op == "memories":
                     self._add_rows(space, rows)
                 elif op == "links":
-                    graph = space.graph
-                    for row in rows:
-                        graph.add(link_tuple_from_row(row))
+                    space.graph.add_many(link_tuples_from_rows(rows))
                 elif op == "beliefs":
                     for row in rows:
                         self._add_belief(space, Belief.model_validate(row))
@@ -359,10 +367,10 @@ class MirrorLoader(MirrorWriter):
         elif op == "columns":
             first_rows.setdefault(table.namespace, len(table.ids))
             added = columns.load_columns(table, value)
-            recorded, ids, lengths = table.recorded, table.ids, table.lengths
+            first, stop = added.start, added.stop
             pending = order.setdefault(table.namespace, [])
-            pending += [(recorded[r], ids[r].int) for r in added]  # type: ignore[union-attr]
-            space.total_length += sum(lengths[r] for r in added)
+            pending += zip(table.recorded[first:stop], table.keys[first:stop], strict=True)
+            space.total_length += int(np.frombuffer(table.lengths, dtype=np.int32)[first:].sum())
         elif op == "postings":
             first = first_rows.get(table.namespace, len(table.ids))
             postings = space.postings
@@ -370,14 +378,10 @@ class MirrorLoader(MirrorWriter):
                 if term in postings:
                     raise ValueError(f"the postings of {term!r} twice")
                 posting = postings[term] = Posting()
-                posting.rows.frombytes(rows.tobytes())
-                posting.tfs.frombytes(tfs.tobytes())
+                posting.rows.frombytes(rows)
+                posting.tfs.frombytes(tfs)
         else:  # linkColumns
-            graph = space.graph
-            for link in columns.load_links(value):
-                if link[0] not in table or link[1] not in table:
-                    raise ValueError("a link to a memory that is not stored")
-                graph.add(link)
+            space.graph.add_many(columns.load_links(value, table))
 
     @staticmethod
     def _load_vectors(space: _Namespace, value: dict[str, Any]) -> None:
@@ -389,8 +393,8 @@ class MirrorLoader(MirrorWriter):
                 of a memory that is not stored).
         """
         dimension = value["dimension"]
-        ids = base64.b64decode(value["ids"], validate=True)
-        codes = np.frombuffer(base64.b64decode(value["codes"], validate=True), dtype=np.int8)
+        ids = columns.decode_base64(value["ids"])
+        codes = np.frombuffer(columns.decode_base64(value["codes"]), dtype=np.int8)
         count = len(ids) // 16
         if not isinstance(dimension, int) or dimension < 1 or len(ids) % 16:
             raise ValueError("a vectors record with a bad dimension or id list")
@@ -415,8 +419,7 @@ class MirrorLoader(MirrorWriter):
         for ns, body in data["namespaces"].items():
             space = self._space(ns)
             self._add_rows(space, body["memories"])
-            for row in body["links"]:
-                space.graph.add(link_tuple_from_row(row))
+            space.graph.add_many(link_tuples_from_rows(body["links"]))
             for row in body["beliefs"]:
                 self._add_belief(space, Belief.model_validate(row))
             for run_id, rows in body["events"].items():

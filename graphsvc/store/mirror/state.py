@@ -25,7 +25,7 @@ from graphsvc.store.mirror.table import (
     MemoryTable,
     Posting,
     link_tuple,
-    link_tuple_from_row,
+    link_tuples_from_rows,
     make_link,
 )
 from graphsvc.store.mirror.vectors import VectorTable
@@ -91,8 +91,7 @@ class MirrorState:
             for mid in record["ids"]:
                 self._remove_vector(space, UUID(mid).int)
         elif op == "link":
-            for row in record["links"]:
-                space.graph.add(link_tuple_from_row(row))
+            space.graph.add_many(link_tuples_from_rows(record["links"]))
         elif op == "forget":
             self._remove_memory(space, UUID(record["id"]).int)
         elif op == "erase":
@@ -121,8 +120,7 @@ class MirrorState:
 
     def _add_rows(self, space: _Namespace, rows: Sequence[Sequence[Any]]) -> None:
         """Index memories given as log rows that are not in the store."""
-        table = space.memories
-        self._index_rows(space, [table.add_row(row) for row in rows])
+        self._index_rows(space, space.memories.add_rows(rows))
 
     @staticmethod
     def _index_rows(space: _Namespace, rows: Sequence[int]) -> None:

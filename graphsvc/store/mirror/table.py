@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from itertools import accumulate, chain, compress, repeat
 from operator import attrgetter, is_
 from typing import Any, cast
-from uuid import UUID
+from uuid import UUID, SafeUUID
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,6 +41,23 @@ _CANONICAL = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 
 
 uuid_of = uuid_of_int
+_SAFETY_UNKNOWN = SafeUUID.unknown
+
+
+def uuids_of(keys: Iterable[int]) -> list[UUID]:
+    """``[uuid_of(key) for key in keys]`` without a call per key (a load makes one per
+    memory)."""
+    new, put, safety = object.__new__, object.__setattr__, _SAFETY_UNKNOWN
+    made: list[UUID] = []
+    append = made.append
+    for key in keys:
+        mid = new(UUID)
+        put(mid, "int", key)
+        put(mid, "is_safe", safety)
+        append(mid)
+    return made
+
+
 _int_of = attrgetter("int")
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -309,6 +326,25 @@ class MemoryTable:
             tuple(tags), source, float(conf), int(tokens), terms,
         )  # fmt: skip
 
+    def add_rows(self, rows: Sequence[Sequence[Any]]) -> range:
+        """:meth:`add_row` for each of a log record's rows, as one :meth:`add_columns` (the same
+        columns, the same term numbers; nothing changes when a row is no memory row); their
+        rows."""
+        if not rows:
+            return range(len(self.ids), len(self.ids))
+        ids, texts, kinds, occurred, recorded, invalidated, tags, sources, confidence, tokens, \
+            terms = zip(*rows, strict=True)  # fmt: skip
+        for text, kind, rec in zip(texts, kinds, recorded, strict=True):
+            if not isinstance(text, str) or not isinstance(kind, str) or not isinstance(rec, str):
+                raise TypeError("not a memory row: text, kind and recordedAt must be strings")
+        parse = datetime.fromisoformat
+        return self.add_columns([
+            uuids_of(map(key_of, ids)), texts, kinds,
+            [None if t is None else parse(t) for t in occurred], list(map(parse, recorded)),
+            [None if t is None else parse(t) for t in invalidated], tags, sources,
+            list(map(float, confidence)), list(map(int, tokens)), terms,
+        ])  # fmt: skip
+
     def remove(self, key: int) -> int | None:
         """Remove a memory; its former row, or None when it is not stored."""
         row = self.row_of.pop(key, None)
@@ -392,6 +428,39 @@ class LinkGraph:
         self.inn.setdefault(target, []).append(link)
         self.count += 1
 
+    def add_many(self, links: Iterable[LinkTuple]) -> None:
+        """:meth:`add` each link in turn (the same graph, the same order in every list), with
+        the lists looked up once per link: what a load does for a snapshot's or a log
+        record's links."""
+        out, inn = self.out, self.inn
+        out_get, inn_get = out.get, inn.get
+        added = 0
+        for link in links:
+            source, target = link[0], link[1]
+            outs = out_get(source)
+            if outs is None:
+                out[source] = [link]
+            else:
+                kind = link[2]
+                for old in outs:
+                    if old[1] == target and old[2] == kind:
+                        break
+                else:
+                    outs.append(link)
+                    old = None
+                if old is not None:  # the same ends and kind: replaced
+                    self.count += added
+                    added = 0
+                    self.add(link)
+                    continue
+            ins = inn_get(target)
+            if ins is None:
+                inn[target] = [link]
+            else:
+                ins.append(link)
+            added += 1
+        self.count += added
+
     def touching(self, key: int) -> list[LinkTuple]:
         """The links from and to a memory (a self-link twice)."""
         return [*self.out.get(key, ()), *self.inn.get(key, ())]
@@ -455,6 +524,36 @@ def link_tuple_from_row(row: Sequence[Any]) -> LinkTuple:
         raise TypeError(f"not a link row: {row!r}"[:200])
     created_us = micros(datetime.fromisoformat(created))
     return (key_of(src), key_of(dst), kind, weight, created_us, note)
+
+
+def link_tuples_from_rows(rows: Iterable[Sequence[Any]]) -> list[LinkTuple]:
+    """:func:`link_tuple_from_row` of each row (a log record's links), each distinct creation
+    time and id parsed once (a batch of links shares its time, and many of its ends).
+
+    Raises:
+        ValueError, TypeError: a row that is not a link row (as :func:`link_tuple_from_row`).
+    """
+    created_of: dict[str, int] = {}
+    key_from: dict[str, int] = {}
+    links: list[LinkTuple] = []
+    append = links.append
+    for row in rows:
+        src, dst, kind, weight, created, note = row
+        if kind not in _KINDS or not isinstance(created, str):
+            raise ValueError(f"not a link row: {row!r}"[:200])
+        if note is not None and not isinstance(note, str):
+            raise TypeError(f"not a link row: {row!r}"[:200])
+        created_us = created_of.get(created)
+        if created_us is None:
+            created_us = created_of[created] = micros(datetime.fromisoformat(created))
+        source = key_from.get(src)
+        if source is None:
+            source = key_from[src] = key_of(src)
+        target = key_from.get(dst)
+        if target is None:
+            target = key_from[dst] = key_of(dst)
+        append((source, target, kind, weight, created_us, note))
+    return links
 
 
 def make_link(link: LinkTuple, table: MemoryTable) -> Link:
