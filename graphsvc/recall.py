@@ -149,6 +149,27 @@ def score_columns(
     return [Ranked(columns.candidate(i), score, matched) for i, score, matched in ranked]
 
 
+#: A ranked candidate by id: ``(id, score, matched)`` (:func:`rank_columns`).
+RankedId = tuple[UUID, float, tuple[str, ...]]
+
+
+def rank_columns(
+    terms: Sequence[str],
+    stats: TermStats,
+    columns: CandidateColumns,
+    stage: Stage,
+    limit: int | None = None,
+    bm25_b: float = BM25_B,
+    coverage_b: float = 0.0,
+) -> list[RankedId]:
+    """:func:`score_columns` by id: the same ranking, each entry ``(id, score, matched)``, with no
+    :class:`Candidate` built (a ranking needs only the ids to read the memories back:
+    :func:`attach_ranked`)."""
+    ranked = _rank_columns(terms, stats, columns, stage, limit, bm25_b, coverage_b)
+    ids = columns.ids
+    return [(ids[i], score, matched) for i, score, matched in ranked]
+
+
 # 0.5 ** (age / half_life) by half-life and age in days (Python's pow, the same bits every time);
 # cleared past _DECAY_CACHE_SIZE ages.
 _DECAY: dict[float, dict[int, float]] = {}
@@ -254,6 +275,13 @@ def attach(ranked: Sequence[Ranked], memories: Mapping[UUID, Memory]) -> list[Sc
     by_key = {memory_id.int: memory for memory_id, memory in memories.items()}
     found = [(by_key.get(r.candidate.id.int), r) for r in ranked]
     return [Scored(memory, r.score, r.matched) for memory, r in found if memory is not None]
+
+
+def attach_ranked(ranked: Sequence[RankedId], memories: Iterable[Memory]) -> list[Scored]:
+    """:func:`attach` for a ranking by id (:func:`rank_columns`) and the memories read back."""
+    by_key = {memory.id.int: memory for memory in memories}
+    found = [(by_key.get(key.int), score, matched) for key, score, matched in ranked]
+    return [Scored(m, score, matched) for m, score, matched in found if m is not None]
 
 
 def apply_supersessions(
@@ -949,11 +977,13 @@ __all__ = [
     "BundleRequest",
     "CandidatePlan",
     "Ranked",
+    "RankedId",
     "Scored",
     "Stage",
     "answer_seeds",
     "apply_supersessions",
     "attach",
+    "attach_ranked",
     "attribute",
     "build_belief",
     "build_bundle",
@@ -964,6 +994,7 @@ __all__ = [
     "length_prior",
     "plan_candidates",
     "propagate_answers",
+    "rank_columns",
     "rank_order",
     "render_bundle",
     "score_candidates",
