@@ -713,11 +713,60 @@ class _PackedTerms:
 
     def is_duplicate(self, terms: frozenset[str]) -> bool:
         """:func:`_is_duplicate` against every packed set: the sets it passes over for their
-        size (a ratio under DUPLICATE_JACCARD, with a margin of one either way) are skipped."""
+        size (a ratio under DUPLICATE_JACCARD, with a margin of one either way) are skipped, and
+        the others are counted term by term, stopping at the first miss that rules the set out
+        (:func:`_misses_to_rule_out`): most packed sets share few terms with another memory, so
+        a few lookups settle them without building an intersection."""
         size = len(terms)
-        low = bisect_left(self._sizes, math.floor(size * DUPLICATE_JACCARD) - 1)
-        high = bisect_right(self._sizes, math.ceil(size / DUPLICATE_JACCARD) + 1)
-        return low < high and _is_duplicate(terms, self._by_size[low:high])
+        sizes = self._sizes
+        low = bisect_left(sizes, math.floor(size * DUPLICATE_JACCARD) - 1)
+        high = bisect_right(sizes, math.ceil(size / DUPLICATE_JACCARD) + 1)
+        by_size = self._by_size
+        for at in range(low, high):
+            other = sizes[at]
+            small, large = (size, other) if size <= other else (other, size)
+            if large == 0:
+                return True  # two empty sets are the same
+            if small / large < DUPLICATE_JACCARD:
+                continue
+            seen = by_size[at]
+            enough = _RULE_OUT.get((size, other))
+            if enough is None:
+                enough = _misses_to_rule_out(size, other)
+            misses = 0
+            for term in terms:
+                if term not in seen:
+                    misses += 1
+                    if misses == enough:
+                        break
+            else:  # every term was looked up: the count is exact
+                common = size - misses
+                if common / (size + other - common) >= DUPLICATE_JACCARD:
+                    return True
+        return False
+
+
+_RULE_OUT: dict[tuple[int, int], int] = {}
+
+
+def _misses_to_rule_out(size: int, other: int) -> int:
+    """The fewest terms of a set of ``size`` missing from one of ``other`` terms that make the
+    two no duplicates: with ``m`` misses they share at most ``size - m`` terms, and the Jaccard
+    test of :func:`_is_duplicate`, computed as it computes it, fails for that many shared terms
+    (so for any fewer: the computed ratio grows with the count). ``size + 1`` (never reached)
+    when no count of misses rules the pair out."""
+    known = _RULE_OUT.get((size, other))
+    if known is None:
+        known = size + 1
+        for misses in range(size + 1):
+            common = size - misses
+            total = size + other - common
+            if total and common / total < DUPLICATE_JACCARD:
+                known = misses
+                break
+        if len(_RULE_OUT) < 65_536:
+            _RULE_OUT[(size, other)] = known
+    return known
 
 
 def chronological_key(
