@@ -452,9 +452,10 @@ def attribute(ranked: Sequence[Scored], terms: Sequence[str]) -> list[Scored]:
     name no speaker are left as they are. Order is kept; the result is not sorted.
     """
     declared = {item.memory.id.int: speakers(item.memory) for item in ranked}
-    names = {
+    names = {  # (of the memories that declare a speaker: by_other reads no other)
         key: frozenset(term for name in found for term in analyse(name))
         for key, found in declared.items()
+        if found
     }
     known: set[str] = set()
     for found in names.values():
