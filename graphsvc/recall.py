@@ -149,6 +149,27 @@ def score_columns(
     return [Ranked(columns.candidate(i), score, matched) for i, score, matched in ranked]
 
 
+#: A ranked candidate by id: ``(id, score, matched)`` (:func:`rank_columns`).
+RankedId = tuple[UUID, float, tuple[str, ...]]
+
+
+def rank_columns(
+    terms: Sequence[str],
+    stats: TermStats,
+    columns: CandidateColumns,
+    stage: Stage,
+    limit: int | None = None,
+    bm25_b: float = BM25_B,
+    coverage_b: float = 0.0,
+) -> list[RankedId]:
+    """:func:`score_columns` by id: the same ranking, each entry ``(id, score, matched)``, with no
+    :class:`Candidate` built (a ranking needs only the ids to read the memories back:
+    :func:`attach_ranked`)."""
+    ranked = _rank_columns(terms, stats, columns, stage, limit, bm25_b, coverage_b)
+    ids = columns.ids
+    return [(ids[i], score, matched) for i, score, matched in ranked]
+
+
 # 0.5 ** (age / half_life) by half-life and age in days (Python's pow, the same bits every time);
 # cleared past _DECAY_CACHE_SIZE ages.
 _DECAY: dict[float, dict[int, float]] = {}
@@ -254,6 +275,13 @@ def attach(ranked: Sequence[Ranked], memories: Mapping[UUID, Memory]) -> list[Sc
     by_key = {memory_id.int: memory for memory_id, memory in memories.items()}
     found = [(by_key.get(r.candidate.id.int), r) for r in ranked]
     return [Scored(memory, r.score, r.matched) for memory, r in found if memory is not None]
+
+
+def attach_ranked(ranked: Sequence[RankedId], memories: Iterable[Memory]) -> list[Scored]:
+    """:func:`attach` for a ranking by id (:func:`rank_columns`) and the memories read back."""
+    by_key = {memory.id.int: memory for memory in memories}
+    found = [(by_key.get(key.int), score, matched) for key, score, matched in ranked]
+    return [Scored(m, score, matched) for m, score, matched in found if m is not None]
 
 
 def apply_supersessions(
@@ -451,9 +479,10 @@ def attribute(ranked: Sequence[Scored], terms: Sequence[str]) -> list[Scored]:
     name no speaker are left as they are. Order is kept; the result is not sorted.
     """
     declared = {item.memory.id.int: speakers(item.memory) for item in ranked}
-    names = {
+    names = {  # (of the memories that declare a speaker: by_other reads no other)
         key: frozenset(term for name in found for term in analyse(name))
         for key, found in declared.items()
+        if found
     }
     known: set[str] = set()
     for found in names.values():
@@ -714,11 +743,60 @@ class _PackedTerms:
 
     def is_duplicate(self, terms: frozenset[str]) -> bool:
         """:func:`_is_duplicate` against every packed set: the sets it passes over for their
-        size (a ratio under DUPLICATE_JACCARD, with a margin of one either way) are skipped."""
+        size (a ratio under DUPLICATE_JACCARD, with a margin of one either way) are skipped, and
+        the others are counted term by term, stopping at the first miss that rules the set out
+        (:func:`_misses_to_rule_out`): most packed sets share few terms with another memory, so
+        a few lookups settle them without building an intersection."""
         size = len(terms)
-        low = bisect_left(self._sizes, math.floor(size * DUPLICATE_JACCARD) - 1)
-        high = bisect_right(self._sizes, math.ceil(size / DUPLICATE_JACCARD) + 1)
-        return low < high and _is_duplicate(terms, self._by_size[low:high])
+        sizes = self._sizes
+        low = bisect_left(sizes, math.floor(size * DUPLICATE_JACCARD) - 1)
+        high = bisect_right(sizes, math.ceil(size / DUPLICATE_JACCARD) + 1)
+        by_size = self._by_size
+        for at in range(low, high):
+            other = sizes[at]
+            small, large = (size, other) if size <= other else (other, size)
+            if large == 0:
+                return True  # two empty sets are the same
+            if small / large < DUPLICATE_JACCARD:
+                continue
+            seen = by_size[at]
+            enough = _RULE_OUT.get((size, other))
+            if enough is None:
+                enough = _misses_to_rule_out(size, other)
+            misses = 0
+            for term in terms:
+                if term not in seen:
+                    misses += 1
+                    if misses == enough:
+                        break
+            else:  # every term was looked up: the count is exact
+                common = size - misses
+                if common / (size + other - common) >= DUPLICATE_JACCARD:
+                    return True
+        return False
+
+
+_RULE_OUT: dict[tuple[int, int], int] = {}
+
+
+def _misses_to_rule_out(size: int, other: int) -> int:
+    """The fewest terms of a set of ``size`` missing from one of ``other`` terms that make the
+    two no duplicates: with ``m`` misses they share at most ``size - m`` terms, and the Jaccard
+    test of :func:`_is_duplicate`, computed as it computes it, fails for that many shared terms
+    (so for any fewer: the computed ratio grows with the count). ``size + 1`` (never reached)
+    when no count of misses rules the pair out."""
+    known = _RULE_OUT.get((size, other))
+    if known is None:
+        known = size + 1
+        for misses in range(size + 1):
+            common = size - misses
+            total = size + other - common
+            if total and common / total < DUPLICATE_JACCARD:
+                known = misses
+                break
+        if len(_RULE_OUT) < 65_536:
+            _RULE_OUT[(size, other)] = known
+    return known
 
 
 def chronological_key(
@@ -978,11 +1056,13 @@ __all__ = [
     "BundleRequest",
     "CandidatePlan",
     "Ranked",
+    "RankedId",
     "Scored",
     "Stage",
     "answer_seeds",
     "apply_supersessions",
     "attach",
+    "attach_ranked",
     "attribute",
     "build_belief",
     "build_bundle",
@@ -993,6 +1073,7 @@ __all__ = [
     "length_prior",
     "plan_candidates",
     "propagate_answers",
+    "rank_columns",
     "rank_order",
     "render_bundle",
     "score_candidates",

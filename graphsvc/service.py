@@ -55,7 +55,7 @@ from graphsvc.recall import (
     Scored,
     answer_seeds,
     apply_supersessions,
-    attach,
+    attach_ranked,
     attribute,
     build_belief,
     build_bundle,
@@ -65,8 +65,8 @@ from graphsvc.recall import (
     fused_seeds,
     get_stage,
     propagate_answers,
+    rank_columns,
     rank_order,
-    score_columns,
     unlinked_seeds,
 )
 from graphsvc.retrieval import HYBRID, LEXICAL, DenseRecall, Retrieval
@@ -475,7 +475,7 @@ class MemoryService:
         )
         hybrid = self.dense.for_model(namespace, current) is not None
         settings = self.settings
-        ranked = score_columns(
+        ranked = rank_columns(
             terms,
             stats,
             candidates,
@@ -484,8 +484,8 @@ class MemoryService:
             settings.bm25_b,
             settings.coverage_length_b,
         )
-        memories, pairs = self.store.window(namespace, [r.candidate.id for r in ranked])
-        direct = attach(ranked, {m.id: m for m in memories})
+        memories, pairs = self.store.window(namespace, [memory_id for memory_id, _, _ in ranked])
+        direct = attach_ranked(ranked, memories)
         scored = direct
         seeds = answer_seeds(direct)
         if seeds:

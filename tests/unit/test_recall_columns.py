@@ -202,6 +202,28 @@ def test_duplicates_among_sets_of_near_size_are_all_duplicates() -> None:
         assert packed.in_order == sets
 
 
+def test_duplicates_of_near_copies_among_long_sets_are_those_of_the_reference() -> None:
+    # Long sets (as a memory's terms are), each probe a packed set with a few terms swapped:
+    # some are duplicates, most are ruled out after a few misses; the answer is the reference's.
+    rng = random.Random(11)
+    vocabulary = [f"w{n}" for n in range(400)]
+    outcomes = set()
+    for _ in range(2_000):
+        packed = _PackedTerms()
+        sets = []
+        for _ in range(rng.randint(1, 15)):
+            terms = frozenset(rng.sample(vocabulary, rng.randint(1, 40)))
+            sets.append(terms)
+            packed.add(terms)
+        base = rng.choice(sets)
+        swapped = rng.sample(sorted(base), rng.randint(0, len(base)))[: rng.randint(0, 6)]
+        probe = (base - set(swapped)) | set(rng.sample(vocabulary, rng.randint(0, 6)))
+        expected = _is_duplicate(frozenset(probe), sets)
+        assert packed.is_duplicate(frozenset(probe)) == expected
+        outcomes.add(expected)
+    assert outcomes == {True, False}
+
+
 def test_content_ids_of_a_batch_are_each_items_id() -> None:
     rng = random.Random(6)
     zones = [UTC, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(seconds=-3725))]

@@ -466,8 +466,8 @@ class MirrorStore(MirrorLoader, Store):
         with self._lock:
             table = self._space(namespace).memories
             row_of = table.row_of
-            rows = (row_of.get(i.int) for i in ids)
-            return [table.memory(row) for row in rows if row is not None]
+            rows = [row_of.get(i.int) for i in ids]
+            return table.memories([row for row in rows if row is not None])
 
     def term_stats(self, namespace: str, terms: Sequence[str]) -> TermStats:
         with self._lock:

@@ -168,7 +168,7 @@ class MemoryTable:
 
     def values(self) -> list[Memory]:
         """Every memory, in write order."""
-        return [self.memory(row) for row in self.row_of.values()]
+        return self.memories(self.row_of.values())
 
     def uuid(self, key: int) -> UUID:
         """The id of a stored memory."""
@@ -184,17 +184,29 @@ class MemoryTable:
 
     def memory(self, row: int) -> Memory:
         """The memory of a live row."""
-        occurred, invalidated = self.occurred[row], self.invalidated[row]
-        return _construct(Memory, {
-            "id": self.ids[row], "namespace": self.namespace, "text": self.texts[row],
-            "kind": self.kinds[row],
-            "occurred_at": None if occurred == NO_TIME else from_micros(occurred),
-            "recorded_at": from_micros(self.recorded[row]),
-            "invalidated_at": None if invalidated == NO_TIME else from_micros(invalidated),
-            "tags": self.tags[row], "source": self.sources[row],
-            "confidence": self.confidence[row], "tokens": self.tokens[row],
-            "terms": self.terms(row),
-        })  # fmt: skip
+        return self.memories((row,))[0]
+
+    def memories(self, rows: Iterable[int]) -> list[Memory]:
+        """The memories of live rows, in that order (a query's window reads some fifty at
+        once: the columns are looked up once for all of them)."""
+        ids, texts, kinds, tags, sources = self.ids, self.texts, self.kinds, self.tags, self.sources
+        recorded, occurred, invalidated = self.recorded, self.occurred, self.invalidated
+        confidence, tokens, namespace = self.confidence, self.tokens, self.namespace
+        starts, lengths, data = self.term_start, self.lengths, self.term_data
+        name_of = self.term_names.__getitem__
+        made = []
+        for row in rows:
+            at, gone, start = occurred[row], invalidated[row], starts[row]
+            made.append(_construct(Memory, {
+                "id": ids[row], "namespace": namespace, "text": texts[row], "kind": kinds[row],
+                "occurred_at": None if at == NO_TIME else from_micros(at),
+                "recorded_at": from_micros(recorded[row]),
+                "invalidated_at": None if gone == NO_TIME else from_micros(gone),
+                "tags": tags[row], "source": sources[row], "confidence": confidence[row],
+                "tokens": tokens[row],
+                "terms": tuple(map(name_of, data[start : start + lengths[row]])),
+            }))  # fmt: skip
+        return made
 
     def when(self, row: int) -> int:
         """A row's ``occurredAt`` in microseconds when known, else its ``recordedAt``."""
