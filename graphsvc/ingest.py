@@ -95,12 +95,16 @@ def ingest(
     name: str = "<input>",
     progress: bool | None = None,
     on_batch: Callable[[int], None] | None = None,
+    writers: int = 1,
 ) -> IngestReport:
     """Check the plan against the store, then write it in batches (memories, then links).
 
     Args:
         progress: show a progress bar on stderr; ``None`` shows one when stderr is a terminal.
         on_batch: called with the number of items after each batch is acknowledged.
+        writers: memory batches in flight at once (:meth:`MemoryService.write_batches`; the
+            embedded store writes one at a time). One when the file could reach the
+            namespace's memory cap, where eviction needs the writes one after another.
     """
     service.check_namespace(namespace)
     first_line: dict[UUID, tuple[int, MemoryInput]] = {}
@@ -136,9 +140,13 @@ def ingest(
     created = unchanged = evicted = 0
     size = service.settings.max_batch
     unique = [first_line[mid][1].model_copy(update={"id": mid}) for mid in ids]
+    cap = service.settings.max_memories_per_namespace
+    if writers > 1 and service.stats(namespace).memories + len(unique) > cap:
+        writers = 1
     with tqdm(total=total, unit="item", disable=not show, file=sys.stderr) as bar:
-        for batch in _batches(unique, size):
-            _, result = service.write_memories(namespace, batch)
+        batches = list(_batches(unique, size))
+        written = service.write_batches(namespace, batches, writers=writers)
+        for batch, (_, result) in zip(batches, written, strict=True):
             created += len(result.created)
             unchanged += len(result.unchanged)
             evicted += len(result.evicted)

@@ -12,7 +12,9 @@ import json
 import re
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -275,6 +277,53 @@ class MemoryService:
         step: int = 0,
     ) -> tuple[list[Memory], WriteResult]:
         """As :meth:`remember_many`, and also say what was created, unchanged and evicted."""
+        self._check_write(namespace, items, run_id)
+        return self._write_memories(namespace, items, self._now(len(items)), run_id, step)
+
+    def write_batches(
+        self,
+        namespace: str,
+        batches: Iterable[Sequence[MemoryInput]],
+        *,
+        writers: int = 1,
+    ) -> Iterator[tuple[list[Memory], WriteResult]]:
+        """:meth:`write_memories` for each batch, with up to ``writers`` batches in flight on a
+        store that takes concurrent writes (:attr:`Store.concurrent_writes`: Neo4j, whose
+        server then works on several transactions at once; the embedded store writes one at a
+        time, so there it is always one).
+
+        Each batch is checked before it starts and is atomic, and it is recorded after the
+        batches before it whichever commits first (the times are handed out in batch order).
+        Yields each batch's result in batch order as it is acknowledged. When a batch fails,
+        no further batch starts, the ones in flight finish, and the first error is raised: the
+        batches yielded before were written, and so may be the ones in flight after the failed
+        one (writing the same input again is safe: an existing id with the same content is a
+        no-op). Concurrent writers do not serialise on the namespace's memory cap: a caller
+        that could reach it writes with one (:func:`graphsvc.ingest.ingest` does).
+        """
+        if writers < 1:
+            raise BadInputError(f"writers must be at least 1, got {writers}")
+        if writers == 1 or not self.store.concurrent_writes:
+            for batch in batches:
+                yield self.write_memories(namespace, batch)
+            return
+        # At most ``writers`` batches are pending, each on a thread of its own from the moment
+        # it is submitted; leaving the pool waits for them (after a failure too).
+        pending: deque[Future[tuple[list[Memory], WriteResult]]] = deque()
+        with ThreadPoolExecutor(writers, thread_name_prefix="graphsvc-write") as pool:
+            for batch in batches:
+                self._check_write(namespace, batch, None)
+                start = self._now(len(batch))
+                pending.append(pool.submit(self._write_memories, namespace, batch, start, None, 0))
+                if len(pending) >= writers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+
+    def _check_write(
+        self, namespace: str, items: Sequence[MemoryInput], run_id: str | None
+    ) -> None:
+        """What :meth:`write_memories` refuses before anything is computed."""
         self.check_namespace(namespace)
         if run_id is not None:
             self.check_run_id(run_id)
@@ -290,7 +339,17 @@ class MemoryService:
                 f"{len(items)} memories exceed the namespace cap of "
                 f"{self.settings.max_memories_per_namespace}"
             )
-        memories = self._make_memories(namespace, items, self._now(len(items)))
+
+    def _write_memories(
+        self,
+        namespace: str,
+        items: Sequence[MemoryInput],
+        start: datetime,
+        run_id: str | None,
+        step: int,
+    ) -> tuple[list[Memory], WriteResult]:
+        """A checked write, recorded from ``start`` (one microsecond a memory)."""
+        memories = self._make_memories(namespace, items, start)
         result = self.store.upsert_memories(
             namespace,
             memories,

@@ -61,10 +61,23 @@ def demo(data_dir: Path | None, namespace: str | None) -> None:
             shutil.rmtree(temporary, ignore_errors=True)
 
 
+_WRITERS_HELP = (
+    "Memory batches in flight at once on Neo4j, whose server then works on several "
+    "transactions (the embedded store writes one at a time). Each batch stays atomic and is "
+    "recorded in file order; a file that could reach the namespace's memory cap is written "
+    "with one."
+)
+writers_option = click.option(
+    "--writers", type=click.IntRange(min=1, max=8), default=2, show_default=True,
+    help=_WRITERS_HELP,
+)  # fmt: skip
+
+
 @click.command("ingest")
 @common_options
+@writers_option
 @click.argument("file", type=click.File("r", encoding="utf-8"))
-def ingest_command(file: Any, data_dir: Path | None, namespace: str | None) -> None:
+def ingest_command(file: Any, data_dir: Path | None, namespace: str | None, writers: int) -> None:
     """Write memories and links from a JSON Lines FILE ('-' for stdin).
 
     The whole file is validated first (errors name the line; nothing is written). Writes are
@@ -73,7 +86,7 @@ def ingest_command(file: Any, data_dir: Path | None, namespace: str | None) -> N
     name = getattr(file, "name", "<stdin>")
     plan = parse_jsonl(file, name)
     with opened(data_dir, namespace) as (service, ns):
-        report = ingest(service, ns, plan, name=name)
+        report = ingest(service, ns, plan, name=name, writers=writers)
         click.echo(
             f"ingested {name} into {ns!r}: {report.memories_created} memories created, "
             f"{report.memories_unchanged} unchanged, {report.links} links, "
@@ -83,13 +96,14 @@ def ingest_command(file: Any, data_dir: Path | None, namespace: str | None) -> N
 
 @click.command("import")
 @common_options
+@writers_option
 @click.argument("file", type=click.File("r", encoding="utf-8"))
 @click.pass_context
 def import_command(
-    ctx: click.Context, file: Any, data_dir: Path | None, namespace: str | None
+    ctx: click.Context, file: Any, data_dir: Path | None, namespace: str | None, writers: int
 ) -> None:
     """Import a JSON Lines FILE written by ``graphsvc export`` (same as ingest)."""
-    ctx.invoke(ingest_command, file=file, data_dir=data_dir, namespace=namespace)
+    ctx.invoke(ingest_command, file=file, data_dir=data_dir, namespace=namespace, writers=writers)
 
 
 @click.command("export")

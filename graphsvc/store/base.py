@@ -220,6 +220,10 @@ class Store(ABC):
 
     #: Which store this is (``embedded``, ``neo4j``): what benchmarks and ``stats`` report.
     kind: ClassVar[str]
+    #: Whether writes from several threads run at once (each its own transaction) and may
+    #: commit in any order. The embedded store writes one at a time, in the order it takes its
+    #: lock, and keeps memories in recorded order: it says no.
+    concurrent_writes: ClassVar[bool] = False
 
     # -- lifecycle -------------------------------------------------------------------------------
 

@@ -502,14 +502,28 @@ class Ingest:
     link_seconds: float
 
 
-def ingest_corpus(service: MemoryService, namespace: str, corpus: Corpus, batch: int) -> Ingest:
-    """Write the memories, then the links, in batches, each batch built just before its write."""
+def ingest_corpus(
+    service: MemoryService, namespace: str, corpus: Corpus, batch: int, writers: int = 1
+) -> Ingest:
+    """Write the memories, then the links, in batches, each batch built just before its write.
+    With ``writers`` above one, the memories go through :meth:`MemoryService.write_batches`
+    with that many batches in flight, and the time counted is the whole write, building the
+    inputs included (it overlaps the writes), with no per-write rates."""
     ids = _Ids()
     memory_seconds = memory_cpu = 0.0
     rates: list[float] = []
     n = len(corpus)
     with _progress(n, "remember", "mem") as bar:
-        for first in range(0, n, batch):
+        if writers > 1:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            parts = (corpus.memories[first : first + batch] for first in range(0, n, batch))
+            for stored, _ in service.write_batches(namespace, parts, writers=writers):
+                for memory in stored:
+                    ids.append(memory.id)
+                bar.update(len(stored))
+            memory_seconds = time.perf_counter() - start
+            memory_cpu = time.process_time() - start_cpu
+        for first in range(0, n if writers == 1 else 0, batch):
             items = corpus.memories[first : first + batch]
             start, start_cpu = time.perf_counter(), time.process_time()
             stored = service.remember_many(namespace, items)
@@ -937,6 +951,15 @@ Embed = Literal["off", "on", "synthetic"]
     help="Memories (and links) per write; capped by GRAPHSVC_MAX_BATCH.",
 )
 @click.option(
+    "--writers",
+    type=click.IntRange(min=1, max=8),
+    default=1,
+    show_default=True,
+    help="Memory writes in flight at once (MemoryService.write_batches, as graphsvc ingest "
+    "--writers): Neo4j's server then works on several transactions; the embedded store writes "
+    "one at a time whatever this says.",
+)
+@click.option(
     "--keep",
     is_flag=True,
     help="Keep the bench's namespace afterwards (default: erase it; a temporary data directory "
@@ -953,6 +976,7 @@ def bench(
     json_path: Path | None,
     vocabulary: int,
     batch: int,
+    writers: int,
     keep: bool,
 ) -> None:
     """Measure ingest, restart, bundle and reconstruct on a synthetic corpus, beside bm25s.
@@ -972,8 +996,9 @@ def bench(
     temporary = data_dir is None
     root = Path(tempfile.mkdtemp(prefix="graphsvc-bench-")) if data_dir is None else data_dir
     run = Run(
-        memories, queries, rounds, embed, seed, vocabulary, batch, keep, temporary, query_tokens
-    )
+        memories, queries, rounds, embed, seed, vocabulary, batch, keep, temporary, query_tokens,
+        writers,
+    )  # fmt: skip
     try:
         report = run.measure(root)
     except GraphsvcError as exc:
@@ -1004,6 +1029,7 @@ class Run:
     keep: bool  # leave the namespace
     temporary: bool  # the embedded store's data directory is deleted afterwards
     query_tokens: int = 0  # with embed "synthetic": the model encodes each query as this many
+    writers: int = 1  # memory writes in flight (write_batches)
     figures: dict[str, float] = field(default_factory=dict)
 
     def erases(self, store_kind: str) -> bool:
@@ -1072,7 +1098,7 @@ class Run:
         try:
             release_memory()
             figures["rss_before_ingest_mib"] = current_rss_mib()
-            ingest = ingest_corpus(service, namespace, corpus, batch)
+            ingest = ingest_corpus(service, namespace, corpus, batch, self.writers)
             self._ingest_figures(ingest)
             model = dense.model()
             if model is not None:
@@ -1319,6 +1345,7 @@ class Run:
             "rounds": self.rounds,
             "seed": self.seed,
             "batch": batch,
+            "writers": self.writers,
             "embed": self.embed,
             "query_tokens": self.query_tokens if self.embed == "synthetic" else None,
             "retrieval": retrieval,
@@ -1338,7 +1365,9 @@ class Run:
         lines = [
             f"graphsvc bench: {self.memories:,} memories, {links:,} links, "
             f"{self.vocabulary:,}-word vocabulary, {self.queries} queries x {self.rounds} "
-            f"round(s) ({warmup} warm-up), seed {self.seed}, {retrieval} recall"
+            f"round(s) ({warmup} warm-up), seed {self.seed}, {retrieval} recall, "
+            f"writes of {batch:,}, {self.writers} at a time"
+            + (" (embedded: one)" if self.writers > 1 and store_kind == "embedded" else "")
             + (f" ({settings.embed_model}, no query cache)" if self.embed == "on" else "")
             + (" (synthetic word-hash vectors, no encoder)" if self.embed == "synthetic" else ""),
             f"store: {label} (namespace {namespace}" + (", erased afterwards)" if erased else ")"),

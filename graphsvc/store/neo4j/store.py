@@ -50,6 +50,7 @@ from graphsvc.store.base import (
     supersedes_cycle,
     uuids_in,
 )
+from graphsvc.store.cypher import query
 from graphsvc.store.neo4j.boundary import DEFAULT_TIMEOUT, PING_TIMEOUT
 from graphsvc.store.neo4j.rows import (
     KEY_SEP,
@@ -73,6 +74,10 @@ TERMS_PER_QUERY = 100
 EXPORT_PAGE = 1_000
 # Breadth-first hops one walk.cypher round trip makes (its layers are written out four times).
 HOPS_PER_QUERY = 4
+# Rows of one create_memories.cypher run: a write's parts are pipelined (the client builds a part
+# while the server creates the one before), so a part is about as long on the client as on the
+# server would be ideal; 1,000 rows are about 25 ms of client work and 100 ms of server work.
+CREATE_PART = 1_000
 # A context event detail that names an id (Java regex, matches the whole detail): what an erase
 # reads once to find the events it rewrites.
 DETAIL_WITH_ID = r"(?s).*[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}.*"
@@ -107,6 +112,7 @@ class Neo4jStore(Neo4jVectors, Store):
     """
 
     kind = "neo4j"
+    concurrent_writes = True
 
     def __init__(
         self,
@@ -227,10 +233,9 @@ class Neo4jStore(Neo4jVectors, Store):
                 ids = [str(m.id) for m in evicted]
                 gone = self._tx(tx, "delete_memories", ns=namespace, ids=ids)[0]
                 vector_delta -= int(gone["vectors"])
-            if created:
-                props = [_memory_props(m) for m in created]
-                self._tx(tx, "create_memories", ns=namespace, rows=props)
+            self._create_memories(tx, namespace, created)
             added, removed = [m.terms for m in created], [m.terms for m in evicted]
+            # Counted while the last part of the create runs on the server.
             self._bump_terms(tx, namespace, added, removed)
             if vectors:
                 # A created memory gets its vector; one already there only if it has none. (The
@@ -248,6 +253,18 @@ class Neo4jStore(Neo4jVectors, Store):
             )
 
         return self._write(work)
+
+    @staticmethod
+    def _create_memories(tx: Transaction, namespace: str, created: Sequence[Memory]) -> None:
+        """create_memories.cypher in parts of :data:`CREATE_PART` rows, pipelined: each part is
+        sent without waiting for the one before (Bolt runs a transaction's queries in order), so
+        the next part's rows are built and packed here while the server creates the last one.
+        The caller's next query waits for them all; an error in any part fails the
+        transaction."""
+        text = query("create_memories")
+        for start in range(0, len(created), CREATE_PART):
+            rows = [_memory_props(m) for m in created[start : start + CREATE_PART]]
+            tx.run(text, {"ns": namespace, "rows": rows})
 
     def add_links(self, namespace: str, links: Sequence[Link]) -> None:
         if not links:
@@ -570,9 +587,7 @@ class Neo4jStore(Neo4jVectors, Store):
     def recent_candidates(
         self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
     ) -> list[Candidate]:
-        rows = self._read(
-            "recent_candidates", ns=namespace, query=_lucene(namespace, [term]), limit=limit
-        )
+        rows = self._read("recent_candidates", ns=namespace, query=_lucene(namespace, [term]), limit=limit)
         return _candidates(rows[0]["rows"], score_terms)
 
     def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
