@@ -1,7 +1,6 @@
 // fulltext_top_k: the raw full-text index's own top k for some terms (Lucene BM25), the
 // baseline `graphsvc bench` measures bundles against on Neo4j.
-// params: $query: string (Lucene, as in candidates), $ns: string, $k: int
+// params: $query: string (Lucene, as in candidates: it names the namespace), $k: int
 // returns: id, score
 CALL db.index.fulltext.queryNodes('memory_terms', $query, {limit: $k}) YIELD node, score
-WHERE node.namespace = $ns
 RETURN node.id AS id, score

@@ -19,7 +19,9 @@
 // one less than the parts split() cuts the string into at them (split keeps empty parts); the
 // needles come built, so a candidate costs one split and one size a term. The full-text
 // queries are built here from analysed terms (letters and digits) and a namespace
-// ([A-Za-z0-9_-]): nothing in them needs escaping.
+// ([A-Za-z0-9_-]): nothing in them needs escaping. The index's namespace field is one exact token
+// (the store checks how the index is made when it opens), so what `+namespace:"ns"` finds is the
+// namespace's own: no namespace property is read to check it.
 OPTIONAL MATCH (s:NamespaceStat {namespace: $ns})
 OPTIONAL MATCH (v:VectorModel {namespace: $ns})
 CALL () {
@@ -45,14 +47,12 @@ CALL (chosen, fallback) {
     CALL db.index.fulltext.queryNodes('memory_terms',
       '+namespace:"' + $ns + '" +termText:(' + reduce(q = '', t IN part | q + ' ' + t) + ')')
       YIELD node
-    WHERE node.namespace = $ns
     RETURN DISTINCT node
     UNION ALL
     WITH fallback
     WHERE fallback IS NOT NULL
     CALL db.index.fulltext.queryNodes('memory_terms',
       '+namespace:"' + $ns + '" +termText:(' + fallback + ')') YIELD node
-    WHERE node.namespace = $ns
     WITH node
     ORDER BY node.recordedUs DESC, node.id
     LIMIT $limit

@@ -1,10 +1,9 @@
 // recent_candidates: the newest memories containing one term (when even the rarest query term is
 // common), as candidates (see candidates.cypher).
-// params: $query: string (Lucene, as in candidates), $ns: string, $limit: int
+// params: $query: string (Lucene, as in candidates: it names the namespace), $limit: int
 // returns: rows (list<[id, terms, length, recordedUs, occurredUs, confidence]>, by recordedUs
 //          descending then id)
 CALL db.index.fulltext.queryNodes('memory_terms', $query) YIELD node
-WHERE node.namespace = $ns
 WITH node
 ORDER BY node.recordedUs DESC, node.id
 LIMIT $limit

@@ -18,7 +18,13 @@ from neo4j import READ_ACCESS, WRITE_ACCESS, GraphDatabase, Transaction
 from neo4j import exceptions as neo4j_errors
 from pydantic import SecretStr
 
-from graphsvc.errors import BadInputError, ConflictError, GraphsvcError, StoreUnavailableError
+from graphsvc.errors import (
+    BadInputError,
+    ConflictError,
+    GraphsvcError,
+    StoreCorruptError,
+    StoreUnavailableError,
+)
 from graphsvc.store.cypher import query, schema_statements
 
 T = TypeVar("T")
@@ -87,6 +93,24 @@ def _commit(tx: Transaction) -> None:
         raise
     except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired, OSError) as exc:
         raise neo4j_errors.IncompleteCommit(f"the connection failed during COMMIT: {exc}") from exc
+
+
+# How the schema makes the full-text index memory_terms (cypher/schema.cypher). Its namespace
+# field is then one exact token, so `+namespace:"ns"` matches exactly one namespace and the
+# candidate queries read no namespace property to check what the index found.
+FULLTEXT_CONFIG = {"labels": ["Memory"], "properties": ["namespace", "termText"],
+                   "analyzer": "whitespace"}  # fmt: skip
+
+
+def _check_fulltext(found: list[dict[str, Any]]) -> None:
+    """Refuse a database whose memory_terms index was made otherwise (by hand, or by another
+    program): with another analyser a namespace could match another's memories."""
+    if found != [FULLTEXT_CONFIG]:
+        raise StoreCorruptError(
+            f"the full-text index memory_terms is {found[0] if found else 'missing'}, not "
+            f"{FULLTEXT_CONFIG}: drop it (DROP INDEX memory_terms) and open the store again, "
+            "which makes it anew (the index is then populated from the memories)"
+        )
 
 
 def _stale_connection(exc: Exception) -> bool:
@@ -370,6 +394,8 @@ class Neo4jBoundary:
                 for statement in schema_statements():
                     session.run(statement).consume()
                 session.run("CALL db.awaitIndexes(120)").consume()
+                found = [record.data() for record in session.run(query("fulltext_config"))]
+            _check_fulltext(found)
 
         self._call(attempt, write=False)
 

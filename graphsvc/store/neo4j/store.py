@@ -528,7 +528,7 @@ class Neo4jStore(Neo4jVectors, Store):
         found: dict[str, list[Any]] = {}
         for start in range(0, len(unique), TERMS_PER_QUERY):
             chunk = unique[start : start + TERMS_PER_QUERY]
-            rows = self._read("candidates", ns=namespace, query=_lucene(namespace, chunk))
+            rows = self._read("candidates", query=_lucene(namespace, chunk))
             for row in rows[0]["rows"]:
                 found.setdefault(row[0], row)
         return _candidates([found[key] for key in sorted(found)], score_terms)
@@ -587,7 +587,7 @@ class Neo4jStore(Neo4jVectors, Store):
     def recent_candidates(
         self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
     ) -> list[Candidate]:
-        rows = self._read("recent_candidates", ns=namespace, query=_lucene(namespace, [term]), limit=limit)
+        rows = self._read("recent_candidates", query=_lucene(namespace, [term]), limit=limit)
         return _candidates(rows[0]["rows"], score_terms)
 
     def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
@@ -596,7 +596,7 @@ class Neo4jStore(Neo4jVectors, Store):
         if not terms:
             return []
         query = _lucene(namespace, list(dict.fromkeys(terms))[:TERMS_PER_QUERY])
-        rows = self._read("fulltext_top_k", ns=namespace, query=query, k=k)
+        rows = self._read("fulltext_top_k", query=query, k=k)
         return [UUID(row["id"]) for row in rows]
 
     def window(
