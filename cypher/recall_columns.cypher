@@ -17,7 +17,8 @@
 // frequencies are counted here, so only numbers cross Bolt: in ' t1  t2  t3 ' (each analysed
 // term between spaces of its own) the occurrences of ' t ' do not overlap, and their count is
 // one less than the parts split() cuts the string into at them (split keeps empty parts); the
-// needles come built, so a candidate costs one split and one size a term. The full-text
+// needles come built, and a candidate is split only at the terms it contains (most contain one
+// or two of them: CONTAINS makes no new strings, split does). The full-text
 // queries are built here from analysed terms (letters and digits) and a namespace
 // ([A-Za-z0-9_-]): nothing in them needs escaping. The index's namespace field is one exact token
 // (the store checks how the index is made when it opens), so what `+namespace:"ns"` finds is the
@@ -62,7 +63,8 @@ CALL (chosen, fallback) {
   WITH node,
        CASE
          WHEN spaced IS NULL THEN [t IN $terms | size([w IN coalesce(node.terms, []) WHERE w = t])]
-         ELSE [needle IN $needles | size(split(spaced, needle)) - 1]
+         ELSE [needle IN $needles |
+               CASE WHEN spaced CONTAINS needle THEN size(split(spaced, needle)) - 1 ELSE 0 END]
        END AS tf
   RETURN collect(node.id) AS ids, collect(tf) AS tf, collect(node.length) AS lengths,
          collect(node.recordedUs) AS recorded,
