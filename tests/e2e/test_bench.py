@@ -83,6 +83,26 @@ def test_bench_reports_every_figure_with_its_settings_and_erases_its_namespace(
     assert memories_left(open_store, environment["namespace"]) == 0
 
 
+def test_writers_write_every_memory_in_batches_in_flight(
+    where: tuple[list[str], Any], tmp_path: Path
+) -> None:
+    args, open_store = where
+    output, report = run_bench([*args, "--writers", "2", "--batch", "30", "--keep"], tmp_path)
+    config, figures = report["config"], report["figures"]
+    assert config["writers"] == 2 and config["batch"] == 30
+    assert "writes of 30, 2 at a time" in output
+    assert ("(embedded: one)" in output) == (config["store"] == "embedded")
+    assert figures["ingest_memories_per_s"] > 0 and figures["ingest_links"] == config["links"]
+    namespace = report["environment"]["namespace"]
+    store: Store = open_store()
+    store.open()
+    try:
+        assert store.stats(namespace).memories == 200
+        MemoryService(store, Settings()).erase(namespace, everything=True)
+    finally:
+        store.close()
+
+
 def test_keep_leaves_the_namespace(where: tuple[list[str], Any], tmp_path: Path) -> None:
     args, open_store = where
     _, report = run_bench([*args, "--keep", "--memories", "50"], tmp_path)
