@@ -104,7 +104,8 @@ def ingest(
         on_batch: called with the number of items after each batch is acknowledged.
         writers: memory batches in flight at once (:meth:`MemoryService.write_batches`; the
             embedded store writes one at a time). One when the file could reach the
-            namespace's memory cap, where eviction needs the writes one after another.
+            namespace's memory cap: every batch then evicts under the namespace's count lock,
+            and two at once on Neo4j can deadlock there and be retried.
     """
     service.check_namespace(namespace)
     first_line: dict[UUID, tuple[int, MemoryInput]] = {}

@@ -298,8 +298,10 @@ class MemoryService:
         no further batch starts, the ones in flight finish, and the first error is raised: the
         batches yielded before were written, and so may be the ones in flight after the failed
         one (writing the same input again is safe: an existing id with the same content is a
-        no-op). Concurrent writers do not serialise on the namespace's memory cap: a caller
-        that could reach it writes with one (:func:`graphsvc.ingest.ingest` does).
+        no-op). The namespace's memory cap holds: the stores evict under the namespace's count
+        (on Neo4j its NamespaceStat's lock), so two batches at the cap evict one after the
+        other; on Neo4j they can deadlock there and be retried, which is why
+        :func:`graphsvc.ingest.ingest` writes a file that could reach the cap with one.
         """
         if writers < 1:
             raise BadInputError(f"writers must be at least 1, got {writers}")

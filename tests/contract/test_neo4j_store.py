@@ -9,6 +9,7 @@ or against what older databases hold (memories with a ``terms`` list, links with
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -294,3 +295,46 @@ def test_an_older_namespace_reads_and_erases_with_exact_statistics(
     # Written again, a forgotten memory comes back in the current form beside the older ones.
     neo.upsert_memories(ns, [items[0]], max_memories=CAP)
     assert neo.get_memories(ns, [items[0].id]) == [items[0]]
+
+
+def test_a_write_that_a_concurrent_one_overtook_still_keeps_the_cap(
+    neo: Neo4jStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writer A has created its memories and counted their terms when writer B writes and
+    commits. A then takes the NamespaceStat's lock and sees the count with B's batch in it, and
+    evicts what it is over the cap: the oldest memories, none of its own batch. (The two batches
+    share no term, so B does not wait for A's TermStats.)"""
+    ns = f"t{uuid4().hex[:16]}"
+    cap = 30
+    old = [memory(ns, n, f"old reading {n}") for n in range(20)]
+    neo.upsert_memories(ns, old, max_memories=cap)
+    a_batch = [memory(ns, 100 + n, f"apple cider {n}") for n in range(8)]
+    b_batch = [memory(ns, 200 + n, f"banana bread {n}") for n in range(8)]
+    a_counted, b_done = threading.Event(), threading.Event()
+    original = Neo4jStore._tx
+
+    def pausing(tx: Any, name: str, /, **params: Any) -> Any:
+        rows = original(tx, name, **params)
+        if name == "bump_term_stats" and threading.current_thread().name == "writer-a":
+            a_counted.set()
+            assert b_done.wait(30), "writer B did not finish"
+        return rows
+
+    monkeypatch.setattr(Neo4jStore, "_tx", staticmethod(pausing))
+    results: dict[str, Any] = {}
+
+    def write_a() -> None:
+        results["a"] = neo.upsert_memories(ns, a_batch, max_memories=cap)
+
+    writer = threading.Thread(target=write_a, name="writer-a")
+    writer.start()
+    assert a_counted.wait(30)
+    results["b"] = neo.upsert_memories(ns, b_batch, max_memories=cap)  # 20 + 8: no eviction
+    b_done.set()
+    writer.join(60)
+    assert not results["b"].evicted
+    assert set(results["a"].evicted) == {m.id for m in old[:6]}  # 20 + 8 + 8 - 30
+    assert neo.stats(ns).memories == cap
+    left = {m.id for m in neo.get_memories(ns, [m.id for m in old + a_batch + b_batch])}
+    assert left == {m.id for m in old[6:] + a_batch + b_batch}
+    assert neo.term_stats(ns, ["old", "appl", "banana"]).df == {"old": 14, "appl": 8, "banana": 8}

@@ -5,12 +5,15 @@ Neo4j the batches really run at once; the embedded store writes them one at a ti
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 
 from graphsvc.errors import BadInputError, ConflictError
 from graphsvc.model import MemoryInput
 from graphsvc.service import MemoryService
+from graphsvc.store.base import Store
+from tests.helpers import make_settings
 
 WRITERS = 3
 
@@ -82,3 +85,17 @@ def test_writers_below_one_are_refused(service: MemoryService, ns: str) -> None:
     with pytest.raises(BadInputError, match="writers must be at least 1, got 0"):
         list(service.write_batches(ns, [batch(0, 2)], writers=0))
     assert service.stats(ns).memories == 0
+
+
+def test_batches_in_flight_keep_the_memory_cap(store: Store, tmp_path: Path, ns: str) -> None:
+    cap = 50
+    service = MemoryService(store, make_settings(tmp_path, max_memories_per_namespace=cap))
+    batches = [batch(n, 10) for n in range(9)]
+    evicted = sum(
+        len(result.evicted) for _, result in service.write_batches(ns, batches, writers=WRITERS)
+    )
+    assert evicted == 90 - cap
+    assert service.stats(ns).memories == cap
+    # The oldest went: what is left is the newest cap memories, in batch order.
+    in_order = [item.text for b in batches for item in b]
+    assert newest_first(service, ns) == in_order[::-1][:cap]

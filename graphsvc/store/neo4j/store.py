@@ -199,12 +199,25 @@ class Neo4jStore(Neo4jVectors, Store):
         added: Sequence[Sequence[str]],
         removed: Sequence[Sequence[str]],
         vectors: int,
-    ) -> None:
+    ) -> int:
+        """Add to the namespace's counts (locking its NamespaceStat); its memories after that,
+        exact: every write changes them under this lock."""
         length = sum(len(t) for t in added) - sum(len(t) for t in removed)
-        self._tx(
+        row = self._tx(
             tx, "bump_namespace_stat", ns=ns, memories=len(added) - len(removed), length=length,
             vectors=vectors,
-        )  # fmt: skip
+        )[0]  # fmt: skip
+        return int(row["memories"])
+
+    def _evict(
+        self, tx: Transaction, ns: str, skip: Sequence[str], count: int
+    ) -> tuple[list[Memory], int]:
+        """Delete the ``count`` oldest memories of the namespace but those of ``skip``; them,
+        and how many of them had a vector. The caller adjusts the term statistics."""
+        rows = self._tx(tx, "oldest_memories", ns=ns, skip=list(skip), limit=count)
+        evicted = [_memory(ns, row["memory"]) for row in rows]
+        gone = self._tx(tx, "delete_memories", ns=ns, ids=[str(m.id) for m in evicted])[0]
+        return evicted, int(gone["vectors"])
 
     def upsert_memories(
         self,
@@ -222,21 +235,11 @@ class Neo4jStore(Neo4jVectors, Store):
                 memories,
                 stored=lambda mid: _memory(namespace, here[str(mid)]) if str(mid) in here else None,
             )
-            stat = self._tx(tx, "term_stats", ns=namespace, keys=[])[0]
-            overflow = stat["memories"] + len(created) - max_memories
-            evicted: list[Memory] = []
-            vector_delta = 0
-            if overflow > 0:
-                skip = [str(mid) for mid in unchanged]
-                rows = self._tx(tx, "oldest_memories", ns=namespace, skip=skip, limit=overflow)
-                evicted = [_memory(namespace, row["memory"]) for row in rows]
-                ids = [str(m.id) for m in evicted]
-                gone = self._tx(tx, "delete_memories", ns=namespace, ids=ids)[0]
-                vector_delta -= int(gone["vectors"])
             self._create_memories(tx, namespace, created)
-            added, removed = [m.terms for m in created], [m.terms for m in evicted]
+            added = [m.terms for m in created]
             # Counted while the last part of the create runs on the server.
-            self._bump_terms(tx, namespace, added, removed)
+            self._bump_terms(tx, namespace, added, [])
+            vector_delta = 0
             if vectors:
                 # A created memory gets its vector; one already there only if it has none. (The
                 # NamespaceStat is locked here, after the TermStats, as in every write.)
@@ -244,8 +247,20 @@ class Neo4jStore(Neo4jVectors, Store):
                 vector_delta += self._store_vectors(
                     tx, namespace, vectors, replace=False, only=batch
                 )[1]
-            if created or evicted or vector_delta:
-                self._bump_namespace(tx, namespace, added, removed, vector_delta)
+            evicted: list[Memory] = []
+            if created or vector_delta:
+                after = self._bump_namespace(tx, namespace, added, [], vector_delta)
+                # Past the cap, the oldest memories but the batch's go, chosen and deleted under
+                # the NamespaceStat's lock, where the count is exact and no other write evicts
+                # at the same time. (Their TermStats are then locked after the NamespaceStat: two
+                # writes at the cap at once can deadlock, which Neo4j detects, and the write is
+                # retried.)
+                if after > max_memories:
+                    mine = sorted({str(m.id) for m in memories})
+                    evicted, had = self._evict(tx, namespace, mine, after - max_memories)
+                    gone = [m.terms for m in evicted]
+                    self._bump_terms(tx, namespace, [], gone)
+                    self._bump_namespace(tx, namespace, [], gone, -had)
             return WriteResult(
                 created=tuple(m.id for m in created),
                 unchanged=tuple(unchanged),
