@@ -523,17 +523,18 @@ def ingest_corpus(
                 bar.update(len(stored))
             memory_seconds = time.perf_counter() - start
             memory_cpu = time.process_time() - start_cpu
-        for first in range(0, n if writers == 1 else 0, batch):
-            items = corpus.memories[first : first + batch]
-            start, start_cpu = time.perf_counter(), time.process_time()
-            stored = service.remember_many(namespace, items)
-            took = time.perf_counter() - start
-            memory_cpu += time.process_time() - start_cpu
-            memory_seconds += took
-            rates.append(len(items) / took if took > 0 else float("nan"))
-            for memory in stored:
-                ids.append(memory.id)
-            bar.update(len(stored))
+        else:
+            for first in range(0, n, batch):
+                items = corpus.memories[first : first + batch]
+                start, start_cpu = time.perf_counter(), time.process_time()
+                stored = service.remember_many(namespace, items)
+                took = time.perf_counter() - start
+                memory_cpu += time.process_time() - start_cpu
+                memory_seconds += took
+                rates.append(len(items) / took if took > 0 else float("nan"))
+                for memory in stored:
+                    ids.append(memory.id)
+                bar.update(len(stored))
     n_links = 0
     link_seconds = 0.0
     links = corpus.links
