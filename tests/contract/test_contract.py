@@ -734,6 +734,19 @@ def test_eviction_spares_memories_the_batch_resends(store: Store, ns: str, tmp_p
     assert service.get_memory(ns, second.id) is None
 
 
+def test_a_write_that_adds_nothing_evicts_down_to_a_lowered_cap(
+    store: Store, ns: str, tmp_path: Path
+) -> None:
+    roomy = custom(store, tmp_path, max_memories_per_namespace=10)
+    written = roomy.remember_many(ns, [MemoryInput(text=f"note on bird {n}") for n in range(5)])
+    tight = custom(store, tmp_path, max_memories_per_namespace=3)
+    _, result = tight.write_memories(ns, [MemoryInput(text="note on bird 0")])  # unchanged
+    assert not result.created and result.unchanged == (written[0].id,)
+    assert result.evicted == (written[1].id, written[2].id)  # the oldest but the one re-sent
+    assert tight.stats(ns).memories == 3
+    assert store.term_stats(ns, ["bird"]).df == {"bird": 3}
+
+
 def test_store_evicts_by_recorded_at_not_by_arrival(store: Store, ns: str) -> None:
     newer = _raw(ns, "memory written first, recorded later", BASE + timedelta(days=30))
     older = _raw(ns, "memory written second, recorded earlier", BASE)

@@ -209,6 +209,10 @@ class Neo4jStore(Neo4jVectors, Store):
         )[0]  # fmt: skip
         return int(row["memories"])
 
+    def _count(self, tx: Transaction, ns: str) -> int:
+        """The namespace's memories, read without a lock."""
+        return int(self._tx(tx, "term_stats", ns=ns, keys=[])[0]["memories"])
+
     def _evict(
         self, tx: Transaction, ns: str, skip: Sequence[str], count: int
     ) -> tuple[list[Memory], int]:
@@ -248,7 +252,9 @@ class Neo4jStore(Neo4jVectors, Store):
                     tx, namespace, vectors, replace=False, only=batch
                 )[1]
             evicted: list[Memory] = []
-            if created or vector_delta:
+            # A write that adds nothing still evicts when the namespace is over the cap (one that
+            # was lowered), as the embedded store does; only then is the count read first.
+            if created or vector_delta or self._count(tx, namespace) > max_memories:
                 after = self._bump_namespace(tx, namespace, added, [], vector_delta)
                 # Past the cap, the oldest memories but the batch's go, chosen and deleted under
                 # the NamespaceStat's lock, where the count is exact and no other write evicts
