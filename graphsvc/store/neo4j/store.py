@@ -247,9 +247,8 @@ class Neo4jStore(Neo4jVectors, Store):
             if vectors:
                 # A created memory gets its vector; one already there only if it has none. (The
                 # NamespaceStat is locked here, after the TermStats, as in every write.)
-                batch = {str(m.id) for m in memories}
                 vector_delta += self._store_vectors(
-                    tx, namespace, vectors, replace=False, only=batch
+                    tx, namespace, vectors, replace=False, only=set(ids)
                 )[1]
             evicted: list[Memory] = []
             # A write that adds nothing still evicts when the namespace is over the cap (one that
@@ -262,11 +261,8 @@ class Neo4jStore(Neo4jVectors, Store):
                 # writes at the cap at once can deadlock, which Neo4j detects, and the write is
                 # retried.)
                 if after > max_memories:
-                    mine = sorted({str(m.id) for m in memories})
-                    evicted, had = self._evict(tx, namespace, mine, after - max_memories)
-                    gone = [m.terms for m in evicted]
-                    self._bump_terms(tx, namespace, [], gone)
-                    self._bump_namespace(tx, namespace, [], gone, -had)
+                    evicted, had = self._evict(tx, namespace, ids, after - max_memories)
+                    self._apply_stats(tx, namespace, [], [m.terms for m in evicted], -had)
             return WriteResult(
                 created=tuple(m.id for m in created),
                 unchanged=tuple(unchanged),
