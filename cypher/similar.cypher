@@ -38,20 +38,25 @@ CALL (mode) {
                  {id: r.node.id, codes: r.node[$property]}]} AS indexed
 }
 CALL (mode) {
+  // The scan's own subquery, under the filter: in one query graph with it, the planner seeks
+  // every vector of the namespace first and filters on the mode afterwards, in every mode.
   WITH mode
   WHERE mode = 'scan'
-  MATCH (m:Memory)
-  WHERE m.namespace = $ns AND m.vectorDimension = $dimension
-  WITH m, m[$property] AS codes
-  WITH m, codes,
-       CASE
-         WHEN $zero OR none(x IN codes WHERE x <> 0.0) THEN 0.5
-         ELSE vector.similarity.cosine(codes, $query)
-       END AS score
-  WHERE $floor IS NULL OR score >= $floor
-  WITH m, codes, score
-  ORDER BY score DESC, m.id
-  LIMIT $fetch
+  CALL () {
+    MATCH (m:Memory)
+    WHERE m.namespace = $ns AND m.vectorDimension = $dimension
+    WITH m, m[$property] AS codes
+    WITH m, codes,
+         CASE
+           WHEN $zero OR none(x IN codes WHERE x <> 0.0) THEN 0.5
+           ELSE vector.similarity.cosine(codes, $query)
+         END AS score
+    WHERE $floor IS NULL OR score >= $floor
+    WITH m, codes, score
+    ORDER BY score DESC, m.id
+    LIMIT $fetch
+    RETURN m, codes, score
+  }
   WITH collect({id: m.id, codes: codes, score: score}) AS rows
   WITH rows, CASE WHEN $k > 0 AND size(rows) >= $k THEN rows[$k - 1].score ELSE -1.0 END AS kth
   RETURN {returned: size(rows), least: rows[-1].score, mine: size(rows), kth: kth,

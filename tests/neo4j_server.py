@@ -81,14 +81,35 @@ def neo4j_store_factory() -> Callable[[], Store]:
     return lambda: Neo4jStore(uri, user=user, password=secret, database=database)
 
 
-def cypher(text: str, **params: Any) -> list[dict[str, Any]]:
-    """Run Cypher on the suite's server directly (to look at, or age, what the store wrote)."""
+def _direct() -> tuple[str, tuple[str, str] | None, str]:
+    """The suite server's URI, auth and database, or ``pytest.skip`` without one."""
     uri = os.environ.get("GRAPHSVC_NEO4J_URI")
     if not uri:
         pytest.skip("runs Cypher on GRAPHSVC_NEO4J_URI's database directly: set it")
     password = os.environ.get("GRAPHSVC_NEO4J_PASSWORD", "")
     auth = (os.environ.get("GRAPHSVC_NEO4J_USER", "neo4j"), password) if password else None
-    database = os.environ.get("GRAPHSVC_NEO4J_DATABASE", "neo4j")
+    return uri, auth, os.environ.get("GRAPHSVC_NEO4J_DATABASE", "neo4j")
+
+
+def cypher(text: str, **params: Any) -> list[dict[str, Any]]:
+    """Run Cypher on the suite's server directly (to look at, or age, what the store wrote)."""
+    uri, auth, database = _direct()
     with GraphDatabase.driver(uri, auth=auth) as driver:
         records = driver.execute_query(text, params, database_=database).records
     return [record.data() for record in records]
+
+
+def profiled_rows(text: str, params: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """Run a query under ``PROFILE`` on the suite's server: each operator of the plan that ran,
+    as ``(operator, details, rows it produced)``."""
+    uri, auth, database = _direct()
+    with GraphDatabase.driver(uri, auth=auth) as driver, driver.session(database=database) as s:
+        plan = s.run("PROFILE " + text, params).consume().profile
+    found: list[tuple[str, str, int]] = []
+    stack = [plan] if plan else []
+    while stack:
+        operator = stack.pop()
+        details = str(operator.get("args", {}).get("Details", ""))
+        found.append((operator["operatorType"], details, int(operator.get("rows", 0))))
+        stack.extend(operator.get("children", []))
+    return found

@@ -26,10 +26,11 @@ import pytest
 from graphsvc import dense
 from graphsvc.dense import VectorModel
 from graphsvc.model import EraseFilter, Memory
+from graphsvc.store.cypher import query
 from graphsvc.store.neo4j import Neo4jStore
 from graphsvc.store.neo4j import vectors as neo4j_vectors
 from graphsvc.text import analyse, estimate_tokens
-from tests.neo4j_server import cypher, neo4j_store_factory
+from tests.neo4j_server import cypher, neo4j_store_factory, profiled_rows
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
 CAP = 100_000
@@ -274,6 +275,45 @@ def test_the_index_path_gives_the_exhaustive_answer_in_one_round_trip(
     query = random_codes(1, 9, 9)[0]
     assert neo.similar(ns, query, 7, ids[:3]) == expected(query, given, 7, ids[:3])
     assert trace.modes() == ["scan"]
+
+
+@pytest.mark.neo4j
+def test_only_a_scan_reads_the_namespace_s_vectors(
+    neo: Neo4jStore, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index and given modes of ``similar`` read only what they return: the namespace's
+    vectors are read by a scan alone (a planner that seeks them before filtering on the mode
+    did it in every mode, 100,000 rows a bundle at 100k)."""
+    small_thresholds(monkeypatch)
+    given = fill(neo, ns, VectorModel("fourteen-d", 14), random_codes(150, 14, 14))
+    asked: list[dict[str, Any]] = []
+    original = neo._read
+
+    def traced(name: str, /, **params: Any) -> Any:
+        if name == "similar":
+            asked.append(params)
+        return original(name, **params)
+
+    monkeypatch.setattr(neo, "_read", traced)
+    ids = list(given)[:4]
+    neo.similar(ns, random_codes(1, 14, 15)[0], 5, ids)
+    neo.similar(ns, random_codes(1, 14, 16)[0], 0, ids)
+    modes = {params["mode"] for params in asked}
+    assert {"auto", "given"} <= modes, modes
+    for params in asked:
+        if params["mode"] == "scan":
+            continue
+        plan = profiled_rows(query("similar"), params)
+        # No operator comes near the namespace's 150 vectors: the index's fetch (10), the
+        # ids asked (4) and the namespace's statistics are all there is.
+        busiest = max(plan, key=lambda op: op[2])
+        assert busiest[2] <= 40, (params["mode"], busiest)
+    # A scan does read them all, and is still asked for when the index cannot vouch.
+    monkeypatch.setattr(neo4j_vectors, "EXACT_BELOW", 1_000)
+    asked.clear()
+    neo.similar(ns, random_codes(1, 14, 17)[0], 5, ids)
+    plan = profiled_rows(query("similar"), asked[0])
+    assert max(rows for _, _, rows in plan) >= len(given)
 
 
 @pytest.mark.neo4j
