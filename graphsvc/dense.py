@@ -147,6 +147,20 @@ def top_k(ids: Sequence[UUID], scores: NDArray[np.float64], k: int) -> list[tupl
     return ranked[:k]
 
 
+def with_given(
+    nearest: Sequence[tuple[UUID, float]], given: Sequence[tuple[UUID, float]], k: int
+) -> list[tuple[UUID, float]]:
+    """What one :meth:`Store.similar` call answers, from two: the ``k`` best of ``nearest``
+    (the ``k`` nearest that a search without ids found) and ``given`` (the exact cosines of
+    the ids asked) together, and every pair of ``given``; each memory once, score descending
+    then id. The ``k`` best of a set are among the ``k`` best of any part of it and the rest,
+    so these are the ``k`` best of everything the search and ``given`` saw."""
+    scores = dict(nearest) | dict(given)
+    best = sorted(scores.items(), key=lambda p: (-p[1], p[0]))[: max(k, 0)]
+    chosen = dict(best) | dict(given)
+    return sorted(chosen.items(), key=lambda p: (-p[1], p[0]))
+
+
 # -- exact nearest neighbours without reading every vector ---------------------------------------
 
 #: Directions a :class:`Sketch` keeps as float32 coordinates of every row (the first stage, read

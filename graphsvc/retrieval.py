@@ -302,9 +302,10 @@ class DenseRecall:
             return []
         return _stored(embedder.embed(list(texts)))
 
-    def prefetch(self, query: str, namespace: str | None = None) -> None:
+    def prefetch(self, query: str, namespace: str | None = None) -> bool:
         """Start encoding ``query`` now, on the encoder's thread (onnxruntime runs without the
-        GIL), so that it overlaps the lexical ranking; :meth:`query_codes` collects it.
+        GIL), so that it overlaps the lexical ranking; :meth:`query_codes` collects it. True
+        when the query's codes are coming (or cached): recall by meaning may follow.
 
         With ``namespace``, nothing is encoded when that namespace was last found lexical
         (:meth:`for_namespace`): a caller may prefetch before it has asked the store, for
@@ -312,13 +313,14 @@ class DenseRecall:
         requests' queries share the encoder's batches.
         """
         if self._embedder is None:
-            return
+            return False
         with self._lock:
             if query in self._cache:
-                return
+                return True
             if namespace is not None and not self._hybrid.get(namespace, True):
-                return
+                return False
         self._batcher.submit(query, collect=False)
+        return True
 
     def query_codes(self, query: str) -> bytes:
         """The codes of a query: from the cache when it was asked recently, else encoded on the

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from graphsvc import recall
+from graphsvc.dense import with_given
 from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
     NAMESPACE_RE,
@@ -168,6 +169,11 @@ class MemoryService:
         self._clock = clock
         self._last = datetime.min.replace(tzinfo=utcnow().tzinfo)
         self._clock_lock = threading.Lock()
+        # Searches by meaning that run beside a bundle's lexical ranking (overlapped_reads);
+        # made on first use. At most one per bundle, and a server runs at most api_threads
+        # store calls at once, so a pool of that size never queues one.
+        self._nearest_pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     def _now(self, count: int = 1) -> datetime:
         """A timestamp after every one handed out before; ``count`` reserves that many
@@ -530,7 +536,9 @@ class MemoryService:
         # The query's encoding runs (without the GIL) while the lexical part does; the namespace's
         # model comes back with the candidates, so the prefetch is skipped only for a namespace
         # last found lexical (one store round trip fewer than asking for the model first).
-        self.dense.prefetch(query, namespace)
+        nearest = (
+            self._nearest_soon(namespace, query) if self.dense.prefetch(query, namespace) else None
+        )
         stats, candidates, current = self.store.recall_columns_and_model(
             namespace, terms, self.settings.candidate_limit
         )
@@ -567,8 +575,10 @@ class MemoryService:
         retrieval = LEXICAL
         if hybrid:
             retrieval = HYBRID
-            scored, more = self._fuse(namespace, query, scored, terms, stats.avg_length)
+            scored, more = self._fuse(namespace, query, scored, terms, stats.avg_length, nearest)
             pairs = list(pairs) + more
+        elif nearest is not None:
+            nearest.cancel()  # the namespace is lexical: its answer (empty) is not needed
         return Ranking(terms, stats, apply_supersessions(scored, pairs), lexical_top, retrieval)
 
     def _fuse(
@@ -578,17 +588,23 @@ class MemoryService:
         scored: list[Scored],
         terms: Sequence[str],
         avg_length: float,
+        nearest: Future[list[tuple[UUID, float]]] | None = None,
     ) -> tuple[list[Scored], list[tuple[UUID, UUID]]]:
         """Hybrid recall: the exact cosines of the ranked memories and the ``dense_k`` nearest
-        by meaning (with their linked neighbours' when ``dense_context`` is on:
-        :func:`context_cosines`), fused with the lexical-graph scores (:func:`fuse`), then the
-        fused score passed from questions to their answers (``fused_answer_share``:
-        :func:`propagate_answers`); and the supersessions the memories found only by meaning or
-        over links take part in."""
+        by meaning (``nearest``, when :meth:`_nearest_soon` started the search; with their
+        linked neighbours' when ``dense_context`` is on: :func:`context_cosines`), fused with
+        the lexical-graph scores (:func:`fuse`), then the fused score passed from questions to
+        their answers (``fused_answer_share``: :func:`propagate_answers`); and the
+        supersessions the memories found only by meaning or over links take part in."""
         s = self.settings
         codes = self.dense.query_codes(query)
         present = {item.memory.id for item in scored}
-        hits = self.store.similar(namespace, codes, s.dense_k, [item.memory.id for item in scored])
+        ranked_ids = [item.memory.id for item in scored]
+        if nearest is None:
+            hits = self.store.similar(namespace, codes, s.dense_k, ranked_ids)
+        else:
+            given = self.store.similar(namespace, codes, 0, ranked_ids) if ranked_ids else []
+            hits = with_given(nearest.result(), given, s.dense_k)
         cosine = dict(hits)
         extra_ids = [
             memory_id
@@ -617,6 +633,26 @@ class MemoryService:
             fused, more = self._propagate(namespace, fused, terms)
             pairs += more
         return fused[: s.ranked_limit], pairs
+
+    def _nearest_soon(self, namespace: str, query: str) -> Future[list[tuple[UUID, float]]] | None:
+        """On a store whose reads wait on a server (:attr:`Store.overlapped_reads`), start the
+        search for the ``dense_k`` memories nearest ``query`` by meaning now, on a thread of
+        its own, so that it runs while the bundle ranks lexically; :meth:`_fuse` collects it.
+        None on other stores (the search then runs in :meth:`_fuse`)."""
+        if not self.store.overlapped_reads:
+            return None
+        with self._pool_lock:
+            if self._nearest_pool is None:
+                self._nearest_pool = ThreadPoolExecutor(
+                    self.settings.api_threads, thread_name_prefix="graphsvc-nearest"
+                )
+            pool = self._nearest_pool
+        k = self.settings.dense_k
+
+        def search() -> list[tuple[UUID, float]]:
+            return self.store.similar(namespace, self.dense.query_codes(query), k, [])
+
+        return pool.submit(search)
 
     def _context_cosines(
         self, namespace: str, codes: bytes, pool: list[UUID], cosine: dict[UUID, float]
@@ -994,6 +1030,10 @@ class MemoryService:
     def close(self) -> None:
         """Close the store (connections, files, locks) and stop the query encoder's thread.
         Safe to call twice."""
+        with self._pool_lock:
+            pool, self._nearest_pool = self._nearest_pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         self.dense.close()
         self.store.close()
 

@@ -224,6 +224,10 @@ class Store(ABC):
     #: commit in any order. The embedded store writes one at a time, in the order it takes its
     #: lock, and keeps memories in recorded order: it says no.
     concurrent_writes: ClassVar[bool] = False
+    #: Whether a read waits on another process (a database server), so that reads started from
+    #: other threads meanwhile run beside it: a hybrid bundle then searches by meaning while it
+    #: ranks lexically. The embedded store's reads are Python in this process: it says no.
+    overlapped_reads: ClassVar[bool] = False
 
     # -- lifecycle -------------------------------------------------------------------------------
 

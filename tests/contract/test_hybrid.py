@@ -180,6 +180,22 @@ def test_same_query_same_bytes(hybrid: MemoryService, ns: str) -> None:
         assert hybrid.bundle(ns, "garden vegetables").model_dump_json() == first
 
 
+def test_searching_by_meaning_beside_the_lexical_ranking_answers_the_same(
+    hybrid: MemoryService, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neo4j searches by meaning on a thread of its own while the bundle ranks lexically
+    (Store.overlapped_reads); run that way or in turn, on either store, the bytes are the same."""
+    remember(hybrid, ns, [*PETS, *CHAT])
+    queries = ["dog destroying furniture", "garden vegetables", "the puppy", "tax due", "trains"]
+    answers = {}
+    for overlapped in (True, False):
+        monkeypatch.setattr(hybrid.store, "overlapped_reads", overlapped)
+        answers[overlapped] = [hybrid.bundle(ns, q).model_dump_json() for q in queries] + [
+            hybrid.reconstruct(ns, q).model_dump_json() for q in queries
+        ]
+    assert answers[True] == answers[False]
+
+
 CHAT = [
     "Did you finally adopt the puppy from the shelter last month?",
     "Yes, we picked him up in May.",

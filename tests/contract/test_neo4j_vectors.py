@@ -267,6 +267,11 @@ def test_the_index_path_gives_the_exhaustive_answer_in_one_round_trip(
         asked = [ids[int(i)] for i in rng.choice(len(ids), 5, replace=False)] + [uuid4()]
         assert neo.similar(ns, query, 5, asked) == expected(query, given, 5, asked)
         assert trace.modes() == ["index"]
+        # What a bundle asks in two calls (the k nearest beside its lexical ranking, then its
+        # ranked memories' cosines) comes to what one call answers.
+        two = dense.with_given(neo.similar(ns, query, 5, []), neo.similar(ns, query, 0, asked), 5)
+        assert two == expected(query, given, 5, asked)
+        trace.modes()
     # k = 0: only the vectors of the ids asked are read.
     assert neo.similar(ns, query, 0, ids[:3]) == expected(query, given, 0, ids[:3])
     assert trace.modes() == ["given"]

@@ -176,3 +176,34 @@ def test_top_k_is_the_head_of_score_descending_then_id(
     ranked = sorted(zip(ids, scores.tolist(), strict=True), key=lambda p: (-p[1], str(p[0])))
     assert best == ranked[: max(k, 0)]
     assert all(type(score) is float for _, score in best)
+
+
+# -- the k nearest and the given ids, from two answers ---------------------------------------------
+
+SCORES = st.dictionaries(
+    st.integers(0, 40).map(lambda n: UUID(int=n)),
+    st.integers(-4, 4).map(lambda n: n / 4),  # few values: ties are common
+    max_size=30,
+)
+
+
+@given(SCORES, st.data(), st.integers(0, 12))
+def test_with_given_is_what_one_call_answers(
+    scores: dict[UUID, float], data: st.DataObject, k: int
+) -> None:
+    """A search that also saw the given ids takes its k best from both; two calls (the k best
+    of the search alone, and the given ids' cosines) merged by with_given say the same."""
+    ids = sorted(scores)
+    searched = data.draw(st.lists(st.sampled_from(ids), unique=True) if ids else st.just([]))
+    asked = data.draw(st.lists(st.sampled_from(ids), unique=True) if ids else st.just([]))
+
+    def best(pool: list[UUID], n: int) -> list[tuple[UUID, float]]:
+        return sorted(((i, scores[i]) for i in pool), key=lambda p: (-p[1], p[0]))[:n]
+
+    pool = list(dict.fromkeys([*searched, *asked]))
+    one_call = sorted(
+        (dict(best(pool, k)) | {i: scores[i] for i in asked}).items(),
+        key=lambda p: (-p[1], p[0]),
+    )
+    given_pairs = [(i, scores[i]) for i in asked]
+    assert dense.with_given(best(searched, k), given_pairs, k) == one_call

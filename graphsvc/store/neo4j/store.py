@@ -113,6 +113,7 @@ class Neo4jStore(Neo4jVectors, Store):
 
     kind = "neo4j"
     concurrent_writes = True
+    overlapped_reads = True
 
     def __init__(
         self,
