@@ -533,9 +533,10 @@ class MemoryService:
         """Candidates for a query, scored, in rank order with supersessions applied."""
         stage = get_stage(stage_name)
         terms = query_terms(query)
-        # The query's encoding runs (without the GIL) while the lexical part does; the namespace's
-        # model comes back with the candidates, so the prefetch is skipped only for a namespace
-        # last found lexical (one store round trip fewer than asking for the model first).
+        # The query's encoding runs (without the GIL) while the lexical part does, and on Neo4j
+        # the search by meaning after it; the namespace's model comes back with the candidates,
+        # so both are skipped only for a namespace last found lexical (one store round trip
+        # fewer than asking for the model first).
         nearest = (
             self._nearest_soon(namespace, query) if self.dense.prefetch(query, namespace) else None
         )

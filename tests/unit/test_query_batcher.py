@@ -157,11 +157,12 @@ def test_a_prefetch_by_namespace_skips_namespaces_last_found_lexical() -> None:
     store.open()
     try:
         store.set_vector_model("other", VectorModel("another-model", 4))
-        dense.prefetch("first ask", "other")  # not yet known: encoded, in case
+        assert dense.prefetch("first ask", "other")  # not yet known: encoded, in case
         assert dense.for_namespace(store, "other", writing=False) is None
         assert dense.for_namespace(store, "mine", writing=True) == VectorModel("counting-4", 4)
-        dense.prefetch("lexical there", "other")
-        dense.prefetch("by meaning here", "mine")
+        # What prefetch says is whether codes are coming: what starts a search by meaning.
+        assert not dense.prefetch("lexical there", "other")
+        assert dense.prefetch("by meaning here", "mine")
         assert dense.query_codes("by meaning here") == dense.codes(["by meaning here"])[0]
         assert dense.query_codes("first ask")
         assert "lexical there" not in embedder.texts
@@ -170,6 +171,10 @@ def test_a_prefetch_by_namespace_skips_namespaces_last_found_lexical() -> None:
     finally:
         dense.close()
         store.close()
+
+
+def test_without_an_encoder_no_codes_are_coming() -> None:
+    assert not DenseRecall(None).prefetch("anything", "ns")
 
 
 def test_the_encoder_workers_setting_reaches_the_encoder() -> None:
