@@ -180,14 +180,14 @@ def test_top_k_is_the_head_of_score_descending_then_id(
 
 # -- the k nearest and the given ids, from two answers ---------------------------------------------
 
-SCORES = st.dictionaries(
+COSINES_BY_ID = st.dictionaries(
     st.integers(0, 40).map(lambda n: UUID(int=n)),
     st.integers(-4, 4).map(lambda n: n / 4),  # few values: ties are common
     max_size=30,
 )
 
 
-@given(SCORES, st.data(), st.integers(0, 12))
+@given(COSINES_BY_ID, st.data(), st.integers(0, 12))
 def test_with_given_is_what_one_call_answers(
     scores: dict[UUID, float], data: st.DataObject, k: int
 ) -> None:
