@@ -639,8 +639,8 @@ class MemoryService:
         """On a store whose reads wait on a server (:attr:`Store.overlapped_reads`), start the
         search for the ``dense_k`` memories nearest ``query`` by meaning now, on a thread of
         its own, so that it runs while the bundle ranks lexically; :meth:`_fuse` collects it.
-        None on other stores (the search then runs in :meth:`_fuse`)."""
-        if not self.store.overlapped_reads:
+        None on other stores, or with ``dense_k`` 0 (the search then runs in :meth:`_fuse`)."""
+        if not self.store.overlapped_reads or self.settings.dense_k <= 0:
             return None
         with self._pool_lock:
             if self._nearest_pool is None:
