@@ -16,7 +16,7 @@ from uuid import UUID
 import numpy as np
 from numpy.typing import NDArray
 
-from graphsvc.dense import VectorModel
+from graphsvc.dense import VectorModel, with_given
 from graphsvc.model import (
     Belief,
     ContextEvent,
@@ -454,11 +454,11 @@ class MirrorStore(MirrorLoader, Store):
             if table is None:
                 return []
             codes = np.frombuffer(query, dtype=np.int8)
-            found = dict(table.nearest(codes, k))
-            asked = [mid.int for mid in ids if mid not in found]
-            for key, score in table.cosines_of(codes, asked).items():
-                found[UUID(int=key)] = score
-        return sorted(found.items(), key=lambda pair: (-pair[1], pair[0]))
+            nearest = table.nearest(codes, k)
+            known = dict(nearest)
+            asked = table.cosines_of(codes, [mid.int for mid in ids if mid not in known])
+            given = [(UUID(int=key), score) for key, score in asked.items()]
+        return with_given(nearest, given, k)
 
     # -- reads -----------------------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ import numpy as np
 from neo4j import Transaction
 from neo4j.exceptions import Neo4jError
 
-from graphsvc.dense import VectorModel, cosines, top_k
+from graphsvc.dense import VectorModel, cosines, top_k, with_given
 from graphsvc.errors import BadInputError, GraphsvcError, StoreCorruptError
 from graphsvc.store.base import (
     bad_model,
@@ -332,8 +332,7 @@ class Neo4jVectors(Neo4jBoundary):
             best = found
         uuids = [UUID(key) for key in pool]
         scores = dict(zip(uuids, self._exact(codes, list(pool.values())).tolist(), strict=True))
-        chosen = {uuid for uuid, _ in best}.union(given)
-        return sorted(((uuid, scores[uuid]) for uuid in chosen), key=lambda p: (-p[1], p[0]))
+        return with_given(best, [(uuid, scores[uuid]) for uuid in given], k)
 
     def _search(
         self,
