@@ -32,6 +32,7 @@ def make_store(settings: Settings, *, read_only: bool = False) -> Store:
         fsync=settings.fsync,
         snapshot_bytes=settings.snapshot_bytes,
         read_only=read_only,
+        search_threads=settings.search_threads,
     )
 
 

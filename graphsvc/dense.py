@@ -17,9 +17,11 @@ Cosines are rounded to :data:`graphsvc.recall.PLACES` (6) decimals like every ot
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from uuid import UUID
 
 import numpy as np
@@ -35,6 +37,8 @@ MAX_EXACT_DIMENSION = (2**24 - 1) // (CODE_MAX * CODE_MAX)
 PLACES = 6
 
 Codes = NDArray[np.int8]
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,11 @@ SKETCH_MIN_ENERGY = 0.5
 BLOCK_ROWS = 16_384
 #: Rows of best first-stage bounds a sketched search computes first, for a floor.
 FIRST_PROBE = 256
+#: First-stage bounds sampled, evenly spaced, to choose the first probe (:func:`_probe`).
+PROBE_SAMPLE = 4_096
+#: Rows from which a :class:`SearchPool` splits a search between its threads: at 100,000 rows
+#: two threads cut a sketched search from about 7.4 to 5.3 ms (measured, two cores).
+SPLIT_FROM = 32_768
 #: Cosine units added to every bound: far above float32 rounding in the projected products
 #: (about 1e-5 for codes) and the 6-place rounding of cosines (5e-7).
 SKETCH_MARGIN = 1e-4
@@ -370,46 +379,166 @@ def _fine_bounds(
     return raw
 
 
+class SearchPool:
+    """Threads a sketched search (:func:`nearest_rows`) splits its rows over: the calling thread
+    and ``threads - 1`` workers, started on first use. numpy releases the GIL in the products,
+    gathers and comparisons, so the parts run at once on as many cores; the answer does not
+    depend on how rows are split (every row's cosine is computed alone, from integers). With
+    ``threads`` 1 everything runs on the caller's thread. Safe to share between threads."""
+
+    def __init__(self, threads: int, split_from: int = SPLIT_FROM) -> None:
+        if threads < 1:
+            raise ValueError(f"a search pool needs at least 1 thread, got {threads}")
+        self.threads = threads
+        self.split_from = split_from
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+
+    def map(self, work: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``work(item)`` of each item, in order: the last on the caller's thread, the others on
+        the workers."""
+        if len(items) <= 1 or self.threads == 1:
+            return [work(item) for item in items]
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    self.threads - 1, thread_name_prefix="graphsvc-vector-search"
+                )
+            executor = self._executor
+        futures = [executor.submit(work, item) for item in items[:-1]]
+        last = work(items[-1])
+        return [future.result() for future in futures] + [last]
+
+    def spans(self, count: int) -> list[slice]:
+        """``0 .. count - 1`` cut into one contiguous span per thread, or one span when
+        ``count`` is below ``split_from`` (:data:`SPLIT_FROM`: the handoffs would cost more
+        than they save)."""
+        parts = self.threads if count >= max(self.split_from, self.threads) else 1
+        edges = [count * part // parts for part in range(parts + 1)]
+        return [slice(edges[i], edges[i + 1]) for i in range(parts)]
+
+    def close(self) -> None:
+        """Stop the workers (a later search starts them again)."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+
+#: One thread: what a search runs on without a pool.
+_INLINE = SearchPool(1)
+
+
+def _probe(bounds: NDArray[np.float32], size: int) -> NDArray[np.intp]:
+    """About ``size`` (at least ``size // 2``, when there are as many) of the rows with the
+    best ``bounds``: those at or above the bound that ``size`` rows of an evenly spaced sample
+    of :data:`PROBE_SAMPLE` would reach. A tenth of the time of partitioning every bound at
+    100,000 rows (measured); any rows will do for a floor, so the sample decides only how good
+    it is. Falls back to the exact partition when the sample's threshold leaves too few."""
+    count = bounds.shape[0]
+    if size >= count:
+        return np.arange(count)
+    sample = bounds[:: max(1, count // PROBE_SAMPLE)]
+    taken = sample.shape[0]
+    want = -(-size * taken // count)
+    if want < taken:
+        threshold = np.partition(sample, taken - want)[taken - want]
+        rows = np.flatnonzero(bounds >= threshold)
+        if rows.shape[0] >= size // 2:
+            return rows
+    return np.argpartition(bounds, count - size)[count - size :]
+
+
+def _cosines_of_rows(
+    query: Codes,
+    codes: NDArray[np.int8],
+    norms: NDArray[np.float64],
+    rows: NDArray[np.intp],
+    pool: SearchPool,
+) -> NDArray[np.float64]:
+    """The exact :func:`cosines` of ``rows``, their parts computed on the pool's threads."""
+    parts = pool.spans(rows.shape[0])
+    if len(parts) == 1:
+        return cosines(query, np.take(codes, rows, axis=0), np.take(norms, rows))
+    return np.concatenate(
+        pool.map(
+            lambda span: cosines(
+                query, np.take(codes, rows[span], axis=0), np.take(norms, rows[span])
+            ),
+            parts,
+        )
+    )
+
+
+def _scan(
+    query: Codes, codes: NDArray[np.int8], norms: NDArray[np.float64], pool: SearchPool
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Every row and its exact cosine, the rows' spans computed on the pool's threads."""
+    parts = pool.spans(codes.shape[0])
+    scores = pool.map(lambda span: cosines(query, codes[span], norms[span]), parts)
+    return np.arange(codes.shape[0]), np.concatenate(scores)
+
+
 def nearest_rows(
     query: Codes,
     codes: NDArray[np.int8],
     norms: NDArray[np.float64],
     k: int,
     sketched: tuple[Sketch, Projected] | None = None,
+    pool: SearchPool | None = None,
 ) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
     """Rows that hold the exact ``k`` best cosines of ``query`` (every row tied with the
     ``k``-th included) and their exact :func:`cosines`: pass them to :func:`top_k`.
 
     Without ``sketched`` every row is computed. With it (a :class:`Sketch` and what it keeps of
-    every row), the rows' first-stage bounds pick ``4k`` (at least :data:`FIRST_PROBE`) rows to
-    compute exactly; their ``k``-th best cosine is a floor. Only rows whose first-stage bound
-    reaches the floor (less :data:`SKETCH_MARGIN`) go on to the second stage; the ``4k`` of them
-    (at least 64) with the best second-stage bounds are computed too, and may raise the floor;
-    only rows whose second-stage bound reaches the floor are computed. A row left out has a
-    cosine below the floor, so the answer is the one a full scan gives, bit for bit.
+    every row), about ``4k`` (at least :data:`FIRST_PROBE`) of the rows with the best
+    first-stage bounds (:func:`_probe`) are computed exactly; their ``k``-th best cosine is a
+    floor. Only rows whose first-stage bound reaches the floor (less :data:`SKETCH_MARGIN`) go
+    on to the second stage; the ``4k`` of them (at least 64) with the best second-stage bounds
+    are computed too, and may raise the floor; only rows whose second-stage bound reaches the
+    floor are computed. A row left out has a cosine below the floor, so the answer is the one a
+    full scan gives, bit for bit. ``pool`` splits the rows between threads
+    (:class:`SearchPool`); the answer is the same.
     """
+    pool = _INLINE if pool is None else pool
     count = codes.shape[0]
     if k <= 0:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float64)
     first = max(4 * k, 64)
     if sketched is None or count <= first:
-        return np.arange(count), cosines(query, codes, norms)
+        return _scan(query, codes, norms, pool)
     sketch, projected = sketched
     parts = sketch._parts(query)
     if parts is None:  # a query of zeros: every cosine is 0
-        return np.arange(count), cosines(query, codes, norms)
-    dots = projected.coords @ parts.coarse
-    bounds = _coarse_bounds(parts, projected, dots)
+        return _scan(query, codes, norms, pool)
     # A wider first probe than the second: the first stage's bounds are looser, and a higher
     # floor leaves fewer rows to the second stage (a quarter fewer at 256 than at 64, measured).
     size = min(max(4 * k, FIRST_PROBE), count)
-    probe = np.argpartition(bounds, count - size)[count - size :]
+    spans = pool.spans(count)
+    share = -(-size // len(spans))
+
+    def first_stage(
+        span: slice,
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.intp]]:
+        dots = projected.coords[span] @ parts.coarse
+        bounds = _coarse_bounds(parts, projected.take(span), dots)
+        return dots, bounds, _probe(bounds, share) + span.start
+
+    staged = pool.map(first_stage, spans)
+    probe = np.concatenate([found for _, _, found in staged])
     exact = cosines(query, np.take(codes, probe, axis=0), np.take(norms, probe))
-    floor = np.partition(exact, size - k)[size - k]
+    floor = np.partition(exact, probe.shape[0] - k)[probe.shape[0] - k]
     cut = np.float32(floor - SKETCH_MARGIN)
-    rows = np.flatnonzero(bounds >= cut)
+    kept = [np.flatnonzero(bounds >= cut) for _, bounds, _ in staged]
+    rows = np.concatenate([left + span.start for left, span in zip(kept, spans, strict=True)])
     if sketch.fine_size and rows.shape[0] > first:
-        finer = _fine_bounds(parts, projected, np.take(dots, rows), rows)
+
+        def second_stage(index: int) -> NDArray[np.float32]:
+            left = kept[index]
+            dots = np.take(staged[index][0], left)
+            return _fine_bounds(parts, projected, dots, left + spans[index].start)
+
+        finer = np.concatenate(pool.map(second_stage, range(len(spans))))
         # The best rows by the tighter bounds are likelier among the k best than the first
         # probe's: their k-th best cosine may raise the floor.
         best = rows[np.argpartition(finer, rows.shape[0] - first)[rows.shape[0] - first :]]
@@ -418,5 +547,5 @@ def nearest_rows(
         cut = np.float32(floor - SKETCH_MARGIN)
         rows = rows[finer >= cut]
     if 2 * rows.shape[0] > count:  # gathering costs more than scanning past the rest
-        return np.arange(count), cosines(query, codes, norms)
-    return rows, cosines(query, np.take(codes, rows, axis=0), np.take(norms, rows))
+        return _scan(query, codes, norms, pool)
+    return rows, _cosines_of_rows(query, codes, norms, rows, pool)

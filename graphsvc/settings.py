@@ -183,6 +183,15 @@ class Settings(BaseSettings):
     query_cache: int = Field(
         default=1_024, ge=0, description="Query vectors kept for repeated queries (0: no cache)."
     )
+    search_threads: int = Field(
+        default_factory=lambda: min(2, usable_cpus()),
+        ge=1,
+        le=16,
+        description="Threads one search by meaning on the embedded store splits a namespace's "
+        "vectors over once it holds 32,768 or more (the caller's and this many minus one "
+        "workers); default 2, or 1 on a machine with one usable CPU. The answer is the same "
+        "bits whatever the number; 1 keeps each search on its caller's thread.",
+    )
     blas_threads: int = Field(
         default=1,
         ge=0,

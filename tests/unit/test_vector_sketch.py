@@ -4,16 +4,20 @@ leave most rows unread."""
 
 from __future__ import annotations
 
+import threading
 from uuid import UUID
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
 from graphsvc.dense import (
     SKETCH_MARGIN,
+    SearchPool,
     Sketch,
+    _probe,
     cosines,
     nearest_rows,
     quantize,
@@ -99,6 +103,66 @@ def test_the_answer_stays_exact_through_replacements_and_removals(seed: int, k: 
         assert table.cosines_of(query, [mid.int for mid in asked]) == {
             mid.int: exact[mid] for mid in asked
         }
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    count=st.integers(1, 3_000),
+    k=st.integers(1, 40),
+    threads=st.integers(2, 5),
+    duplicates=st.integers(0, 30),
+)
+def test_a_search_split_over_threads_gives_the_one_threads_answer(
+    seed: int, count: int, k: int, threads: int, duplicates: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    codes = structured_codes(rng, count)
+    codes = np.concatenate([codes, codes[rng.integers(0, count, duplicates)]])
+    ids = ids_for(len(codes))
+    table = VectorTable(DIMENSION, sketch_from=16)
+    table.put(ids, codes)
+    pool = SearchPool(threads, split_from=8)
+    try:
+        for query in [codes[-1], structured_codes(rng, 1)[0], np.zeros(DIMENSION, np.int8)]:
+            expected = full_scan(ids, codes, query, k)
+            assert table.nearest(query, k, pool) == expected
+            assert table.nearest(query, k) == expected
+    finally:
+        pool.close()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    bounds=st.lists(st.floats(-1.0, 1.0, width=32), min_size=1, max_size=9_000),
+    size=st.integers(1, 600),
+)
+def test_a_probe_takes_the_best_bounds_and_enough_of_them(bounds: list[float], size: int) -> None:
+    values = np.array(bounds, dtype=np.float32)
+    rows = _probe(values, size)
+    assert len(set(rows.tolist())) == len(rows)
+    assert len(rows) >= min(len(values), size // 2)
+    left = np.setdiff1d(np.arange(len(values)), rows)
+    if len(left) and len(rows):
+        assert values[rows].min() >= values[left].max()
+
+
+def test_a_pool_cuts_rows_into_one_span_per_thread_and_runs_the_last_inline() -> None:
+    pool = SearchPool(3, split_from=10)
+    try:
+        assert pool.spans(9) == [slice(0, 9)]
+        spans = pool.spans(100)
+        assert spans == [slice(0, 33), slice(33, 66), slice(66, 100)]
+        caller = threading.get_ident()
+        ran_on = pool.map(lambda span: (span, threading.get_ident()), spans)
+        assert [span for span, _ in ran_on] == spans
+        assert ran_on[-1][1] == caller
+        assert all(ident != caller for _, ident in ran_on[:-1])
+        assert SearchPool(1).map(lambda n: threading.get_ident(), [1, 2]) == [caller] * 2
+    finally:
+        pool.close()
+    with pytest.raises(ValueError, match="at least 1 thread"):
+        SearchPool(0)
 
 
 def test_bounds_are_upper_bounds_for_any_orthonormal_basis() -> None:

@@ -16,7 +16,7 @@ from uuid import UUID
 import numpy as np
 from numpy.typing import NDArray
 
-from graphsvc.dense import VectorModel, with_given
+from graphsvc.dense import SearchPool, VectorModel, with_given
 from graphsvc.model import (
     Belief,
     ContextEvent,
@@ -92,6 +92,7 @@ class MirrorStore(MirrorLoader, Store):
         fsync: bool = True,
         snapshot_bytes: int = 64 * 1024 * 1024,
         read_only: bool = False,
+        search_threads: int = 1,
     ) -> None:
         self._dir = data_dir
         self._fsync = fsync
@@ -113,6 +114,14 @@ class MirrorStore(MirrorLoader, Store):
         self._lock_file: IO[str] | None = None
         self._created_lock = False  # this open created LOCK (a brand-new directory)
         self._open = False
+        # Threads a search by meaning splits a large namespace's vectors over (close stops them).
+        self._search = SearchPool(search_threads)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._search.close()
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -454,7 +463,7 @@ class MirrorStore(MirrorLoader, Store):
             if table is None:
                 return []
             codes = np.frombuffer(query, dtype=np.int8)
-            nearest = table.nearest(codes, k)
+            nearest = table.nearest(codes, k, self._search)
             known = dict(nearest)
             asked = table.cosines_of(codes, [mid.int for mid in ids if mid not in known])
             given = [(UUID(int=key), score) for key, score in asked.items()]

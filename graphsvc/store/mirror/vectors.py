@@ -35,6 +35,7 @@ from graphsvc.dense import (
     SKETCH_MIN_ENERGY,
     Codes,
     Projected,
+    SearchPool,
     Sketch,
     cosines,
     nearest_rows,
@@ -104,16 +105,18 @@ class VectorTable:
         """Whether searches bound cosines with a sketch (the table has reached its size)."""
         return self._sketch is not None
 
-    def nearest(self, query: Codes, k: int) -> list[tuple[UUID, float]]:
+    def nearest(
+        self, query: Codes, k: int, pool: SearchPool | None = None
+    ) -> list[tuple[UUID, float]]:
         """The ``k`` best ``(id, cosine)`` of ``query``, as :func:`graphsvc.dense.top_k` orders
-        them: exactly what a full scan gives."""
+        them: exactly what a full scan gives, whatever ``pool`` splits the rows over."""
         if k <= 0:
             return []
         live = len(self.ids)
         sketched = None
         if self._sketch is not None and self._projected is not None:
             sketched = (self._sketch, self._projected.take(slice(0, live)))
-        rows, scores = nearest_rows(query, self.matrix, self.norms, k, sketched)
+        rows, scores = nearest_rows(query, self.matrix, self.norms, k, sketched, pool)
         ids = self.ids
         return top_k([ids[row] for row in rows.tolist()], scores, k)
 
