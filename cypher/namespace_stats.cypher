@@ -1,22 +1,13 @@
-// namespace_stats: counts for one namespace (an admin view: it counts links and events).
+// namespace_stats: counts for one namespace, read from its NamespaceStat (every write keeps them)
+// and its runs (each run's lastSeq counts its events). The caller counts afresh
+// (namespace_counted_stats) when a count is null.
 // params: $ns: string
-// returns: memories, links, beliefs, terms, events
+// returns: memories, links, beliefs, terms (null where not kept yet), events
 OPTIONAL MATCH (s:NamespaceStat {namespace: $ns})
 CALL () {
-  MATCH (a:Memory)-[r:CAUSES|PRECEDES|RELATES_TO|SUPERSEDES]->(:Memory)
-  WHERE a.namespace = $ns
-  RETURN count(r) AS links
+  MATCH (r:Run) WHERE r.namespace = $ns
+  RETURN coalesce(sum(r.lastSeq + 1), 0) AS events
 }
-CALL () {
-  MATCH (b:Belief) WHERE b.namespace = $ns
-  RETURN count(b) AS beliefs
-}
-CALL () {
-  MATCH (t:TermStat) WHERE t.namespace = $ns
-  RETURN count(t) AS terms
-}
-CALL () {
-  MATCH (e:ContextEvent) WHERE e.namespace = $ns
-  RETURN count(e) AS events
-}
-RETURN coalesce(s.memories, 0) AS memories, links, beliefs, terms, events
+RETURN coalesce(s.memories, 0) AS memories, CASE WHEN s IS NULL THEN 0 ELSE s.links END AS links,
+       CASE WHEN s IS NULL THEN 0 ELSE s.beliefs END AS beliefs,
+       CASE WHEN s IS NULL THEN 0 ELSE s.terms END AS terms, events

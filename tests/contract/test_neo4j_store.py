@@ -21,11 +21,12 @@ import pytest
 from graphsvc.dense import VectorModel
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.recall import plan_candidates
+from graphsvc.store import cypher as named
 from graphsvc.store.base import EPOCH, Candidate, CandidateColumns, Store, micros
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.neo4j import Neo4jStore
 from graphsvc.text import analyse, estimate_tokens, query_terms
-from tests.neo4j_server import cypher, neo4j_store_factory
+from tests.neo4j_server import cypher, neo4j_store_factory, profiled_rows
 
 pytestmark = pytest.mark.neo4j
 
@@ -295,6 +296,64 @@ def test_an_older_namespace_reads_and_erases_with_exact_statistics(
     # Written again, a forgotten memory comes back in the current form beside the older ones.
     neo.upsert_memories(ns, [items[0]], max_memories=CAP)
     assert neo.get_memories(ns, [items[0].id]) == [items[0]]
+
+
+def counts_of(store: Store, ns: str) -> tuple[int, int, int, int]:
+    stats = store.stats(ns)
+    return stats.memories, stats.links, stats.beliefs, stats.terms
+
+
+def test_stats_read_the_namespace_s_counts_not_its_memories(neo: Neo4jStore, ns: str) -> None:
+    items = corpus(ns, 300)
+    neo.upsert_memories(ns, items, max_memories=CAP)
+    links = chain_links(items)
+    neo.add_links(ns, links)
+    terms = len({t for m in items for t in m.terms})
+    assert counts_of(neo, ns) == (300, len(links), 0, terms)
+    # No operator of the query comes near the namespace's 300 memories, 350 links or its terms.
+    plan = profiled_rows(named.query("namespace_stats"), {"ns": ns})
+    assert max(rows for _, _, rows in plan) <= 2, plan
+    neo.erase(ns, EraseFilter(everything=True), at=BASE, batch_size=1_000)
+
+
+def test_counts_missing_from_an_older_database_are_counted_then_backfilled_at_open(
+    neo: Neo4jStore, ns: str
+) -> None:
+    items = corpus(ns, 40)
+    neo.upsert_memories(ns, items, max_memories=CAP)
+    links = chain_links(items)
+    neo.add_links(ns, links)
+    kept = counts_of(neo, ns)
+    # As a database written before graphsvc kept them (or a bulk import) holds it: no counts.
+    cypher("MATCH (s:NamespaceStat {namespace: $ns}) REMOVE s.links, s.beliefs, s.terms", ns=ns)
+    assert counts_of(neo, ns) == kept  # counted afresh meanwhile
+    # A write in between changes counts nobody keeps yet; they stay missing, not wrong.
+    neo.forget(ns, items[1].id, at=BASE)
+    missing = cypher(
+        "MATCH (s:NamespaceStat {namespace: $ns}) RETURN s.links AS links, s.terms AS terms", ns=ns
+    )
+    assert missing == [{"links": None, "terms": None}]
+    live = [m for m in items if m.id != items[1].id]
+    expected = (
+        len(live),
+        sum(lk.source != items[1].id and lk.target != items[1].id for lk in links),
+        0,
+        len({t for m in live for t in m.terms}),
+    )
+    assert counts_of(neo, ns) == expected
+    reopened = neo4j_store_factory()()
+    reopened.open()
+    try:
+        kept_now = cypher(
+            "MATCH (s:NamespaceStat {namespace: $ns}) "
+            "RETURN s.links AS links, s.beliefs AS beliefs, s.terms AS terms",
+            ns=ns,
+        )
+        assert kept_now == [{"links": expected[1], "beliefs": 0, "terms": expected[3]}]
+        assert counts_of(reopened, ns) == expected
+    finally:
+        reopened.erase(ns, EraseFilter(everything=True), at=BASE, batch_size=1_000)
+        reopened.close()
 
 
 def test_a_write_that_a_concurrent_one_overtook_still_keeps_the_cap(

@@ -2,7 +2,8 @@
 
 All retrieval work happens in the database: candidates come from the ``memory_terms`` full-text
 index, exact term statistics (``:TermStat`` df per term, ``:NamespaceStat`` N and total length) are
-kept in the same transaction as every write and delete, and graph walks are bounded breadth-first
+kept in the same transaction as every write and delete, as are the namespace's link, belief and
+term counts that ``stats`` reads (so it reads no memory), and graph walks are bounded breadth-first
 hops in Cypher. Writes are explicit transactions batched with ``UNWIND``; reads are single
 auto-commit queries.
 

@@ -13,7 +13,8 @@ exactly the nodes and relationships the Neo4j store writes for the same memories
 - ``term_stats.csv`` (``:TermStat``: ``key``, ``namespace``, ``term``, ``df``) and
   ``namespace_stat.csv`` (``:NamespaceStat``: ``memories``, ``totalLength``, ``vectors``), as the
   store's statistics writes leave them (the document frequencies come from
-  :meth:`~graphsvc.store.neo4j.store.Neo4jStore._term_deltas`);
+  :meth:`~graphsvc.store.neo4j.store.Neo4jStore._term_deltas`); the namespace's link, belief and
+  term counts are left out, and the store's first open counts them once (``backfill_counts``);
 - ``import.args``: the importer's options for these files (one a line; the launcher's import mode
   reads it), and ``after_import.cypher``: what the importer cannot write, run on the store before
   the server starts (a memory without tags has ``tags = []``, and the importer stores no empty

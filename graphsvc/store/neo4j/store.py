@@ -5,6 +5,7 @@ queries (``cypher/``) through :mod:`graphsvc.store.neo4j.boundary` and converts 
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -86,6 +87,8 @@ ERASE_START = datetime.min.replace(tzinfo=UTC)
 # What erasing everything removes after the memories, in this order, a batch at a time.
 ERASE_AFTER_MEMORIES = ("beliefs", "events", "runs", "statistics")
 
+logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, slots=True)
 class _Recalled:
@@ -149,9 +152,24 @@ class Neo4jStore(Neo4jVectors, Store):
         super().open()
         try:
             self._ensure_vector_indexes()
+            self._backfill_counts()
         except GraphsvcError:
             self.close()
             raise
+
+    def _backfill_counts(self) -> None:
+        """Give every NamespaceStat that has no link, belief and term counts its counts, one
+        namespace a transaction (a database written before graphsvc kept them, or a bulk
+        import's): counted once by reading them all, then kept by every write."""
+        while True:
+            rows = self._write(lambda tx: self._tx(tx, "backfill_counts"))
+            if not rows:
+                return
+            row = rows[0]
+            logger.info(
+                "namespace %r: counted %d links, %d beliefs and %d terms once; writes keep them "
+                "from now on", row["namespace"], row["links"], row["beliefs"], row["terms"],
+            )  # fmt: skip
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -175,12 +193,17 @@ class Neo4jStore(Neo4jVectors, Store):
         added: Sequence[Sequence[str]],
         removed: Sequence[Sequence[str]],
         vectors: int = 0,
+        gone: Mapping[str, Any] | None = None,
     ) -> None:
         """Term statistics after memories with these analysed terms were added and removed, and
-        ``vectors`` more (or fewer) stored vectors (in the transaction that makes the change).
-        TermStats are locked (in key order) before the NamespaceStat, in every write."""
-        self._bump_terms(tx, ns, added, removed)
-        self._bump_namespace(tx, ns, added, removed, vectors)
+        ``vectors`` more (or fewer) stored vectors (in the transaction that makes the change);
+        ``gone``: what delete_memories answered for the removed ones (their links and beliefs
+        leave the namespace's counts). TermStats are locked (in key order) before the
+        NamespaceStat, in every write."""
+        terms = self._bump_terms(tx, ns, added, removed)
+        links = -int(gone["links"]) if gone is not None else 0
+        beliefs = -int(gone["beliefs"]) if gone is not None else 0
+        self._bump_namespace(tx, ns, added, removed, vectors, terms, links, beliefs)
 
     def _bump_terms(
         self,
@@ -188,10 +211,13 @@ class Neo4jStore(Neo4jVectors, Store):
         ns: str,
         added: Sequence[Sequence[str]],
         removed: Sequence[Sequence[str]],
-    ) -> None:
+    ) -> int:
+        """Add to the TermStats; how many more (or fewer) terms the namespace then holds."""
         terms, deltas = self._term_deltas(added, removed)
-        if terms:
-            self._tx(tx, "bump_term_stats", ns=ns, sep=KEY_SEP, terms=terms, deltas=deltas)
+        if not terms:
+            return 0
+        rows = self._tx(tx, "bump_term_stats", ns=ns, sep=KEY_SEP, terms=terms, deltas=deltas)
+        return int(rows[0]["terms"])
 
     def _bump_namespace(
         self,
@@ -200,13 +226,34 @@ class Neo4jStore(Neo4jVectors, Store):
         added: Sequence[Sequence[str]],
         removed: Sequence[Sequence[str]],
         vectors: int,
+        terms: int = 0,
+        links: int = 0,
+        beliefs: int = 0,
     ) -> int:
         """Add to the namespace's counts (locking its NamespaceStat); its memories after that,
         exact: every write changes them under this lock."""
         length = sum(len(t) for t in added) - sum(len(t) for t in removed)
+        return self._bump_counts(
+            tx, ns, memories=len(added) - len(removed), length=length, vectors=vectors,
+            terms=terms, links=links, beliefs=beliefs,
+        )  # fmt: skip
+
+    def _bump_counts(
+        self,
+        tx: Transaction,
+        ns: str,
+        *,
+        memories: int = 0,
+        length: int = 0,
+        vectors: int = 0,
+        terms: int = 0,
+        links: int = 0,
+        beliefs: int = 0,
+    ) -> int:
+        """bump_namespace_stat with these deltas; the namespace's memories after it."""
         row = self._tx(
-            tx, "bump_namespace_stat", ns=ns, memories=len(added) - len(removed), length=length,
-            vectors=vectors,
+            tx, "bump_namespace_stat", ns=ns, memories=memories, length=length, vectors=vectors,
+            terms=terms, links=links, beliefs=beliefs,
         )[0]  # fmt: skip
         return int(row["memories"])
 
@@ -216,13 +263,14 @@ class Neo4jStore(Neo4jVectors, Store):
 
     def _evict(
         self, tx: Transaction, ns: str, skip: Sequence[str], count: int
-    ) -> tuple[list[Memory], int]:
+    ) -> tuple[list[Memory], dict[str, Any]]:
         """Delete the ``count`` oldest memories of the namespace but those of ``skip``; them,
-        and how many of them had a vector. The caller adjusts the term statistics."""
+        and what delete_memories answered (how many had a vector, the links and beliefs that
+        went). The caller adjusts the namespace's statistics."""
         rows = self._tx(tx, "oldest_memories", ns=ns, skip=list(skip), limit=count)
         evicted = [_memory(ns, row["memory"]) for row in rows]
         gone = self._tx(tx, "delete_memories", ns=ns, ids=[str(m.id) for m in evicted])[0]
-        return evicted, int(gone["vectors"])
+        return evicted, dict(gone)
 
     def upsert_memories(
         self,
@@ -243,7 +291,7 @@ class Neo4jStore(Neo4jVectors, Store):
             self._create_memories(tx, namespace, created)
             added = [m.terms for m in created]
             # Counted while the last part of the create runs on the server.
-            self._bump_terms(tx, namespace, added, [])
+            terms = self._bump_terms(tx, namespace, added, [])
             vector_delta = 0
             if vectors:
                 # A created memory gets its vector; one already there only if it has none. (The
@@ -255,15 +303,17 @@ class Neo4jStore(Neo4jVectors, Store):
             # A write that adds nothing still evicts when the namespace is over the cap (one that
             # was lowered), as the embedded store does; only then is the count read first.
             if created or vector_delta or self._count(tx, namespace) > max_memories:
-                after = self._bump_namespace(tx, namespace, added, [], vector_delta)
+                after = self._bump_namespace(tx, namespace, added, [], vector_delta, terms)
                 # Past the cap, the oldest memories but the batch's go, chosen and deleted under
                 # the NamespaceStat's lock, where the count is exact and no other write evicts
                 # at the same time. (Their TermStats are then locked after the NamespaceStat: two
                 # writes at the cap at once can deadlock, which Neo4j detects, and the write is
                 # retried.)
                 if after > max_memories:
-                    evicted, had = self._evict(tx, namespace, ids, after - max_memories)
-                    self._apply_stats(tx, namespace, [], [m.terms for m in evicted], -had)
+                    evicted, gone = self._evict(tx, namespace, ids, after - max_memories)
+                    self._apply_stats(
+                        tx, namespace, [], [m.terms for m in evicted], -int(gone["vectors"]), gone
+                    )
             return WriteResult(
                 created=tuple(m.id for m in created),
                 unchanged=tuple(unchanged),
@@ -294,8 +344,9 @@ class Neo4jStore(Neo4jVectors, Store):
                  "weight": lk.weight, "note": lk.note, "createdUs": micros(lk.created_at)}
                 for lk in links
             ]  # fmt: skip
-            merged = self._tx(tx, "merge_links", ns=namespace, links=rows)[0]["merged"]
-            if merged < len(links):  # an end is missing: name the first (the write rolls back)
+            row = self._tx(tx, "merge_links", ns=namespace, links=rows)[0]
+            # Fewer merged than sent: an end is missing; name the first (the write rolls back).
+            if row["merged"] < len(links):
                 ends = sorted({str(e) for lk in links for e in (lk.source, lk.target)})
                 found = {r["id"] for r in self._tx(tx, "memory_ids", ns=namespace, ids=ends)}
                 for link in links:
@@ -309,6 +360,8 @@ class Neo4jStore(Neo4jVectors, Store):
                 cycle = self._tx(tx, "supersedes_cycle", ns=namespace, ids=sources)
                 if cycle:
                     raise supersedes_cycle(cycle[0]["id"])
+            if row["created"]:  # the NamespaceStat is locked last, after both ends of each link
+                self._bump_counts(tx, namespace, links=int(row["created"]))
 
         self._write(work)
 
@@ -325,7 +378,7 @@ class Neo4jStore(Neo4jVectors, Store):
                 key=lambda lk: (str(lk.source), str(lk.target), lk.kind.value),
             )  # fmt: skip
             gone = self._tx(tx, "delete_memories", ns=namespace, ids=[str(memory_id)])[0]
-            self._apply_stats(tx, namespace, [], [memory.terms], -int(gone["vectors"]))
+            self._apply_stats(tx, namespace, [], [memory.terms], -int(gone["vectors"]), gone)
             return ForgetReceipt(
                 memory_id=memory_id,
                 namespace=namespace,
@@ -438,6 +491,7 @@ class Neo4jStore(Neo4jVectors, Store):
             [],
             [_stored_terms(memory["terms"]) for memory in batch],
             -int(gone["vectors"]),
+            gone,
         )
         erased = set(ids)
         events = sorted({event for mid in ids for event in naming.get(mid, ())})
@@ -453,6 +507,8 @@ class Neo4jStore(Neo4jVectors, Store):
         :data:`ERASE_AFTER_MEMORIES`); how many nodes it removed."""
         if what == "beliefs":
             rows = self._tx(tx, "erase_beliefs", ns=namespace, limit=limit)
+            if rows[0]["removed"]:
+                self._bump_counts(tx, namespace, beliefs=-int(rows[0]["removed"]))
         elif what == "events":
             rows = self._tx(tx, "erase_events", ns=namespace, limit=limit)
         elif what == "runs":
@@ -479,6 +535,7 @@ class Neo4jStore(Neo4jVectors, Store):
                 sources=[str(m) for m in belief.source_ids],
                 context=[str(m) for m in belief.linked_context_ids],
             )  # fmt: skip
+            self._bump_counts(tx, ns, beliefs=1)
 
         self._write(work)
 
@@ -706,7 +763,12 @@ class Neo4jStore(Neo4jVectors, Store):
         return [_event(row["event"]) for row in rows]
 
     def stats(self, namespace: str) -> NamespaceStats:
-        row = self._read("namespace_stats", ns=namespace)[0]
+        """The namespace's counts as its NamespaceStat keeps them (no read grows with the
+        namespace); counted afresh only where they are not kept yet (a NamespaceStat made before
+        they were, until the next open backfills it: :meth:`_backfill_counts`)."""
+        row = dict(self._read("namespace_stats", ns=namespace)[0])
+        if any(row[name] is None for name in ("links", "beliefs", "terms")):
+            row.update(self._read("namespace_counted_stats", ns=namespace)[0])
         return NamespaceStats(
             namespace=namespace, memories=row["memories"], links=row["links"],
             beliefs=row["beliefs"], terms=row["terms"], events=row["events"],

@@ -281,7 +281,7 @@ class Neo4jVectors(Neo4jBoundary):
             stored, added = self._store_vectors(tx, namespace, vectors, replace=True)
             if added:
                 self._tx(tx, "bump_namespace_stat", ns=namespace, memories=0, length=0,
-                         vectors=added)  # fmt: skip
+                         vectors=added, links=0, beliefs=0, terms=0)  # fmt: skip
             return stored
 
         return self._write(work)
