@@ -4,12 +4,18 @@
 // params: $ns: string, $ids: list<string> (distinct)
 // returns: deleted (count), vectors (how many of them had a vector), links, beliefs (how many
 //          went with them, each once: counted before anything is deleted)
+// (Two subqueries, not one: a memory's links times its beliefs would be the rows of one.)
 CALL () {
   UNWIND $ids AS id
   MATCH (m:Memory {namespace: $ns, id: id})
   OPTIONAL MATCH (m)-[r:CAUSES|PRECEDES|RELATES_TO|SUPERSEDES]-(:Memory)
+  RETURN count(DISTINCT r) AS links
+}
+CALL () {
+  UNWIND $ids AS id
+  MATCH (m:Memory {namespace: $ns, id: id})
   OPTIONAL MATCH (b:Belief)-[:DERIVED_FROM|USED_CONTEXT]->(m)
-  RETURN count(DISTINCT r) AS links, count(DISTINCT b) AS beliefs
+  RETURN count(DISTINCT b) AS beliefs
 }
 UNWIND $ids AS id
 MATCH (m:Memory {namespace: $ns, id: id})
