@@ -188,7 +188,8 @@ FIRST_PROBE = 256
 #: First-stage bounds sampled, evenly spaced, to choose the first probe (:func:`_probe`).
 PROBE_SAMPLE = 4_096
 #: Rows from which a :class:`SearchPool` splits a search between its threads: at 100,000 rows
-#: two threads cut a sketched search from about 7.4 to 5.3 ms (measured, two cores).
+#: two threads cut a sketched search from about 7.4 to 5.3 ms in one process (two cores), and
+#: held it steady across processes where one thread was not (README, Benchmarks).
 SPLIT_FROM = 32_768
 #: Cosine units added to every bound: far above float32 rounding in the projected products
 #: (about 1e-5 for codes) and the 6-place rounding of cosines (5e-7).

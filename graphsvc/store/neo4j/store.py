@@ -238,25 +238,6 @@ class Neo4jStore(Neo4jVectors, Store):
             terms=terms, links=links, beliefs=beliefs,
         )  # fmt: skip
 
-    def _bump_counts(
-        self,
-        tx: Transaction,
-        ns: str,
-        *,
-        memories: int = 0,
-        length: int = 0,
-        vectors: int = 0,
-        terms: int = 0,
-        links: int = 0,
-        beliefs: int = 0,
-    ) -> int:
-        """bump_namespace_stat with these deltas; the namespace's memories after it."""
-        row = self._tx(
-            tx, "bump_namespace_stat", ns=ns, memories=memories, length=length, vectors=vectors,
-            terms=terms, links=links, beliefs=beliefs,
-        )[0]  # fmt: skip
-        return int(row["memories"])
-
     def _count(self, tx: Transaction, ns: str) -> int:
         """The namespace's memories, read without a lock."""
         return int(self._tx(tx, "term_stats", ns=ns, keys=[])[0]["memories"])

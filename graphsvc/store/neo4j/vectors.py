@@ -276,12 +276,31 @@ class Neo4jVectors(Neo4jBoundary):
         )[0]  # fmt: skip
         return int(result["stored"]), int(result["added"])
 
+    def _bump_counts(
+        self,
+        tx: Transaction,
+        ns: str,
+        *,
+        memories: int = 0,
+        length: int = 0,
+        vectors: int = 0,
+        terms: int = 0,
+        links: int = 0,
+        beliefs: int = 0,
+    ) -> int:
+        """bump_namespace_stat with these deltas (locking the NamespaceStat); the namespace's
+        memories after it. Every write that changes a namespace's counts goes through here."""
+        row = self._tx(
+            tx, "bump_namespace_stat", ns=ns, memories=memories, length=length, vectors=vectors,
+            terms=terms, links=links, beliefs=beliefs,
+        )[0]  # fmt: skip
+        return int(row["memories"])
+
     def set_vectors(self, namespace: str, vectors: Mapping[UUID, bytes]) -> int:
         def work(tx: Transaction) -> int:
             stored, added = self._store_vectors(tx, namespace, vectors, replace=True)
             if added:
-                self._tx(tx, "bump_namespace_stat", ns=namespace, memories=0, length=0,
-                         vectors=added, links=0, beliefs=0, terms=0)  # fmt: skip
+                self._bump_counts(tx, namespace, vectors=added)
             return stored
 
         return self._write(work)
