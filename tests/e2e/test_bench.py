@@ -76,6 +76,12 @@ def test_bench_reports_every_figure_with_its_settings_and_erases_its_namespace(
         assert figures[key] > 0, key
     assert figures["ingest_links"] == config["links"] > 150
     assert figures["bundle_p50_min_ms"] <= figures["bundle_p50_max_ms"]
+    # Neo4j's bundle and full-text top 10 are timed paired, query by query (time_paired).
+    paired = environment["store_kind"] == "neo4j"
+    assert ("bundle_over_native_paired_p50" in figures) == paired
+    assert ("native_top10_p50_min_ms" in figures) == paired  # timed in the bundle's rounds
+    if paired:
+        assert figures["bundle_over_native_paired_p50"] > 0
     assert 0 <= figures["restart_open_cpu_s"] <= figures["restart_cpu_s"]
     assert "vector_bytes_per_memory" not in figures and "query_encode_p50_ms" not in figures
     assert "restart: open + first bundle" in output and "load average (1/5/15 min)" in output

@@ -4,6 +4,7 @@ helpers. No timing is asserted: the bench measures, tests only check what it mea
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import click
 import numpy as np
@@ -21,6 +22,7 @@ from graphsvc.tools.bench import (
     fit_tokens,
     make_corpus,
     render_table,
+    time_paired,
 )
 
 
@@ -129,6 +131,25 @@ def test_timings_give_percentiles_and_the_spread_of_the_rounds() -> None:
     _timings(once, "native_top10", Timed([[0.001, 0.003]], [[0.001, 0.001]]))
     assert once["native_top10_p50_ms"] == pytest.approx(2.0)
     assert "native_top10_p50_min_ms" not in once
+
+
+def test_paired_timing_takes_turns_query_by_query() -> None:
+    log: list[tuple[str, str]] = []
+
+    def call(name: str) -> Callable[[str], str]:
+        def run(query: str) -> str:
+            log.append((name, query))
+            return f"{name}:{query}"
+
+        return run
+
+    timed, results = time_paired([call("a"), call("b")], ["q1", "q2", "q3"], 1, 2, "test")
+    # The warm-up query through both, then each round: query by query, the order rotating.
+    round_order = [("a", "q1"), ("b", "q1"), ("b", "q2"), ("a", "q2"), ("a", "q3"), ("b", "q3")]
+    assert log == [("a", "q1"), ("b", "q1"), *round_order, *round_order]
+    assert [len(t.wall) for t in timed] == [2, 2]
+    assert all(len(r) == 3 for t in timed for r in (*t.wall, *t.cpu))
+    assert results == ["a:q1", "a:q2", "a:q3"]  # the first call's, in query order
 
 
 def test_the_table_shows_values_spreads_and_missed_targets() -> None:
