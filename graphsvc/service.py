@@ -257,7 +257,7 @@ class MemoryService:
         # hybrid bundle, the walk of a reconstruct (_EarlyWalk); made on first use. At most two
         # per request, and a server runs at most api_threads requests at once, so a pool of
         # twice that never queues one.
-        self._nearest_pool: ThreadPoolExecutor | None = None
+        self._beside_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._guess_odds = _GuessOdds()
 
@@ -748,11 +748,11 @@ class MemoryService:
     def _beside(self) -> ThreadPoolExecutor:
         """The pool of the reads that run beside a request's own (made on first use)."""
         with self._pool_lock:
-            if self._nearest_pool is None:
-                self._nearest_pool = ThreadPoolExecutor(
+            if self._beside_pool is None:
+                self._beside_pool = ThreadPoolExecutor(
                     2 * self.settings.api_threads, thread_name_prefix="graphsvc-beside"
                 )
-            return self._nearest_pool
+            return self._beside_pool
 
     def _context_cosines(
         self, namespace: str, codes: bytes, pool: list[UUID], cosine: dict[UUID, float]
@@ -1138,10 +1138,10 @@ class MemoryService:
         self.store.ping()
 
     def close(self) -> None:
-        """Close the store (connections, files, locks) and stop the query encoder's thread.
-        Safe to call twice."""
+        """Close the store (connections, files, locks) and stop the threads of the reads beside
+        a request's own and the query encoder's. Safe to call twice."""
         with self._pool_lock:
-            pool, self._nearest_pool = self._nearest_pool, None
+            pool, self._beside_pool = self._beside_pool, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         self.dense.close()
