@@ -160,14 +160,12 @@ class _EarlyWalk:
     answers 10.7%), so each namespace keeps its odds (:class:`_GuessOdds`) and an early walk
     starts only where the guess has mostly held: elsewhere it would be a wasted query."""
 
-    def __init__(
-        self, service: MemoryService, namespace: str, k: int, depth: int, odds: _GuessOdds
-    ) -> None:
+    def __init__(self, service: MemoryService, namespace: str, k: int, depth: int) -> None:
         self._service = service
         self._namespace = namespace
         self._k = k
         self._depth = depth
-        self._odds = odds
+        self._odds = service._guess_odds
         self._starts: list[UUID] | None = None
         self._future: Future[Walk] | None = None
 
@@ -186,8 +184,7 @@ class _EarlyWalk:
     def walk(self, starts: list[UUID]) -> Walk:
         """The walk from ``starts``: the early one when it started from them, else a new one."""
         held = starts == self._starts
-        if self._starts is not None:
-            self._odds.record(self._namespace, held)
+        self._odds.record(self._namespace, held)
         future, self._future = self._future, None
         if future is not None:
             if held:
@@ -859,11 +856,7 @@ class MemoryService:
         self._in_range("k", k, 1, s.max_k)
         depth = s.default_depth if depth is None else depth
         self._in_range("depth", depth, 0, s.max_depth)
-        early = (
-            _EarlyWalk(self, namespace, k, depth, self._guess_odds)
-            if self.store.overlapped_reads
-            else None
-        )
+        early = _EarlyWalk(self, namespace, k, depth) if self.store.overlapped_reads else None
         ranked = self._rank(namespace, cue, "default", early.start if early else None).ranked
         hits = [item for item in ranked if item.score > 0.0][:k]
         starts = [h.memory.id for h in hits]

@@ -427,44 +427,13 @@ class Timed:
     cpu: list[list[float]] = field(default_factory=list)
 
 
-def time_calls(
-    call: Callable[[str], R], queries: Sequence[str], warmup: int
-) -> tuple[list[float], list[float], list[R]]:
-    """Elapsed and CPU seconds per call over ``queries`` (after ``warmup`` untimed calls), and
-    the results."""
-    for query in queries[:warmup]:
-        call(query)
-    gc.collect()
-    seconds: list[float] = []
-    cpu: list[float] = []
-    results: list[R] = []
-    for query in queries:
-        start, start_cpu = time.perf_counter(), time.process_time()
-        result = call(query)
-        seconds.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-        results.append(result)
-    return seconds, cpu, results
-
-
 def time_rounds(
     call: Callable[[str], R], queries: Sequence[str], warmup: int, rounds: int, desc: str
 ) -> tuple[Timed, list[R]]:
-    """:func:`time_calls` ``rounds`` times (one warm-up before the first); the timings of each
-    round and the results of the last."""
-    timed = Timed()
-    results: list[R] = []
-    with _progress(min(warmup, len(queries)) + rounds * len(queries), desc, "query") as bar:
-
-        def counted(query: str) -> R:
-            result = call(query)
-            bar.update(1)
-            return result
-
-        for n in range(rounds):
-            seconds, cpu, results = time_calls(counted, queries, warmup if n == 0 else 0)
-            timed.wall.append(seconds)
-            timed.cpu.append(cpu)
+    """Every query through ``call``, ``rounds`` times (``warmup`` untimed queries before the
+    first): the timings of each round and the results of the last (:func:`time_paired` with one
+    call)."""
+    (timed,), results = time_paired([call], queries, warmup, rounds, desc)
     return timed, results
 
 
@@ -476,11 +445,12 @@ def time_paired(
     desc: str,
 ) -> tuple[list[Timed], list[Any]]:
     """Every query through each of ``calls`` in turn, ``rounds`` times (``warmup`` untimed queries
-    through each before the first): one :class:`Timed` per call, and the first call's results of
-    the last round. The calls' order rotates from one query to the next, so that none always runs
-    first (or always right after another on a warmer cache). Timed this way, query by query and
-    minute by minute, a drift of the machine or of a server moves every side alike, so a ratio
-    of their figures measures the calls and not the minutes each phase happened to run in."""
+    through each before the first): one :class:`Timed` per call (elapsed and CPU seconds per
+    call, per round), and the first call's results of the last round. The calls' order rotates
+    from one query to the next, so that none always runs first (or always right after another
+    on a warmer cache). Timed this way, query by query and minute by minute, a drift of the
+    machine or of a server moves every side alike, so a ratio of their figures measures the calls
+    and not the minutes each phase happened to run in."""
     timed = [Timed() for _ in calls]
     results: list[Any] = []
     with _progress(
@@ -490,8 +460,8 @@ def time_paired(
             for call in calls:
                 call(query)
                 bar.update(1)
-        gc.collect()
         for _ in range(rounds):
+            gc.collect()
             wall: list[list[float]] = [[] for _ in calls]
             cpu: list[list[float]] = [[] for _ in calls]
             results = []
@@ -1287,12 +1257,6 @@ class Run:
         )  # fmt: skip
         _timings(figures, "reconstruct", recon_s)
 
-        if not paired:
-            native_s, _ = time_rounds(native, query_texts, warmup, 1, "native")
-        _timings(figures, "native_top10", native_s)
-        figures["bundle_p50_over_native_p50"] = (
-            figures["bundle_p50_ms"] / figures["native_top10_p50_ms"]
-        )
         if paired:
             # The same query's two calls, a moment apart: the median of their ratios.
             figures["bundle_over_native_paired_p50"] = percentile(
@@ -1303,6 +1267,12 @@ class Run:
                 ],
                 50,
             )
+        else:
+            native_s, _ = time_rounds(native, query_texts, warmup, 1, "native")
+        _timings(figures, "native_top10", native_s)
+        figures["bundle_p50_over_native_p50"] = (
+            figures["bundle_p50_ms"] / figures["native_top10_p50_ms"]
+        )
         if service.dense.model() is not None:
             # The part of a hybrid bundle that is the query's encoding (no cache: every call).
             encode_s, _ = time_rounds(

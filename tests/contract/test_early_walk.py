@@ -15,6 +15,7 @@ from itertools import pairwise
 
 import pytest
 
+from graphsvc.errors import StoreUnavailableError
 from graphsvc.model import LinkInput, LinkKind, MemoryInput
 from graphsvc.service import MemoryService, _EarlyWalk
 from graphsvc.store.base import Walk
@@ -111,8 +112,6 @@ def test_a_failed_early_walk_is_asked_again(
     converse(service, ns)
     monkeypatch.setattr(service.store, "overlapped_reads", False)
     expected = service.reconstruct(ns, "puppy shelter adopt", k=2, depth=1).model_dump_json()
-
-    from graphsvc.errors import StoreUnavailableError
 
     real_walk = service.store.walk
     failures = {"left": 1}
