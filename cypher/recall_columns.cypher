@@ -9,7 +9,13 @@
 //          candidates as columns, entry j of
 //          each column being candidate j (in no order): ids, tf (list<list<int>>: the frequency
 //          of each of $terms in the memory's analysed terms), lengths, recorded (recordedUs),
-//          occurred (occurredUs, $none when missing), confidence
+//          occurred (occurredUs, $none when missing), confidence; and ahead (list<map>, as
+//          window.cypher's memories): the $guess.size best candidates by the ranking's score,
+//          read ahead of the window ([] when $guess.size is 0)
+//         $guess: map: size (int, 0: read nothing ahead), and with size > 0 the ranking's
+//         settings (graphsvc.store.base.WindowGuess): mult (list<int>: how often each of $terms
+//         is in the query), k1, b, coverageB, coverage, bm25, freshness, confidence, keep
+//         (1 - freshness - confidence), halfLife (days), dayUs (microseconds in a day)
 // Exact N, total length and df of the query terms; the plan of graphsvc.recall.plan_candidates
 // (terms rarest first, then in the order of $terms, while the summed df stays within $limit;
 // when even the rarest known term is over it, the $limit newest memories containing it); and the
@@ -23,6 +29,10 @@
 // ([A-Za-z0-9_-]): nothing in them needs escaping. The index's namespace field is one exact token
 // (the store checks how the index is made when it opens), so what `+namespace:"ns"` finds is the
 // namespace's own: no namespace property is read to check it.
+// The guess scores the candidates as graphsvc.recall.rank_columns does (IDF-weighted coverage
+// and BM25, freshness from the newest candidate's day, confidence), in the server's arithmetic:
+// the client's ranking decides, and the window reads what the guess missed, so a guess that
+// orders the last few differently costs a round trip, never a different answer.
 OPTIONAL MATCH (s:NamespaceStat {namespace: $ns})
 OPTIONAL MATCH (v:VectorModel {namespace: $ns})
 CALL () {
@@ -66,11 +76,53 @@ CALL (chosen, fallback) {
          ELSE [needle IN $needles |
                CASE WHEN spaced CONTAINS needle THEN size(split(spaced, needle)) - 1 ELSE 0 END]
        END AS tf
-  RETURN collect(node.id) AS ids, collect(tf) AS tf, collect(node.length) AS lengths,
+  WITH node, tf, CASE WHEN $guess.size > 0
+                      THEN coalesce(node.occurredUs, node.recordedUs) / $guess.dayUs END AS day
+  RETURN collect(node) AS nodes, collect(day) AS days, max(day) AS newest,
+         collect(node.id) AS ids, collect(tf) AS tf, collect(node.length) AS lengths,
          collect(node.recordedUs) AS recorded,
          collect(coalesce(node.occurredUs, $none)) AS occurred,
          collect(node.confidence) AS confidence
 }
-RETURN v.modelId AS modelId, v.dimension AS dimension, coalesce(s.memories, 0) AS memories,
+CALL (s, known, nodes, days, newest, ids, tf, lengths, recorded, confidence) {
+  WITH s, known, nodes, days, newest, ids, tf, lengths, recorded, confidence, $guess AS g,
+       toFloat(coalesce(s.memories, 0)) AS n
+  WHERE g.size > 0 AND size(nodes) > 0
+  WITH nodes, days, newest, ids, tf, lengths, recorded, confidence, g,
+       CASE WHEN n > 0 THEN coalesce(s.totalLength, 0) / n ELSE 1.0 END AS avg,
+       [j IN range(0, size($terms) - 1) |
+        g.mult[j] * reduce(w = 0.0, k IN known |
+          CASE WHEN k[0] = j AND k[1] > 0 THEN log(1.0 + (n - k[1] + 0.5) / (k[1] + 0.5))
+               ELSE w END)] AS weights
+  WITH nodes, days, newest, ids, tf, lengths, recorded, confidence, g, avg, weights,
+       reduce(t = 0.0, w IN weights | t + w) AS total
+  WHERE total > 0
+  UNWIND range(0, size(nodes) - 1) AS i
+  WITH nodes, ids, recorded, i, g, weights, total, tf[i] AS f, lengths[i] / avg AS rel,
+       g.k1 * (1.0 - g.b + g.b * lengths[i] / avg) AS norm, newest - days[i] AS age,
+       confidence[i] AS sure
+  WITH nodes, ids, recorded, i, g, total, rel, age, sure,
+       reduce(a = [0.0, 0.0], j IN range(0, size(weights) - 1) |
+         CASE WHEN f[j] > 0
+              THEN [a[0] + weights[j], a[1] + weights[j] * f[j] * (g.k1 + 1.0) / (f[j] + norm)]
+              ELSE a END) AS hit
+  WHERE hit[0] > 0
+  WITH nodes, ids, recorded, i, g, age, sure,
+       hit[0] / total * CASE WHEN g.coverageB > 0 AND 1.0 - g.coverageB + g.coverageB * rel > 1.0
+                             THEN 1.0 / (1.0 - g.coverageB + g.coverageB * rel) ELSE 1.0 END
+         AS coverage,
+       CASE WHEN hit[1] / total < 1.0 THEN hit[1] / total ELSE 1.0 END AS bm
+  WITH nodes, ids, recorded, i,
+       (g.coverage * coverage + g.bm25 * bm) / (g.coverage + g.bm25)
+       * (g.keep + g.freshness * 0.5 ^ (toFloat(age) / g.halfLife) + g.confidence * sure) AS score
+  ORDER BY score DESC, recorded[i] DESC, ids[i]
+  LIMIT $guess.size
+  WITH nodes[i] AS m
+  RETURN collect(m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
+                    .recordedUs, .occurredUs, .invalidatedAt,
+                    supersedes: [(m)-[:SUPERSEDES]->(o:Memory) WHERE o.namespace = $ns | o.id]})
+         AS ahead
+}
+RETURN ahead, v.modelId AS modelId, v.dimension AS dimension, coalesce(s.memories, 0) AS memories,
        coalesce(s.totalLength, 0) AS totalLength, known, chosen, fallback, ids, tf, lengths,
        recorded, occurred, confidence

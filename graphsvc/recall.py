@@ -32,6 +32,7 @@ from graphsvc.store.base import (
     CandidatePlan,
     TermStats,
     Walk,
+    WindowGuess,
     micros,
     plan_candidates,
 )
@@ -168,6 +169,29 @@ def rank_columns(
     ranked = _rank_columns(terms, stats, columns, stage, limit, bm25_b, coverage_b)
     ids = columns.ids
     return [(ids[i], score, matched) for i, score, matched in ranked]
+
+
+#: Candidates a store reads ahead beyond the ranked window (:func:`window_guess`): a guess
+#: computed on the server with its own float arithmetic can order the window's last few
+#: differently (ties, a last bit of a power), and these few keep them in what it read.
+WINDOW_GUESS_MARGIN = 10
+
+
+def window_guess(stage: Stage, limit: int, bm25_b: float, coverage_b: float) -> WindowGuess:
+    """What :func:`rank_columns` with these arguments will rank, for a store to read the
+    ``limit`` best candidates (and :data:`WINDOW_GUESS_MARGIN` more) ahead of the window."""
+    return WindowGuess(
+        size=limit + WINDOW_GUESS_MARGIN,
+        coverage=stage.coverage,
+        bm25=stage.bm25,
+        freshness=stage.freshness,
+        confidence=stage.confidence,
+        half_life_days=stage.half_life_days,
+        bm25_b=bm25_b,
+        coverage_b=coverage_b,
+        k1=BM25_K1,
+        day_us=DAY_US,
+    )
 
 
 # 0.5 ** (age / half_life) by half-life and age in days (Python's pow, the same bits every time);
@@ -1081,4 +1105,5 @@ __all__ = [
     "spans_days",
     "speaker_terms",
     "unlinked_seeds",
+    "window_guess",
 ]

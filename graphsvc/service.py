@@ -72,10 +72,11 @@ from graphsvc.recall import (
     rank_columns,
     rank_order,
     unlinked_seeds,
+    window_guess,
 )
 from graphsvc.retrieval import HYBRID, LEXICAL, DenseRecall, Retrieval
 from graphsvc.settings import Settings
-from graphsvc.store.base import Store, TermStats, Walk, nothing_to_erase
+from graphsvc.store.base import ReadAhead, Store, TermStats, Walk, nothing_to_erase
 from graphsvc.store.journal import isoformats
 from graphsvc.text import analyse_many, estimate_tokens, query_terms
 
@@ -166,6 +167,10 @@ class _EarlyWalk:
         self._k = k
         self._depth = depth
         self._odds = service._guess_odds
+        #: Whether it walks early: then the window is read beside the walk, not ahead with the
+        #: candidates (:meth:`Store.recall_window`), which would leave the walk nothing to
+        #: overlap but make the first read longer.
+        self.walks = self._odds.likely(namespace)
         self._starts: list[UUID] | None = None
         self._future: Future[Walk] | None = None
 
@@ -174,7 +179,7 @@ class _EarlyWalk:
         when the namespace's guesses have mostly held."""
         starts = [memory_id for memory_id, score, _ in ranked if score > 0.0][: self._k]
         self._starts = starts
-        if self._odds.likely(self._namespace):
+        if self.walks:
             service = self._service
             self._future = service._beside().submit(
                 service.store.walk, self._namespace, starts, self._depth,
@@ -618,10 +623,12 @@ class MemoryService:
         query: str,
         stage_name: str,
         early: Callable[[list[RankedId]], None] | None = None,
+        read_ahead: bool = True,
     ) -> Ranking:
         """Candidates for a query, scored, in rank order with supersessions applied. ``early``
         is handed the lexical ranking as soon as it is known, before its memories are read (a
-        reconstruct starts its walk there: :class:`_EarlyWalk`)."""
+        reconstruct starts its walk there: :class:`_EarlyWalk`). ``read_ahead``: the store may
+        read the likely window with the candidates (:meth:`Store.recall_window`)."""
         stage = get_stage(stage_name)
         terms = query_terms(query)
         # The query's encoding runs (without the GIL) while the lexical part does, and on Neo4j
@@ -631,15 +638,21 @@ class MemoryService:
         nearest = (
             self._nearest_soon(namespace, query) if self.dense.prefetch(query, namespace) else None
         )
-        stats, candidates, current = self.store.recall_columns_and_model(
-            namespace, terms, self.settings.candidate_limit
-        )
-        hybrid = self.dense.for_model(namespace, current) is not None
         settings = self.settings
+        # The window's memories come back with the candidates where a read waits on a server:
+        # the store ranks them as rank_columns will, and the window reads what it missed.
+        guess = (
+            window_guess(stage, settings.ranked_limit, settings.bm25_b, settings.coverage_length_b)
+            if read_ahead
+            else None
+        )
+        recalled = self.store.recall_window(namespace, terms, settings.candidate_limit, guess)
+        stats, ahead = recalled.stats, recalled.ahead
+        hybrid = self.dense.for_model(namespace, recalled.model) is not None
         ranked = rank_columns(
             terms,
             stats,
-            candidates,
+            recalled.columns,
             stage,
             settings.ranked_limit,
             settings.bm25_b,
@@ -647,7 +660,8 @@ class MemoryService:
         )
         if early is not None:
             early(ranked)
-        memories, pairs = self.store.window(namespace, [memory_id for memory_id, _, _ in ranked])
+        ids = [memory_id for memory_id, _, _ in ranked]
+        memories, pairs = self.store.window(namespace, ids, ahead)
         direct = attach_ranked(ranked, memories)
         scored = direct
         seeds = answer_seeds(direct)
@@ -669,7 +683,9 @@ class MemoryService:
         retrieval = LEXICAL
         if hybrid:
             retrieval = HYBRID
-            scored, more = self._fuse(namespace, query, scored, terms, stats.avg_length, nearest)
+            scored, more = self._fuse(
+                namespace, query, scored, terms, stats.avg_length, nearest, ahead
+            )
             pairs = list(pairs) + more
         elif nearest is not None:
             nearest.cancel()  # the namespace is lexical: its answer (empty) is not needed
@@ -683,9 +699,11 @@ class MemoryService:
         terms: Sequence[str],
         avg_length: float,
         nearest: Future[list[tuple[UUID, float]]] | None = None,
+        ahead: ReadAhead | None = None,
     ) -> tuple[list[Scored], list[tuple[UUID, UUID]]]:
         """Hybrid recall: the exact cosines of the ranked memories and the ``dense_k`` nearest
-        by meaning (``nearest``, when :meth:`_nearest_soon` started the search; with their
+        by meaning (``nearest``, when :meth:`_nearest_soon` started the search; ``ahead``: what
+        the store read ahead of the window, which may hold some of them; with their
         linked neighbours' when ``dense_context`` is on: :func:`context_cosines`), fused with
         the lexical-graph scores (:func:`fuse`), then the fused score passed from questions to
         their answers (``fused_answer_share``: :func:`propagate_answers`); and the
@@ -708,7 +726,7 @@ class MemoryService:
         extra: list[Memory] = []
         pairs: list[tuple[UUID, UUID]] = []
         if extra_ids:
-            extra, _ = self.store.window(namespace, extra_ids)
+            extra, _ = self.store.window(namespace, extra_ids, ahead)
             pairs = self.store.supersessions(namespace, [*present, *extra_ids])
         if s.dense_context > 0.0:
             cosine = self._context_cosines(namespace, codes, [*present, *extra_ids], cosine)
@@ -857,7 +875,13 @@ class MemoryService:
         depth = s.default_depth if depth is None else depth
         self._in_range("depth", depth, 0, s.max_depth)
         early = _EarlyWalk(self, namespace, k, depth) if self.store.overlapped_reads else None
-        ranked = self._rank(namespace, cue, "default", early.start if early else None).ranked
+        ranked = self._rank(
+            namespace,
+            cue,
+            "default",
+            early.start if early else None,
+            read_ahead=early is None or not early.walks,
+        ).ranked
         hits = [item for item in ranked if item.score > 0.0][:k]
         starts = [h.memory.id for h in hits]
         walk = (

@@ -215,6 +215,46 @@ class Walk:
     links: tuple[Link, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class WindowGuess:
+    """How the service will rank a query's candidates: the stage's weights and the ranking's
+    settings (:func:`graphsvc.recall.rank_columns`). A store whose reads wait on a server reads
+    the ``size`` best candidates by this score's formula ahead, with the candidates themselves
+    (:meth:`Store.recall_window`), so that the ranked window is usually read already when the
+    ranking has chosen it. A guess only saves a round trip: :meth:`Store.window` reads whatever
+    it missed, so what a query answers never depends on it."""
+
+    size: int
+    coverage: float
+    bm25: float
+    freshness: float
+    confidence: float
+    half_life_days: float
+    bm25_b: float
+    coverage_b: float
+    k1: float
+    day_us: int
+
+
+class ReadAhead:
+    """Memories a store read ahead of :meth:`Store.window` (its own form: only the store that
+    made it reads it)."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """What a bundle reads first (:meth:`Store.recall_window`): the query's term statistics,
+    its candidates' columns, the namespace's vector model, and what was read ahead of the
+    window (None: nothing)."""
+
+    stats: TermStats
+    columns: CandidateColumns
+    model: VectorModel | None
+    ahead: ReadAhead | None = None
+
+
 class Store(ABC):
     """Where memories, links, beliefs and context events live."""
 
@@ -393,15 +433,26 @@ class Store(ABC):
         stats, columns = self.recall_columns(namespace, terms, limit)
         return stats, columns, self.vector_model(namespace)
 
+    def recall_window(
+        self, namespace: str, terms: Sequence[str], limit: int, guess: WindowGuess | None
+    ) -> Recalled:
+        """:meth:`recall_columns_and_model`, and the memories ``guess`` expects in the ranked
+        window, read ahead for :meth:`window`. A store whose reads are local ignores the guess
+        (reading ahead would save it nothing); one that waits on a server overrides this."""
+        stats, columns, model = self.recall_columns_and_model(namespace, terms, limit)
+        return Recalled(stats, columns, model)
+
     @abstractmethod
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
         """``(newer, older)`` pairs of SUPERSEDES links with both ends in ``ids``, sorted."""
 
     def window(
-        self, namespace: str, ids: Sequence[UUID]
+        self, namespace: str, ids: Sequence[UUID], ahead: ReadAhead | None = None
     ) -> tuple[list[Memory], list[tuple[UUID, UUID]]]:
         """A query's ranked window at once: :meth:`get_memories` and :meth:`supersessions` of
-        ``ids`` (a store where that is one round trip overrides it)."""
+        ``ids`` (a store where that is one round trip overrides it). ``ahead``: what this store's
+        :meth:`recall_window` read ahead, used where it holds the asked memories (the answer is
+        the same with or without it)."""
         return self.get_memories(namespace, ids), self.supersessions(namespace, ids)
 
     @abstractmethod

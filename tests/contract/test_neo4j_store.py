@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,12 @@ import pytest
 
 from graphsvc.dense import VectorModel
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
-from graphsvc.recall import plan_candidates
+from graphsvc.recall import STAGES, plan_candidates, rank_columns, window_guess
 from graphsvc.store import cypher as named
 from graphsvc.store.base import EPOCH, Candidate, CandidateColumns, Store, micros
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.neo4j import Neo4jStore
+from graphsvc.store.neo4j.store import _Ahead
 from graphsvc.text import analyse, estimate_tokens, query_terms
 from tests.neo4j_server import cypher, neo4j_store_factory, profiled_rows
 
@@ -397,3 +399,59 @@ def test_a_write_that_a_concurrent_one_overtook_still_keeps_the_cap(
     left = {m.id for m in neo.get_memories(ns, [m.id for m in old + a_batch + b_batch])}
     assert left == {m.id for m in old[6:] + a_batch + b_batch}
     assert neo.term_stats(ns, ["old", "appl", "banana"]).df == {"old": 14, "appl": 8, "banana": 8}
+
+
+@pytest.mark.parametrize("coverage_b", [0.0, 0.5])
+def test_reading_ahead_scores_the_candidates_as_the_ranking_does(
+    neo: Neo4jStore, ns: str, coverage_b: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """recall_columns.cypher's guess ranks as rank_columns does, in the server's arithmetic:
+    with no margin, where no two scores round alike, it reads exactly the ranked window, in
+    order; and the window then makes no round trip of its own, yet answers as without it."""
+    items = corpus(ns, 60)
+    neo.upsert_memories(ns, items, max_memories=CAP)
+    neo.add_links(
+        ns,
+        [
+            Link(source=a.id, target=b.id, kind=LinkKind.SUPERSEDES, created_at=BASE)
+            for a, b in zip(items[1::7], items[::7], strict=False)
+        ],
+    )
+    reads: list[str] = []
+    real_read = neo._read
+
+    def counted(name: str, /, **params: Any) -> Any:
+        reads.append(name)
+        return real_read(name, **params)
+
+    monkeypatch.setattr(neo, "_read", counted)
+    checked = 0
+    for text in ("kettle water", "kettle kettle steam", "spout lid handle cord", "rusts"):
+        terms = query_terms(text)
+        for stage in STAGES.values():
+            for limit in (1, 5, 12):
+                guess = replace(window_guess(stage, limit, 0.75, coverage_b), size=limit)
+                recalled = neo.recall_window(ns, terms, 1_000, guess)
+                assert isinstance(recalled.ahead, _Ahead)
+                every = rank_columns(terms, recalled.stats, recalled.columns, stage, None, 0.75,
+                                     coverage_b)  # fmt: skip
+                ranked = [str(memory_id) for memory_id, _, _ in every[:limit]]
+                score = {str(memory_id): value for memory_id, value, _ in every}
+                ahead = list(recalled.ahead.rows)
+                # In the ranking's order (scores as rounded; the server orders by the unrounded
+                # ones, so equal rounded scores may come in either order) ...
+                assert [score[key] for key in ahead] == sorted(
+                    (score[key] for key in ahead), reverse=True
+                ), (text, stage.name, limit)
+                # ... and the window's memories, unless its last score ties the next one.
+                if len(every) <= limit or every[limit - 1][1] != every[limit][1]:
+                    assert set(ahead) == set(ranked), (text, stage.name, limit)
+                    checked += 1
+                ids = [UUID(key) for key in ranked]
+                reads.clear()
+                window = neo.window(ns, ids, recalled.ahead)
+                assert reads == ([] if set(ranked) <= set(recalled.ahead.rows) else ["window"])
+                assert window == neo.window(ns, ids)
+                more = [*ids, items[0].id, uuid4()]
+                assert neo.window(ns, more, recalled.ahead) == neo.window(ns, more)
+    assert checked >= 15

@@ -37,9 +37,12 @@ from graphsvc.model import (
 from graphsvc.store.base import (
     Candidate,
     CandidateColumns,
+    ReadAhead,
+    Recalled,
     Store,
     TermStats,
     Walk,
+    WindowGuess,
     belief_memory_missing,
     link_end_missing,
     memory_missing,
@@ -97,6 +100,31 @@ class _Recalled:
 
     fallback: bool
     model: VectorModel | None
+    ahead: ReadAhead | None = None
+
+
+class _Ahead(ReadAhead):
+    """The memories recall_columns.cypher read ahead of the window, as window.cypher's rows,
+    by id."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows = {row["id"]: row for row in rows}
+
+
+def _guess_params(guess: WindowGuess | None, asked: Sequence[str], terms: Sequence[str]) -> Any:
+    """recall_columns.cypher's ``$guess``: size 0 reads nothing ahead."""
+    if guess is None or guess.size <= 0:
+        return {"size": 0}
+    count = Counter(terms)
+    return {
+        "size": guess.size, "dayUs": guess.day_us, "mult": [count[term] for term in asked],
+        "k1": guess.k1, "b": guess.bm25_b, "coverageB": guess.coverage_b,
+        "coverage": guess.coverage, "bm25": guess.bm25, "freshness": guess.freshness,
+        "confidence": guess.confidence, "keep": 1.0 - guess.freshness - guess.confidence,
+        "halfLife": guess.half_life_days,
+    }  # fmt: skip
 
 
 class Neo4jStore(Neo4jVectors, Store):
@@ -622,22 +650,39 @@ class Neo4jStore(Neo4jVectors, Store):
         stats, columns, recalled = self._recall(namespace, terms, limit)
         return stats, columns, recalled.model
 
+    def recall_window(
+        self, namespace: str, terms: Sequence[str], limit: int, guess: WindowGuess | None
+    ) -> Recalled:
+        """As :meth:`Store.recall_window`, in the one round trip of :meth:`recall_columns`:
+        recall_columns.cypher scores the candidates as ``guess`` says and reads the best
+        ``guess.size`` with them, so the window is usually read without a round trip of its
+        own."""
+        stats, columns, recalled = self._recall(namespace, terms, limit, guess)
+        return Recalled(stats, columns, recalled.model, recalled.ahead)
+
     def _recall(
-        self, namespace: str, terms: Sequence[str], limit: int
+        self,
+        namespace: str,
+        terms: Sequence[str],
+        limit: int,
+        guess: WindowGuess | None = None,
     ) -> tuple[TermStats, CandidateColumns, _Recalled]:
         """The statistics and candidate columns of a query, with whether the plan fell back to
-        the newest memories of its rarest term, and the namespace's vector model."""
+        the newest memories of its rarest term, the namespace's vector model, and what ``guess``
+        read ahead."""
         distinct = list(dict.fromkeys(terms))
         asked = sorted(distinct)
         row = self._read(
             "recall_columns", ns=namespace, sep=KEY_SEP, terms=asked, limit=limit,
             chunk=TERMS_PER_QUERY, none=NO_OCCURRED, needles=[f" {term} " for term in asked],
+            guess=_guess_params(guess, asked, terms),
         )[0]  # fmt: skip
         df = {asked[i]: int(count) for i, count in row["known"]}
         stats = TermStats(
             int(row["memories"]), int(row["totalLength"]), {t: df[t] for t in distinct}
         )
-        recalled = _Recalled(fallback=row["fallback"] is not None, model=_model(row))
+        ahead = _Ahead(row["ahead"]) if row["ahead"] else None
+        recalled = _Recalled(row["fallback"] is not None, _model(row), ahead)
         return stats, _columns(row, asked, terms), recalled
 
     def recent_candidates(
@@ -656,12 +701,16 @@ class Neo4jStore(Neo4jVectors, Store):
         return [UUID(row["id"]) for row in rows]
 
     def window(
-        self, namespace: str, ids: Sequence[UUID]
+        self, namespace: str, ids: Sequence[UUID], ahead: ReadAhead | None = None
     ) -> tuple[list[Memory], list[tuple[UUID, UUID]]]:
         if not ids:
             return [], []
         asked = [str(i) for i in ids]
-        found = self._read("window", ns=namespace, ids=asked)[0]["memories"]
+        read = ahead.rows if isinstance(ahead, _Ahead) else {}
+        missing = [key for key in asked if key not in read]
+        found = [read[key] for key in asked if key in read]
+        if missing:
+            found += self._read("window", ns=namespace, ids=missing)[0]["memories"]
         by_id = {props["id"]: props for props in found}
         memories = [_memory(namespace, by_id[key]) for key in asked if key in by_id]
         pairs = sorted(
