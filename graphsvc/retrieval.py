@@ -359,7 +359,7 @@ class DenseRecall:
 
     def for_model(self, namespace: str, current: VectorModel | None) -> VectorModel | None:
         """As :meth:`for_namespace` for a read, given the namespace's model as the store
-        answered it (:meth:`Store.recall_columns_and_model`): this encoder's model when it is
+        answered it (:meth:`Store.recall_window`): this encoder's model when it is
         the namespace's, else None."""
         mine = self.model()
         return self._remember(namespace, mine if mine is not None and current == mine else None)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 from uuid import UUID
 
 import numpy as np
@@ -35,6 +35,9 @@ from graphsvc.model import (
     NamespaceStats,
     WriteResult,
 )
+
+if TYPE_CHECKING:
+    from graphsvc.recall import Stage
 
 
 @dataclass(frozen=True)
@@ -217,19 +220,16 @@ class Walk:
 
 @dataclass(frozen=True)
 class WindowGuess:
-    """How the service will rank a query's candidates: the stage's weights and the ranking's
-    settings (:func:`graphsvc.recall.rank_columns`). A store whose reads wait on a server reads
-    the ``size`` best candidates by this score's formula ahead, with the candidates themselves
-    (:meth:`Store.recall_window`), so that the ranked window is usually read already when the
-    ranking has chosen it. A guess only saves a round trip: :meth:`Store.window` reads whatever
-    it missed, so what a query answers never depends on it."""
+    """How the service will rank a query's candidates (:func:`graphsvc.recall.rank_columns`):
+    its stage, ``bm25_b`` and ``coverage_b``, and the ranking's constants ``k1`` and ``day_us``.
+    A store whose reads wait on a server reads the ``size`` best candidates by that score ahead,
+    with the candidates themselves (:meth:`Store.recall_window`), so that the ranked window is
+    usually read already when the ranking has chosen it. A guess only saves a round trip:
+    :meth:`Store.window` reads whatever it missed, so what a query answers never depends on
+    it."""
 
     size: int
-    coverage: float
-    bm25: float
-    freshness: float
-    confidence: float
-    half_life_days: float
+    stage: Stage
     bm25_b: float
     coverage_b: float
     k1: float
@@ -425,22 +425,16 @@ class Store(ABC):
         stats, found = self.recall_candidates(namespace, terms, limit)
         return stats, CandidateColumns.of(found, len(terms))
 
-    def recall_columns_and_model(
-        self, namespace: str, terms: Sequence[str], limit: int
-    ) -> tuple[TermStats, CandidateColumns, VectorModel | None]:
-        """:meth:`recall_columns` and :meth:`vector_model`: what a bundle needs first, hybrid or
-        not. A store where that is one round trip overrides it."""
-        stats, columns = self.recall_columns(namespace, terms, limit)
-        return stats, columns, self.vector_model(namespace)
-
     def recall_window(
         self, namespace: str, terms: Sequence[str], limit: int, guess: WindowGuess | None
     ) -> Recalled:
-        """:meth:`recall_columns_and_model`, and the memories ``guess`` expects in the ranked
-        window, read ahead for :meth:`window`. A store whose reads are local ignores the guess
-        (reading ahead would save it nothing); one that waits on a server overrides this."""
-        stats, columns, model = self.recall_columns_and_model(namespace, terms, limit)
-        return Recalled(stats, columns, model)
+        """What a bundle needs first, hybrid or not: :meth:`recall_columns` and
+        :meth:`vector_model`, and the memories ``guess`` expects in the ranked window, read
+        ahead for :meth:`window`. A store whose reads are local ignores the guess (reading
+        ahead would save it nothing); one that waits on a server answers all of it in one
+        round trip."""
+        stats, columns = self.recall_columns(namespace, terms, limit)
+        return Recalled(stats, columns, self.vector_model(namespace))
 
     @abstractmethod
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:

@@ -213,17 +213,18 @@ def test_recall_columns_hold_the_plan_s_candidates_with_their_frequencies(
             assert when == (None if item.occurred_at is None else micros(item.occurred_at))
 
 
-def test_recall_columns_and_model_answer_the_namespace_s_model_in_the_same_round_trip(
+def test_recall_window_answers_the_namespace_s_model_in_the_same_round_trip(
     neo: Neo4jStore, ns: str
 ) -> None:
     neo.upsert_memories(ns, corpus(ns, 12), max_memories=CAP)
     terms = query_terms("kettle water")
-    stats, columns, model = neo.recall_columns_and_model(ns, terms, 1_000)
-    assert model is None
+    recalled = neo.recall_window(ns, terms, 1_000, None)
+    assert recalled.model is None
+    assert recalled.ahead is None  # no guess: nothing read ahead
     plain_stats, plain = neo.recall_columns(ns, terms, 1_000)
-    assert (stats, rows_of(columns)) == (plain_stats, rows_of(plain))
+    assert (recalled.stats, rows_of(recalled.columns)) == (plain_stats, rows_of(plain))
     neo.set_vector_model(ns, VectorModel("three-d", 3))
-    assert neo.recall_columns_and_model(ns, terms, 1_000)[2] == VectorModel("three-d", 3)
+    assert neo.recall_window(ns, terms, 1_000, None).model == VectorModel("three-d", 3)
     assert neo.vector_model(ns) == VectorModel("three-d", 3)
 
 

@@ -117,13 +117,13 @@ def _guess_params(guess: WindowGuess | None, asked: Sequence[str], terms: Sequen
     """recall_columns.cypher's ``$guess``: size 0 reads nothing ahead."""
     if guess is None or guess.size <= 0:
         return {"size": 0}
-    count = Counter(terms)
+    count, stage = Counter(terms), guess.stage
     return {
         "size": guess.size, "dayUs": guess.day_us, "mult": [count[term] for term in asked],
         "k1": guess.k1, "b": guess.bm25_b, "coverageB": guess.coverage_b,
-        "coverage": guess.coverage, "bm25": guess.bm25, "freshness": guess.freshness,
-        "confidence": guess.confidence, "keep": 1.0 - guess.freshness - guess.confidence,
-        "halfLife": guess.half_life_days,
+        "coverage": stage.coverage, "bm25": stage.bm25, "freshness": stage.freshness,
+        "confidence": stage.confidence, "keep": 1.0 - stage.freshness - stage.confidence,
+        "halfLife": stage.half_life_days,
     }  # fmt: skip
 
 
@@ -642,14 +642,6 @@ class Neo4jStore(Neo4jVectors, Store):
         stats, columns, _ = self._recall(namespace, terms, limit)
         return stats, columns
 
-    def recall_columns_and_model(
-        self, namespace: str, terms: Sequence[str], limit: int
-    ) -> tuple[TermStats, CandidateColumns, VectorModel | None]:
-        """:meth:`recall_columns` and :meth:`vector_model` in the same round trip (and the same
-        snapshot): what a bundle needs first, hybrid or not."""
-        stats, columns, recalled = self._recall(namespace, terms, limit)
-        return stats, columns, recalled.model
-
     def recall_window(
         self, namespace: str, terms: Sequence[str], limit: int, guess: WindowGuess | None
     ) -> Recalled:
@@ -707,14 +699,14 @@ class Neo4jStore(Neo4jVectors, Store):
             return [], []
         asked = [str(i) for i in ids]
         read = ahead.rows if isinstance(ahead, _Ahead) else {}
-        missing = [key for key in asked if key not in read]
-        found = [read[key] for key in asked if key in read]
+        by_id = {key: read[key] for key in asked if key in read}
+        missing = [key for key in asked if key not in by_id]
         if missing:
-            found += self._read("window", ns=namespace, ids=missing)[0]["memories"]
-        by_id = {props["id"]: props for props in found}
+            found = self._read("window", ns=namespace, ids=missing)[0]["memories"]
+            by_id.update((props["id"], props) for props in found)
         memories = [_memory(namespace, by_id[key]) for key in asked if key in by_id]
         pairs = sorted(
-            {(props["id"], older) for props in found for older in props["supersedes"]
+            {(props["id"], older) for props in by_id.values() for older in props["supersedes"]
              if older in by_id}
         )  # fmt: skip
         return memories, [(UUID(a), UUID(b)) for a, b in pairs]
