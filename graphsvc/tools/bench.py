@@ -264,6 +264,10 @@ class Corpus:
         return (self.text(i) for i in range(len(self)))
 
 
+WARMUP_MEMORIES = 10_000
+"""Memories the bench writes and erases on Neo4j before the timed ingest (``--warmup-memories``)."""
+
+
 def make_vocabulary(rng: random.Random, size: int) -> list[str]:
     """``size`` pseudo-words of 2-4 syllables, each with its own analysed (stemmed) form."""
     onsets, vowels = _ONSETS.split(), _VOWELS.split()
@@ -790,6 +794,9 @@ def _spread(figures: dict[str, float], key: str, unit: str) -> str:
 _ROWS: tuple[tuple[str, str], ...] = (
     ("corpus_build_s", "corpus build (s)"),
     ("model_load_s", "embedding model load (s)"),
+    ("warmup_memories", "warm-up: memories written and erased first (not counted)"),
+    ("warmup_memories_per_s", "warm-up ingest (memories/s)"),
+    ("warmup_s", "warm-up, its write and erase (s)"),
     ("ingest_memories_per_s", "ingest (memories/s)"),
     ("ingest_memories_per_cpu_s", "ingest (memories per CPU second of this process)"),
     ("ingest_batch_per_s_p10", "ingest, one write's memories/s: p10"),
@@ -980,6 +987,15 @@ Embed = Literal["off", "on", "synthetic"]
     help="Keep the bench's namespace afterwards (default: erase it; a temporary data directory "
     "is deleted either way).",
 )
+@click.option(
+    "--warmup-memories",
+    type=click.IntRange(min=0),
+    default=WARMUP_MEMORIES,
+    show_default=True,
+    help="On Neo4j, memories (of another seed, with their links) written the same way and erased "
+    "before the timed ingest, so that it times the server's compiled write path, as on a server "
+    "that has been running, not its JIT compiling it; 0: none. The embedded store needs none.",
+)
 def bench(
     memories: int,
     queries: int,
@@ -993,6 +1009,7 @@ def bench(
     batch: int,
     writers: int,
     keep: bool,
+    warmup_memories: int,
 ) -> None:
     """Measure ingest, restart, bundle and reconstruct on a synthetic corpus, beside bm25s.
 
@@ -1012,7 +1029,7 @@ def bench(
     root = Path(tempfile.mkdtemp(prefix="graphsvc-bench-")) if data_dir is None else data_dir
     run = Run(
         memories, queries, rounds, embed, seed, vocabulary, batch, keep, temporary, query_tokens,
-        writers,
+        writers, warmup_memories,
     )  # fmt: skip
     try:
         report = run.measure(root)
@@ -1045,6 +1062,7 @@ class Run:
     temporary: bool  # the embedded store's data directory is deleted afterwards
     query_tokens: int = 0  # with embed "synthetic": the model encodes each query as this many
     writers: int = 1  # memory writes in flight (write_batches)
+    warmup_memories: int = WARMUP_MEMORIES  # written and erased first, on a server store
     figures: dict[str, float] = field(default_factory=dict)
 
     def erases(self, store_kind: str) -> bool:
@@ -1111,6 +1129,8 @@ class Run:
         erase = self.erases(store_kind)
         erased = False
         try:
+            if service.store.concurrent_writes and self.warmup_memories:
+                self._warm_up_writes(service, f"{namespace}_warmup", batch)
             release_memory()
             figures["rss_before_ingest_mib"] = current_rss_mib()
             ingest = ingest_corpus(service, namespace, corpus, batch, self.writers)
@@ -1162,6 +1182,23 @@ class Run:
             settings, label, store_kind, retrieval, namespace, erase, len(corpus.links),
             warmup, batch, (load_start, load_end), started_at,
         )  # fmt: skip
+
+    def _warm_up_writes(self, service: MemoryService, namespace: str, batch: int) -> None:
+        """Write :attr:`warmup_memories` of another seed's corpus, with their links, as the timed
+        ingest will, then erase them (their time is reported, not counted)."""
+        figures = self.figures
+        with _progress(self.warmup_memories, "warm-up corpus", "mem") as bar:
+            corpus = make_corpus(
+                self.seed + 1, self.warmup_memories, 1, self.vocabulary, 1.0, bar.update
+            )
+        start = time.perf_counter()
+        try:
+            warm = ingest_corpus(service, namespace, corpus, batch, self.writers)
+        finally:
+            erase_namespace(service, namespace)
+        figures["warmup_memories"] = self.warmup_memories
+        figures["warmup_memories_per_s"] = self.warmup_memories / warm.memory_seconds
+        figures["warmup_s"] = time.perf_counter() - start
 
     def _ingest_figures(self, ingest: Ingest) -> None:
         figures = self.figures
@@ -1380,6 +1417,7 @@ class Run:
             "seed": self.seed,
             "batch": batch,
             "writers": self.writers,
+            "warmup_memories": int(figures.get("warmup_memories", 0)),
             "embed": self.embed,
             "query_tokens": self.query_tokens if self.embed == "synthetic" else None,
             "retrieval": retrieval,

@@ -21,7 +21,10 @@ from graphsvc.store.mirror import MirrorStore
 from tests.helpers import STORES, installed_model
 from tests.neo4j_server import neo4j_store_factory
 
-TINY = ["--memories", "200", "--queries", "5", "--rounds", "2", "--vocabulary", "400"]
+TINY = [
+    "--memories", "200", "--queries", "5", "--rounds", "2", "--vocabulary", "400",
+    "--warmup-memories", "60",
+]  # fmt: skip
 
 
 @pytest.fixture(params=STORES)
@@ -87,6 +90,13 @@ def test_bench_reports_every_figure_with_its_settings_and_erases_its_namespace(
     assert "restart: open + first bundle" in output and "load average (1/5/15 min)" in output
     assert environment["namespace_erased"] is True
     assert memories_left(open_store, environment["namespace"]) == 0
+    # On Neo4j the write path is warmed first, in a namespace of its own that is erased.
+    if paired:
+        assert config["warmup_memories"] == figures["warmup_memories"] == 60
+        assert figures["warmup_memories_per_s"] > 0 and "warm-up ingest" in output
+        assert memories_left(open_store, f"{environment['namespace']}_warmup") == 0
+    else:
+        assert config["warmup_memories"] == 0 and "warmup_s" not in figures
 
 
 def test_writers_write_every_memory_in_batches_in_flight(
