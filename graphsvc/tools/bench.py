@@ -992,9 +992,10 @@ Embed = Literal["off", "on", "synthetic"]
     type=click.IntRange(min=0),
     default=WARMUP_MEMORIES,
     show_default=True,
-    help="On Neo4j, memories (of another seed, with their links) written the same way and erased "
-    "before the timed ingest, so that it times the server's compiled write path, as on a server "
-    "that has been running, not its JIT compiling it; 0: none. The embedded store needs none.",
+    help="On Neo4j, memories (of another seed, with their links; at most --memories) written the "
+    "same way and erased before the timed ingest, so that it times the server's compiled write "
+    "path, as on a server that has been running, not its JIT compiling it; 0: none. The "
+    "embedded store needs none.",
 )
 def bench(
     memories: int,
@@ -1184,20 +1185,20 @@ class Run:
         )  # fmt: skip
 
     def _warm_up_writes(self, service: MemoryService, namespace: str, batch: int) -> None:
-        """Write :attr:`warmup_memories` of another seed's corpus, with their links, as the timed
-        ingest will, then erase them (their time is reported, not counted)."""
+        """Write :attr:`warmup_memories` (at most as many as the corpus) of another seed's
+        corpus, with their links, as the timed ingest will, then erase them (their time is
+        reported, not counted)."""
         figures = self.figures
-        with _progress(self.warmup_memories, "warm-up corpus", "mem") as bar:
-            corpus = make_corpus(
-                self.seed + 1, self.warmup_memories, 1, self.vocabulary, 1.0, bar.update
-            )
+        count = min(self.warmup_memories, self.memories)
+        with _progress(count, "warm-up corpus", "mem") as bar:
+            corpus = make_corpus(self.seed + 1, count, 1, self.vocabulary, 1.0, bar.update)
         start = time.perf_counter()
         try:
             warm = ingest_corpus(service, namespace, corpus, batch, self.writers)
         finally:
             erase_namespace(service, namespace)
-        figures["warmup_memories"] = self.warmup_memories
-        figures["warmup_memories_per_s"] = self.warmup_memories / warm.memory_seconds
+        figures["warmup_memories"] = count
+        figures["warmup_memories_per_s"] = count / warm.memory_seconds
         figures["warmup_s"] = time.perf_counter() - start
 
     def _ingest_figures(self, ingest: Ingest) -> None:

@@ -124,6 +124,8 @@ def test_keep_leaves_the_namespace(where: tuple[list[str], Any], tmp_path: Path)
     _, report = run_bench([*args, "--keep", "--memories", "50"], tmp_path)
     namespace = report["environment"]["namespace"]
     assert report["environment"]["namespace_erased"] is False
+    if report["environment"]["store_kind"] == "neo4j":  # no warm-up larger than the corpus
+        assert report["figures"]["warmup_memories"] == 50
     store: Store = open_store()
     store.open()
     try:
