@@ -1130,7 +1130,7 @@ class Run:
         erase = self.erases(store_kind)
         erased = False
         try:
-            if service.store.concurrent_writes and self.warmup_memories:
+            if store_kind == "neo4j" and self.warmup_memories:
                 self._warm_up_writes(service, f"{namespace}_warmup", batch)
             release_memory()
             figures["rss_before_ingest_mib"] = current_rss_mib()
@@ -1195,8 +1195,10 @@ class Run:
         start = time.perf_counter()
         try:
             warm = ingest_corpus(service, namespace, corpus, batch, self.writers)
-        finally:
-            erase_namespace(service, namespace)
+        except BaseException:
+            _erase_after_failure(service, namespace)  # warns; the write's own error is raised
+            raise
+        erase_namespace(service, namespace)
         figures["warmup_memories"] = count
         figures["warmup_memories_per_s"] = count / warm.memory_seconds
         figures["warmup_s"] = time.perf_counter() - start
