@@ -303,6 +303,10 @@ def scenarios(root: Path) -> list[tuple[str, str, Callable[[Path], None], bool]]
         lines[-2] = lines[-2][:37] + lines[-2]
         (d / log).write_bytes(b"\n".join(lines))
 
+    def empty_log_crash(d: Path) -> None:
+        crash(d)
+        os.truncate(d / log, 0)
+
     def delete_snapshot(d: Path) -> None:
         (d / journal.SNAPSHOT_NAME).unlink()
 
@@ -326,6 +330,8 @@ def scenarios(root: Path) -> list[tuple[str, str, Callable[[Path], None], bool]]
         ("log.jsonl deleted, after a clean close", "refused", delete_log, False),
         ("log.jsonl deleted, after a crash, no snapshot", "refused", delete_log_crash, False),
         ("log.jsonl deleted, with a snapshot", "refused", delete_log, True),
+        ("log.jsonl emptied (0 bytes), after a crash", "refused", empty_log_crash, False),
+        ("log.jsonl emptied, after a crash, with a snapshot", "refused", empty_log_crash, True),
         ("log.jsonl replaced by another store's", "refused", foreign_log, True),
         ("log.jsonl replaced by an older generation", "refused", older_generation, True),
         ("snapshot.json deleted", "refused", delete_snapshot, True),

@@ -34,8 +34,11 @@ newline. A reader tells three things apart:
 - ``LOCK``: the writer's ``flock``.
 
 A missing ``log.jsonl`` where the directory says there was one (a snapshot, a marker or a lock
-file), a log that is not the one the snapshot names, or a log that continues a snapshot that is
-missing, are refused (:attr:`Chain.refusal`); ``graphsvc repair`` accepts them explicitly.
+file), an empty one (0 bytes: every segment this format writes starts with its header, so an empty
+log lost its header and whatever followed it), a log that is not the one the snapshot names, or a
+log that continues a snapshot that is missing, are refused (:attr:`Chain.refusal`); ``graphsvc
+repair`` accepts them explicitly. The one empty log that is not refused is beside a version-1
+snapshot (graphsvc before checksums emptied its log after each snapshot).
 
 **Version 1** (graphsvc before checksums): ``log.jsonl`` held bare JSON lines with ``seq`` and
 ``snapshot.json`` one JSON object with ``"version": 1``. Both still load, without checksums; a
@@ -610,7 +613,8 @@ class Chain:
         marker: the clean-close marker, or None.
         refusal: why the files cannot be opened as they are (a missing, foreign or orphaned log),
             or None. Damage inside a segment is not a refusal: it is found while replaying.
-        refusal_kind: ``missing-log``, ``foreign-log`` or ``missing-snapshot``, or None.
+        refusal_kind: ``missing-log``, ``empty-log``, ``foreign-log`` or ``missing-snapshot``,
+            or None.
     """
 
     root: Path
@@ -685,6 +689,22 @@ def inspect(root: Path, *, lock_existed: bool) -> Chain:
             )
         return chain
     active = _segment(active_path)
+    if active.scan.size == 0 and (snap is None or snap.head.version != LEGACY_VERSION):
+        fresh = snap is None and chain.marker is None and not old_path.exists()
+        if chain.roll_forward is not None and fresh:
+            # A crash of the first open before the first log had its header: nothing was ever
+            # acknowledged, the store is new.
+            chain.roll_forward = None
+            chain.leftover_new = new_path
+            return chain
+        chain.refusal_kind = "empty-log"
+        chain.refusal = (
+            f"{active.path} is empty (0 bytes): it lost its header, and every record after it "
+            "(a truncate, or a file system that lost the file's data in a crash); it is not "
+            "loaded as an empty store. Restore it from a backup, or accept the loss (a directory "
+            "of graphsvc before checksums that was never written loses nothing)"
+        )
+        return chain
     old = None
     if old_path.exists():
         try:

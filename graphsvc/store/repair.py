@@ -9,8 +9,9 @@ openable again, losing as little as the files allow and saying exactly what:
 - it moves every file it replaces aside, unchanged, as ``NAME.damaged-<UTC time>`` (the file with
   the damage), ``NAME.cut-<time>`` (a later segment cut with it) or ``NAME.foreign-<time>`` (a
   log that belongs to another store or generation), so nothing is deleted;
-- a missing or foreign log is replaced by an empty one that continues the snapshot (the records
-  after the snapshot, if there were any, are lost: the report says from which ``seq``);
+- a missing, foreign or emptied (0 bytes) log is replaced by a new one that continues the
+  snapshot (the records after the snapshot, if there were any, are lost: the report says from
+  which ``seq``);
 - it reports what it found, kept and cut: records, bytes and ``seq`` ranges.
 
 It refuses what it cannot fix: a damaged snapshot, or a log that continues a snapshot that is
@@ -318,6 +319,9 @@ class _Repair:
             if chain.refusal_kind == "foreign-log" and log_path.exists():
                 self.set_aside(log_path, "foreign")
                 continue  # the old segment, if any, may now be the log to keep
+            if chain.refusal_kind == "empty-log":
+                # Then as a missing log: a new one continues the snapshot, the loss reported.
+                self.set_aside(chain.roll_forward or log_path, "damaged")
             if old_path.exists():
                 if not log_path.exists() and self.old_continues(chain):
                     os.rename(old_path, log_path)

@@ -511,6 +511,104 @@ def test_a_deleted_log_is_refused_then_repair_accepts_the_loss(
         store.close()
 
 
+@pytest.mark.parametrize("how", ["crash-without-snapshot", "crash-with-snapshot", "clean-close"])
+def test_a_log_emptied_to_0_bytes_is_refused_never_loaded_empty_or_migrated(
+    data_dir: Path, tmp_path: Path, written: tuple[Probe, dict[str, Any]], how: str
+) -> None:
+    probe, _ = written
+    kept: dict[str, Any] | None = None
+    if how == "crash-with-snapshot":
+        store = open_store(data_dir)
+        store.snapshot()
+        kept = state(store, probe)
+        store.close()
+        write_one_more(data_dir, tmp_path)
+    if how != "clean-close":
+        as_if_crashed(data_dir)
+    log = data_dir / journal.LOG_NAME
+    os.truncate(log, 0)
+    before = sorted((p.name, p.read_bytes()) for p in data_dir.iterdir())
+    message = refuses(data_dir, rf"{log} is empty \(0 bytes\): it lost its header")
+    assert "not loaded as an empty store" in message
+    refuses(data_dir, r"lost its header", read_only=True)
+    # Nothing was migrated or snapshotted over it: repair still sees the loss.
+    assert sorted((p.name, p.read_bytes()) for p in data_dir.iterdir()) == before
+
+    report = repair(data_dir)
+    start = (report.snapshot_seq or 0) + 1
+    assert report.lost_seq is not None and report.lost_seq[0] == start
+    assert any("lost its header" in p for p in report.problems), report.problems
+    aside = [p for p in report.moved_aside if ".damaged-" in p.name]
+    assert len(aside) == 1 and aside[0].read_bytes() == b""
+    store = open_store(data_dir)
+    try:
+        if kept is not None:
+            assert state(store, probe) == kept  # the snapshot's state
+        else:
+            assert all(store.stats(ns).memories == 0 for ns in NAMESPACES)
+    finally:
+        store.close()
+
+
+def test_a_log_emptied_after_kill_9_is_refused_by_the_command_line(tmp_path: Path) -> None:
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    data_dir = tmp_path / "crash"
+    acked = _acknowledged_then_kill(script, data_dir, 64 * 1024 * 1024, acks=5)
+    assert acked and not (data_dir / journal.SNAPSHOT_NAME).exists()
+    os.truncate(data_dir / journal.LOG_NAME, 0)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GRAPHSVC_EMBED": "off"}
+    env.pop("GRAPHSVC_NEO4J_URI", None)
+    for command in (["stats"], ["remember", "after the loss"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "graphsvc.cli", *command, "--data-dir", str(data_dir),
+             "--namespace", "crash"],
+            capture_output=True, text=True, env=env, cwd=REPO, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 3, (done.stdout, done.stderr)
+        assert "lost its header" in done.stderr and f"{REPAIR} {data_dir}" in done.stderr
+        assert "Traceback" not in done.stderr and "migrating" not in done.stderr
+    assert (data_dir / journal.LOG_NAME).stat().st_size == 0
+    assert not (data_dir / journal.SNAPSHOT_NAME).exists()
+
+
+def test_an_empty_log_beside_a_version_1_snapshot_still_loads(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    # graphsvc before checksums emptied its log after each snapshot: that store is whole.
+    probe = Probe()
+    store = open_store(data_dir, fsync=False)
+    populate(service_on(store, tmp_path), probe)
+    store.snapshot(version=2)
+    expected = state(store, probe)
+    store.close()
+    to_version_1(data_dir)
+    (data_dir / journal.LOG_NAME).write_bytes(b"")
+    store = open_store(data_dir)  # migrates
+    try:
+        assert state(store, probe) == expected
+    finally:
+        store.close()
+    assert journal.scan_file(data_dir / journal.LOG_NAME).version == journal.FORMAT_VERSION
+
+
+def test_a_crash_before_the_first_log_had_its_header_still_opens(data_dir: Path) -> None:
+    # The first open's crash between creating log.new.jsonl and writing its header: nothing was
+    # ever acknowledged, so this is a brand-new store.
+    store = open_store(data_dir)
+    store.close()
+    (data_dir / journal.LOG_NAME).rename(data_dir / journal.NEW_LOG_NAME)
+    os.truncate(data_dir / journal.NEW_LOG_NAME, 0)
+    as_if_crashed(data_dir)
+    store = open_store(data_dir)
+    try:
+        assert store.stats("alpha").memories == 0
+    finally:
+        store.close()
+    assert not (data_dir / journal.NEW_LOG_NAME).exists()
+    assert journal.scan_file(data_dir / journal.LOG_NAME).version == journal.FORMAT_VERSION
+
+
 def _compacted_store(path: Path, tmp_path: Path, text: str) -> None:
     store = open_store(path, fsync=False)
     service_on(store, tmp_path).remember("alpha", MemoryInput(text=text))
