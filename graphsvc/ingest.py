@@ -55,17 +55,50 @@ def _fail(name: str, number: int, message: str) -> BadInputError:
     return BadInputError(f"{name}:{number}: {message}")
 
 
-def parse_jsonl(lines: Iterable[str], name: str = "<input>") -> IngestPlan:
-    """Parse and validate JSON Lines; blank lines are skipped. Raises BadInputError naming the
-    first bad line."""
+def _decode(raw: bytes, name: str, number: int) -> str:
+    """A line of a file as text (UTF-8).
+
+    Raises:
+        BadInputError: the line is not UTF-8 (the message names the first bad byte, or says the
+            file is UTF-16).
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if number == 1 and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            what = "the file is UTF-16 (it starts with a UTF-16 byte order mark)"
+        else:
+            what = f"byte 0x{raw[exc.start]:02x} at column {exc.start + 1} is not UTF-8"
+        raise _fail(
+            name, number, f"not UTF-8 text: {what}; convert the file to UTF-8 (iconv -t UTF-8)"
+        ) from None
+
+
+def parse_jsonl(lines: Iterable[str | bytes], name: str = "<input>") -> IngestPlan:
+    """Parse and validate JSON Lines; blank lines are skipped. Lines given as bytes (a file
+    opened in binary) are decoded one by one, so that a byte that is not UTF-8 is reported with
+    its line.
+
+    Raises:
+        BadInputError: the first bad line, named ``name:line``: not UTF-8, not JSON (nested too
+            deeply or a number too long included), or not a valid memory or link.
+    """
     plan = IngestPlan()
-    for number, raw in enumerate(lines, start=1):
+    for number, line in enumerate(lines, start=1):
+        raw = _decode(line, name, number) if isinstance(line, bytes) else line
         if not raw.strip():
             continue
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise _fail(name, number, f"not valid JSON ({exc.msg} at column {exc.colno})") from exc
+        except RecursionError:
+            raise _fail(
+                name, number, "not valid JSON: arrays or objects nested too deeply"
+            ) from None
+        except ValueError as exc:  # an integer with more digits than Python converts
+            reason = str(exc).partition(";")[0]
+            raise _fail(name, number, f"not valid JSON: a number too long ({reason})") from None
         if not isinstance(obj, dict):
             raise _fail(name, number, "expected a JSON object with a 'type' field")
         body: dict[str, Any] = dict(obj)

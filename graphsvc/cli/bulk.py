@@ -30,7 +30,7 @@ from graphsvc.store.neo4j.bulk import BulkFiles, write_import_files
 
 
 def bulk_files(
-    lines: Iterable[str],
+    lines: Iterable[str | bytes],
     namespace: str,
     directory: Path,
     settings: Settings,
@@ -66,7 +66,7 @@ def bulk_files(
 
 @click.command("bulk-export")
 @namespace_option
-@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.argument("file", type=click.File("rb"))  # decoded line by line, as ``import`` does
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 def bulk_export(file: Any, directory: Path, namespace: str | None) -> None:
     """Write Neo4j bulk-import files to DIRECTORY from a FILE written by ``graphsvc export``.

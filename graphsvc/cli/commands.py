@@ -73,10 +73,12 @@ writers_option = click.option(
 )  # fmt: skip
 
 
+# Files are read as bytes and decoded line by line (graphsvc.ingest.parse_jsonl), so that a file
+# that is not UTF-8 is refused naming its line, like any other bad line.
 @click.command("ingest")
 @common_options
 @writers_option
-@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.argument("file", type=click.File("rb"))
 def ingest_command(file: Any, data_dir: Path | None, namespace: str | None, writers: int) -> None:
     """Write memories and links from a JSON Lines FILE ('-' for stdin).
 
@@ -97,7 +99,7 @@ def ingest_command(file: Any, data_dir: Path | None, namespace: str | None, writ
 @click.command("import")
 @common_options
 @writers_option
-@click.argument("file", type=click.File("r", encoding="utf-8"))
+@click.argument("file", type=click.File("rb"))
 @click.pass_context
 def import_command(
     ctx: click.Context, file: Any, data_dir: Path | None, namespace: str | None, writers: int

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -120,6 +121,51 @@ def test_bad_jsonl_names_the_line_and_writes_nothing(
     assert message in result.output
     stats = json.loads(invoke("stats", "--json").output)
     assert stats["memories"] == 0
+
+
+_GOOD_LINE = json.dumps(ROWS[0]).encode() + b"\n"
+# Files `ingest`, `import` and `bulk-export` must refuse with exit 2 and `file:line`: the bytes,
+# the line, and what the message says.
+UNREADABLE_FILES = {
+    "latin-1": (
+        _GOOD_LINE + '{"type": "memory", "text": "un café"}\n'.encode("latin-1"), 2,
+        "not UTF-8 text: byte 0xe9 at column 35",
+    ),
+    "utf-16": (_GOOD_LINE.decode().encode("utf-16"), 1, "UTF-16"),
+    "binary": (gzip.compress(_GOOD_LINE * 50), 1, "not UTF-8 text"),
+    "nested-100000-deep": (
+        _GOOD_LINE + b"[" * 100_000 + b"]" * 100_000 + b"\n", 2, "nested too deeply",
+    ),
+    "5000-digit-integer": (
+        _GOOD_LINE + b'{"type": "memory", "text": "x", "confidence": ' + b"7" * 5000 + b"}\n",
+        2, "5000 digits",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", list(UNREADABLE_FILES))
+def test_unreadable_files_exit_2_naming_file_and_line(tmp_path: Path, kind: str) -> None:
+    content, line, message = UNREADABLE_FILES[kind]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(content)
+    data_dir, bulk = tmp_path / "data", tmp_path / "bulk"
+    env = {**os.environ, "GRAPHSVC_EMBED": "off", "GRAPHSVC_FSYNC": "false"}
+    env.pop("GRAPHSVC_NEO4J_URI", None)
+    for args in (
+        ["ingest", str(path), "--data-dir", str(data_dir)],
+        ["import", str(path), "--data-dir", str(data_dir)],
+        ["bulk-export", str(path), str(bulk)],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "graphsvc.cli", *args],
+            capture_output=True, text=True, env=env, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2, (args[0], done.stderr[-2000:])
+        assert f"error: {path}:{line}: " in done.stderr and message in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+    assert not bulk.exists() or not any(bulk.iterdir())
+    stats = CliRunner().invoke(cli, ["stats", "--json", "--data-dir", str(data_dir)], env=env)
+    assert json.loads(stats.output)["memories"] == 0  # nothing written
 
 
 @pytest.mark.parametrize(
