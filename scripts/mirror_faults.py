@@ -307,6 +307,13 @@ def scenarios(root: Path) -> list[tuple[str, str, Callable[[Path], None], bool]]
         crash(d)
         os.truncate(d / log, 0)
 
+    def cut_and_marker(d: Path) -> None:
+        # The last record removed whole (every frame left verifies) and the marker, the only
+        # record of where the log ended, damaged.
+        data = (d / log).read_bytes()
+        (d / log).write_bytes(data[: data.rindex(b"\n", 0, -1) + 1])
+        flip(d / journal.CLEAN_NAME, b"seq")
+
     def delete_snapshot(d: Path) -> None:
         (d / journal.SNAPSHOT_NAME).unlink()
 
@@ -327,6 +334,7 @@ def scenarios(root: Path) -> list[tuple[str, str, Callable[[Path], None], bool]]
         ("one bit flipped in the last record, after a crash", "refused", flip_last, False),
         ("a whole record removed mid-file", "refused", drop_middle_record, False),
         ("partial record followed by later appends", "refused", partial_then_append, False),
+        ("last record removed whole, clean-close.json damaged", "refused", cut_and_marker, False),
         ("log.jsonl deleted, after a clean close", "refused", delete_log, False),
         ("log.jsonl deleted, after a crash, no snapshot", "refused", delete_log_crash, False),
         ("log.jsonl deleted, with a snapshot", "refused", delete_log, True),

@@ -30,7 +30,7 @@ newline. A reader tells three things apart:
   ``log.jsonl``).
 - ``clean-close.json``: written by a clean close (the log id and the last ``seq``), deleted by the
   next writer before it writes. With it, a torn or short log cannot be a crash's torn write: it
-  is damage.
+  is damage. It is renamed into place whole, so one that does not verify is damage too.
 - ``LOCK``: the writer's ``flock``.
 
 A missing ``log.jsonl`` where the directory says there was one (a snapshot, a marker or a lock
@@ -487,9 +487,14 @@ class Marker:
 
 
 def read_marker(path: Path) -> Marker | None:
-    """The clean-close marker, or None when absent or unreadable (it only adds checks).
+    """The clean-close marker, or None when there is none.
+
+    A marker is renamed into place whole (:func:`write_marker`), so one that does not verify is
+    damage, not "no marker": it is the only record of where a cleanly closed log ends, and
+    without it a log cut at a record boundary after the close would load as if whole.
 
     Raises:
+        LogError: the file exists but does not verify.
         OSError: the file exists but cannot be read.
     """
     try:
@@ -497,13 +502,20 @@ def read_marker(path: Path) -> Marker | None:
     except FileNotFoundError:
         return None
     scan = _scan_v2(path, data)
-    if scan.problem is not None or len(scan.frames) != 1:
-        return None
-    try:
-        value = scan.frames[0].record()
-        return Marker(log=str(value["log"]), seq=int(value["seq"]))
-    except (KeyError, TypeError, ValueError):
-        return None
+    problem = scan.problem.reason if scan.problem is not None else None
+    if problem is None and len(scan.frames) != 1:
+        problem = f"{len(scan.frames)} records where it holds one"
+    if problem is None:
+        try:
+            value = scan.frames[0].record()
+            return Marker(log=str(value["log"]), seq=int(value["seq"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            problem = f"not a marker record ({exc!r})"
+    raise LogError(
+        path, 1, 0,
+        f"the clean-close marker cannot be read ({problem}), so whether the log was cut after "
+        "the store was closed cannot be checked",
+    )  # fmt: skip
 
 
 # -- files -----------------------------------------------------------------------------------------

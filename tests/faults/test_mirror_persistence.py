@@ -337,6 +337,40 @@ def test_a_missing_final_newline_keeps_the_last_record(
         store.close()
 
 
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        pytest.param(lambda data: data[:20], id="cut"),
+        pytest.param(lambda data: data.replace(b'"seq"', b'"seQ"'), id="flipped-byte"),
+        pytest.param(lambda data: b"", id="empty"),
+    ],
+)
+def test_an_unreadable_clean_close_marker_is_refused_not_ignored(
+    data_dir: Path, tmp_path: Path, written: tuple[Probe, dict[str, Any]], spoil: Any
+) -> None:
+    # A forget, a clean close, then the log cut at the record boundary before the forget: only
+    # the marker tells that acknowledged records are missing, so a marker that cannot be read
+    # must not be taken for no marker (the forgotten memory would come back).
+    store = open_store(data_dir, fsync=False)
+    service = service_on(store, tmp_path)
+    doomed = service.remember("alpha", MemoryInput(text="a zebra to forget"))
+    before_forget = (data_dir / journal.LOG_NAME).stat().st_size
+    service.forget("alpha", doomed.id)
+    store.close()
+    os.truncate(data_dir / journal.LOG_NAME, before_forget)
+    marker = data_dir / journal.CLEAN_NAME
+    marker.write_bytes(spoil(marker.read_bytes()))
+    message = refuses(data_dir, rf"{marker}:1 \(byte 0\): .*cannot be read")
+    assert "cut" in message
+    refuses(data_dir, r"clean-close\.json", read_only=True)
+
+    report = repair(data_dir)  # accepts, explicitly, what it cannot check
+    assert any("clean-close.json" in p for p in report.problems), report.problems
+    assert [p for p in report.moved_aside if p.name.startswith("clean-close.json.damaged-")]
+    store = open_store(data_dir)
+    store.close()
+
+
 def _flip(path: Path, needle: bytes) -> int:
     """Flip one bit of the first byte of ``needle`` in a file; the line it is on (1-based)."""
     data = bytearray(path.read_bytes())
