@@ -289,6 +289,12 @@ def scenarios(root: Path) -> list[tuple[str, str, Callable[[Path], None], bool]]
         make_store(other, snapshot=True)
         shutil.copy(other / log, d / log)
 
+    def foreign_log_crash(d: Path) -> None:
+        crash(d)
+        other = root / f"other-{d.name}"
+        make_store(other, batches=2)
+        shutil.copy(other / log, d / log)
+
     def older_generation(d: Path) -> None:
         older = (d / log).read_bytes()
         store = MirrorStore(d)
@@ -341,6 +347,7 @@ def scenarios(root: Path) -> list[tuple[str, str, Callable[[Path], None], bool]]
         ("log.jsonl emptied (0 bytes), after a crash", "refused", empty_log_crash, False),
         ("log.jsonl emptied, after a crash, with a snapshot", "refused", empty_log_crash, True),
         ("log.jsonl replaced by another store's", "refused", foreign_log, True),
+        ("log.jsonl replaced by another store's, no snapshot", "refused", foreign_log_crash, False),
         ("log.jsonl replaced by an older generation", "refused", older_generation, True),
         ("snapshot.json deleted", "refused", delete_snapshot, True),
         ("one bit flipped in snapshot.json", "refused", flip_snapshot, True),

@@ -17,13 +17,19 @@ newline. A reader tells three things apart:
 
 **A data directory** holds:
 
+- ``store.json``: the store's identity, one frame (``op: store``, ``store``: a random id),
+  written once, before the store's first log. Every segment header and snapshot header carries
+  the id (``store``), and one that names another store is refused. Stores made before it have
+  no ``store.json`` and headers without ``store``: a writer gives them an id at its first open,
+  and the headers it writes from then on carry it (a header without one is not checked).
 - ``log.jsonl``: the active log segment, a header frame (``op: header``: a random log id, the
-  generation, ``base``, the sequence number the segment continues from, and ``prev``, the id of
-  the segment before it) then one frame per acknowledged write, ``seq`` increasing by one.
+  store's id, the generation, ``base``, the sequence number the segment continues from, and
+  ``prev``, the id of the segment before it) then one frame per acknowledged write, ``seq``
+  increasing by one.
 - ``snapshot.json``: the whole state at one sequence number, as frames: a header (``op:
-  snapshot``: its version, generation, ``seq``, and ``log``, the id of the segment that continues
-  it), chunks of rows (version 2) or of binary columns (version 3), and an ``end`` frame counting
-  them. Written to ``snapshot.json.tmp``, fsynced, renamed.
+  snapshot``: its version, generation, ``seq``, ``log``, the id of the segment that continues
+  it, and the store's id), chunks of rows (version 2) or of binary columns (version 3), and an
+  ``end`` frame counting them. Written to ``snapshot.json.tmp``, fsynced, renamed.
 - ``log.old.jsonl``: while a compaction runs, the segment it retired; its records up to the
   snapshot's ``seq`` are in the new snapshot once that is renamed into place, then it is deleted.
 - ``log.new.jsonl``: a segment being created (header written and fsynced before it is renamed to
@@ -76,6 +82,7 @@ NEW_LOG_NAME = "log.new.jsonl"
 SNAPSHOT_NAME = "snapshot.json"
 SNAPSHOT_TMP_NAME = "snapshot.json.tmp"
 CLEAN_NAME = "clean-close.json"
+STORE_NAME = "store.json"
 LOCK_NAME = "LOCK"
 
 _HEAD = 18  # "LLLLLLLL CCCCCCCC "
@@ -363,18 +370,23 @@ def new_log_id() -> str:
 
 @dataclass(frozen=True)
 class LogHead:
-    """A log segment's identity. ``log`` is None for a version-1 log (no header)."""
+    """A log segment's identity. ``log`` is None for a version-1 log (no header); ``store`` is
+    None for a segment written before headers named their store."""
 
     log: str | None
     gen: int
     base: int
     prev: str | None
+    store: str | None = None
 
     def record(self) -> dict[str, Any]:
-        return {
+        record = {
             "op": "header", "version": FORMAT_VERSION, "log": self.log, "gen": self.gen,
             "base": self.base, "prev": self.prev,
         }  # fmt: skip
+        if self.store is not None:
+            record["store"] = self.store
+        return record
 
     def describe(self) -> str:
         if self.log is None:
@@ -401,8 +413,13 @@ def log_head(scan: Scan) -> LogHead:
     try:
         if value["op"] != "header" or value["version"] != FORMAT_VERSION:
             raise ValueError("not a header of this format")
-        head = LogHead(log=value["log"], gen=value["gen"], base=value["base"], prev=value["prev"])
+        head = LogHead(
+            log=value["log"], gen=value["gen"], base=value["base"], prev=value["prev"],
+            store=value.get("store"),
+        )  # fmt: skip
         if not isinstance(head.log, str) or not isinstance(head.gen, int):
+            raise ValueError("bad types")
+        if not (head.store is None or isinstance(head.store, str)):
             raise ValueError("bad types")
         if not isinstance(head.base, int) or not (head.prev is None or isinstance(head.prev, str)):
             raise ValueError("bad types")
@@ -414,18 +431,23 @@ def log_head(scan: Scan) -> LogHead:
 @dataclass(frozen=True)
 class SnapshotHead:
     """A snapshot's identity: the state at ``seq``, continued by the segment ``log`` (None for a
-    version-1 snapshot, which names no log)."""
+    version-1 snapshot, which names no log), of the store ``store`` (None when written before
+    snapshots named their store)."""
 
     version: int
     gen: int
     seq: int
     log: str | None
+    store: str | None = None
 
     def record(self) -> dict[str, Any]:
-        return {
+        record = {
             "op": "snapshot", "version": self.version, "gen": self.gen, "seq": self.seq,
             "log": self.log,
         }  # fmt: skip
+        if self.store is not None:
+            record["store"] = self.store
+        return record
 
 
 @dataclass(frozen=True)
@@ -472,7 +494,12 @@ def read_snapshot(path: Path) -> Snapshot:
             raise ValueError("the first record is no snapshot header of a format this reads")
         if last["op"] != "end" or last["frames"] != len(scan.frames):
             raise ValueError("the snapshot does not end with its end record")
-        head = SnapshotHead(first["version"], int(first["gen"]), int(first["seq"]), first["log"])
+        head = SnapshotHead(
+            first["version"], int(first["gen"]), int(first["seq"]), first["log"],
+            first.get("store"),
+        )  # fmt: skip
+        if not (head.store is None or isinstance(head.store, str)):
+            raise ValueError("the snapshot's store id is no string")
     except (KeyError, TypeError, ValueError) as exc:
         raise LogError(path, 1, 0, str(exc)) from exc
     return Snapshot(path, head, scan.frames[1:-1])
@@ -516,6 +543,30 @@ def read_marker(path: Path) -> Marker | None:
         f"the clean-close marker cannot be read ({problem}), so whether the log was cut after "
         "the store was closed cannot be checked",
     )  # fmt: skip
+
+
+def read_store_id(path: Path) -> str | None:
+    """The store's id from ``store.json``, or None when there is none (a store made before it).
+
+    Raises:
+        LogError: the file exists but does not verify (it is renamed into place whole).
+        OSError: the file exists but cannot be read.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    scan = _scan_v2(path, data)
+    if scan.problem is None and len(scan.frames) == 1:
+        try:
+            value = scan.frames[0].record()
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and value.get("op") == "store":
+            store = value.get("store")
+            if isinstance(store, str) and store:
+                return store
+    raise LogError(path, 1, 0, "the store's identity cannot be read")
 
 
 # -- files -----------------------------------------------------------------------------------------
@@ -593,6 +644,18 @@ def write_marker(root: Path, marker: Marker) -> None:
     fsync_dir(root)
 
 
+def write_store_id(root: Path, store: str) -> None:
+    """Write ``store.json`` atomically.
+
+    Raises:
+        OSError: it cannot be written.
+    """
+    tmp = root / (STORE_NAME + ".tmp")
+    write_file(tmp, [encode({"op": "store", "store": store})])
+    os.replace(tmp, root / STORE_NAME)
+    fsync_dir(root)
+
+
 # -- how the files of a data directory fit together ----------------------------------------------
 
 
@@ -623,6 +686,7 @@ class Chain:
             renames of a segment switch), or None.
         leftover_new: ``log.new.jsonl`` that was never switched in (a writer deletes it).
         marker: the clean-close marker, or None.
+        store: the store's id from ``store.json``, or None (a store made before it, or a new one).
         refusal: why the files cannot be opened as they are (a missing, foreign or orphaned log),
             or None. Damage inside a segment is not a refusal: it is found while replaying.
         refusal_kind: ``missing-log``, ``empty-log``, ``foreign-log`` or ``missing-snapshot``,
@@ -636,6 +700,7 @@ class Chain:
     roll_forward: Path | None = None
     leftover_new: Path | None = None
     marker: Marker | None = None
+    store: str | None = None
     refusal: str | None = None
     refusal_kind: str | None = None
 
@@ -669,9 +734,17 @@ def inspect(root: Path, *, lock_existed: bool) -> Chain:
     """
     chain = Chain(root=root)
     chain.marker = read_marker(root / CLEAN_NAME)
+    chain.store = store = read_store_id(root / STORE_NAME)
     snapshot_path = root / SNAPSHOT_NAME
     if snapshot_path.exists():
         chain.snapshot = read_snapshot(snapshot_path)
+        theirs = chain.snapshot.head.store
+        if store is not None and theirs is not None and theirs != store:
+            raise LogError(
+                snapshot_path, 1, 0,
+                f"the snapshot is of store {theirs}, but {STORE_NAME} says this directory is "
+                f"store {store}: it was replaced by another store's",
+            )  # fmt: skip
     log_path, old_path, new_path = root / LOG_NAME, root / OLD_LOG_NAME, root / NEW_LOG_NAME
     active_path: Path | None = log_path if log_path.exists() else None
     if new_path.exists():
@@ -715,6 +788,13 @@ def inspect(root: Path, *, lock_existed: bool) -> Chain:
             "(a truncate, or a file system that lost the file's data in a crash); it is not "
             "loaded as an empty store. Restore it from a backup, or accept the loss (a directory "
             "of graphsvc before checksums that was never written loses nothing)"
+        )
+        return chain
+    if store is not None and active.head.store not in (None, store):
+        chain.refusal_kind = "foreign-log"
+        chain.refusal = (
+            f"{active.path} is a log of store {active.head.store}, but {root / STORE_NAME} says "
+            f"this directory is store {store}: the log was replaced by another store's"
         )
         return chain
     old = None
@@ -779,6 +859,7 @@ __all__ = [
     "SNAPSHOT_TMP_NAME",
     "SNAPSHOT_VERSION",
     "SNAPSHOT_VERSIONS",
+    "STORE_NAME",
     "Chain",
     "Frame",
     "LogError",
@@ -800,10 +881,12 @@ __all__ = [
     "orjson_writes_isoformat",
     "read_marker",
     "read_snapshot",
+    "read_store_id",
     "scan_bytes",
     "scan_file",
     "write_all",
     "write_all_parts",
     "write_file",
     "write_marker",
+    "write_store_id",
 ]

@@ -226,9 +226,12 @@ class _Repair:
     def continuation(chain: Chain) -> LogHead:
         """The header of an empty log that continues the snapshot (or starts a store)."""
         snap = chain.snapshot
+        store = chain.store
         if snap is not None and snap.head.log is not None:
-            return LogHead(snap.head.log, gen=snap.head.gen, base=snap.head.seq, prev=None)
-        return LogHead(journal.new_log_id(), gen=0, base=chain.start_seq, prev=None)
+            return LogHead(
+                snap.head.log, gen=snap.head.gen, base=snap.head.seq, prev=None, store=store
+            )
+        return LogHead(journal.new_log_id(), gen=0, base=chain.start_seq, prev=None, store=store)
 
     # -- the steps -------------------------------------------------------------------------------
 
@@ -377,7 +380,9 @@ class _Repair:
         if segment.scan.version == journal.FORMAT_VERSION:
             frames = [journal.encode_payload(bytes(f.payload)) for f in kept_frames]
         else:  # a version-1 log: its records move to a new header in this format
-            head = LogHead(journal.new_log_id(), gen=0, base=chain.start_seq, prev=None)
+            head = LogHead(
+                journal.new_log_id(), gen=0, base=chain.start_seq, prev=None, store=chain.store
+            )
             frames = [journal.encode(head.record())]
             frames += [journal.encode_payload(bytes(f.payload)) for f in kept_frames]
         later = chain.segments[index + 1 :]

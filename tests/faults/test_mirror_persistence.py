@@ -231,8 +231,11 @@ def test_snapshot_compaction_then_reopen_is_equal(data_dir: Path, tmp_path: Path
     assert snapshot.head.gen >= 1  # compacted (how often depends on the thread's pace)
     assert snapshot.head.log == head.log and snapshot.head.seq >= head.base > 0
     assert sorted(p.name for p in data_dir.iterdir()) == [
-        journal.LOCK_NAME, journal.CLEAN_NAME, journal.LOG_NAME, journal.SNAPSHOT_NAME
+        journal.LOCK_NAME, journal.CLEAN_NAME, journal.LOG_NAME, journal.SNAPSHOT_NAME,
+        journal.STORE_NAME,
     ]  # fmt: skip
+    store_id = journal.read_store_id(data_dir / journal.STORE_NAME)
+    assert store_id is not None and snapshot.head.store == head.store == store_id
 
     store = open_store(data_dir, snapshot_bytes=4_096)
     try:
@@ -659,7 +662,7 @@ def test_a_log_from_another_store_is_refused_and_repair_sets_it_aside(
     _compacted_store(other, tmp_path, "the kettle of store B")
     foreign = (other / journal.LOG_NAME).read_bytes()
     (data_dir / journal.LOG_NAME).write_bytes(foreign)
-    refuses(data_dir, r"another store or generation")
+    refuses(data_dir, r"replaced by (another store|one from another store or generation)")
 
     report = repair(data_dir)
     aside = [p for p in report.moved_aside if ".foreign-" in p.name]
@@ -668,6 +671,77 @@ def test_a_log_from_another_store_is_refused_and_repair_sets_it_aside(
     try:
         texts = [m.text for m in store.export("alpha") if isinstance(m, Memory)]
         assert texts == ["the kettle of store A"]  # the snapshot; what A's log had is lost
+    finally:
+        store.close()
+
+
+def _crashed_store(path: Path, tmp_path: Path, texts: list[str]) -> None:
+    store = open_store(path, fsync=False)
+    service = service_on(store, tmp_path)
+    for text in texts:
+        service.remember("alpha", MemoryInput(text=text))
+    store.close()
+    as_if_crashed(path)
+
+
+def test_a_log_from_another_store_without_snapshot_or_marker_is_refused(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    _crashed_store(data_dir, tmp_path, ["the kettle of store A", "the boiler of store A"])
+    other = tmp_path / "other"
+    _crashed_store(other, tmp_path, ["the kettle of store B"])
+    foreign = (other / journal.LOG_NAME).read_bytes()
+    (data_dir / journal.LOG_NAME).write_bytes(foreign)
+    assert {p.name for p in data_dir.iterdir()} == {
+        journal.LOCK_NAME, journal.LOG_NAME, journal.STORE_NAME
+    }  # fmt: skip
+    refuses(data_dir, r"is a log of store [0-9a-f]{32}, but .*store\.json says .*another store")
+    refuses(data_dir, r"another store", read_only=True)
+
+    report = repair(data_dir)
+    aside = [p for p in report.moved_aside if ".foreign-" in p.name]
+    assert len(aside) == 1 and aside[0].read_bytes() == foreign
+    assert report.lost_seq == (1, None)
+    store = open_store(data_dir)
+    try:
+        assert store.stats("alpha").memories == 0  # A's records are lost; B's are not loaded
+    finally:
+        store.close()
+
+
+def test_a_store_made_before_store_ids_loads_and_gains_one(data_dir: Path, tmp_path: Path) -> None:
+    _crashed_store(data_dir, tmp_path, ["an old kettle"])
+    # What graphsvc wrote before store ids: no store.json, a log header without "store".
+    (data_dir / journal.STORE_NAME).unlink()
+    log = data_dir / journal.LOG_NAME
+    lines = log.read_bytes().split(b"\n")
+    header = orjson.loads(lines[0][18:])
+    del header["store"]
+    lines[0] = journal.encode(header)[:-1]
+    log.write_bytes(b"\n".join(lines))
+    before = sorted((p.name, p.read_bytes()) for p in data_dir.iterdir())
+
+    reader = open_store(data_dir, read_only=True)
+    try:
+        assert reader.stats("alpha").memories == 1
+    finally:
+        reader.close()
+    assert sorted((p.name, p.read_bytes()) for p in data_dir.iterdir()) == before
+
+    store = open_store(data_dir)
+    try:
+        assert store.stats("alpha").memories == 1
+        store_id = journal.read_store_id(data_dir / journal.STORE_NAME)
+        assert store_id is not None
+        assert journal.log_head(journal.scan_file(log)).store is None  # not rewritten yet
+        store.snapshot()  # the next rewrite carries the id
+    finally:
+        store.close()
+    assert journal.log_head(journal.scan_file(log)).store == store_id
+    assert journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.store == store_id
+    store = open_store(data_dir)
+    try:
+        assert store.stats("alpha").memories == 1
     finally:
         store.close()
 

@@ -271,6 +271,7 @@ class MirrorLoader(MirrorWriter):
         self._spaces = {}
         self._seq = self._gen = self._log_end = 0
         self._log_head = None
+        self._store_id = None
         self._broken = self._broken_offset = None
 
     def _inspect(self, root: Path, lock_existed: bool) -> Chain:
@@ -540,15 +541,25 @@ class MirrorLoader(MirrorWriter):
                 )  # fmt: skip
 
     def _prepare_writes(self, chain: Chain, replayed: Replayed) -> None:
-        """Make the directory ready for appends: drop the clean-close marker, finish an
-        interrupted segment switch, cut a torn tail (with a warning), complete a missing final
-        newline, open the active log, and finish an interrupted compaction or migrate a
-        version-1 log.
+        """Make the directory ready for appends: give the store an id if it has none, drop the
+        clean-close marker, finish an interrupted segment switch, cut a torn tail (with a
+        warning), complete a missing final newline, open the active log, and finish an
+        interrupted compaction or migrate a version-1 log.
 
         Raises:
             OSError: a file cannot be changed.
         """
         root = chain.root
+        store = chain.store
+        if store is None:
+            # A new store, or one made before store ids: it keeps the id its headers carry, if
+            # any, and the headers written from now on carry it.
+            heads = [seg.head.store for seg in reversed(chain.segments)]
+            if chain.snapshot is not None:
+                heads.append(chain.snapshot.head.store)
+            store = next((s for s in heads if s is not None), None) or journal.new_log_id()
+            journal.write_store_id(root, store)
+        self._store_id = store
         if chain.marker is not None:
             (root / CLEAN_NAME).unlink()
             journal.fsync_dir(root)
@@ -571,7 +582,7 @@ class MirrorLoader(MirrorWriter):
             logger.warning("cannot delete %s (%s)", root / SNAPSHOT_TMP_NAME, exc.strerror)
         log_path = root / LOG_NAME
         if not chain.segments:  # a brand-new store
-            head = LogHead(journal.new_log_id(), gen=0, base=0, prev=None)
+            head = LogHead(journal.new_log_id(), gen=0, base=0, prev=None, store=store)
             self._install_segment(head)
             return
         active = chain.segments[-1]

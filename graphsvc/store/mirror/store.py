@@ -105,6 +105,7 @@ class MirrorStore(MirrorLoader, Store):
         self._log_fd: int | None = None
         self._log_end = 0  # bytes of the active log that hold acknowledged records
         self._log_head: LogHead | None = None
+        self._store_id: str | None = None  # the store's id (store.json), once a writer opened
         # Why writes are refused after a failure that could not be rolled back, or None; with
         # the offset to cut back to when a retry may clear it.
         self._broken: str | None = None

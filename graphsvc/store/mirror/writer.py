@@ -86,6 +86,7 @@ class MirrorWriter(MirrorState):
     _log_fd: int | None
     _log_end: int
     _log_head: LogHead | None
+    _store_id: str | None
     _broken: str | None
     _broken_offset: int | None
     _compactor: threading.Thread | None
@@ -310,7 +311,10 @@ class MirrorWriter(MirrorState):
         assert self._dir is not None and self._log_head is not None
         root = self._dir
         prev = self._log_head.log or LEGACY_PREV
-        head = LogHead(journal.new_log_id(), gen=self._gen + 1, base=self._seq, prev=prev)
+        head = LogHead(
+            journal.new_log_id(), gen=self._gen + 1, base=self._seq, prev=prev,
+            store=self._store_id,
+        )  # fmt: skip
         new_path, log_path, old_path = root / NEW_LOG_NAME, root / LOG_NAME, root / OLD_LOG_NAME
         frame = journal.encode(head.record())
         fd = os.open(new_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
@@ -344,7 +348,9 @@ class MirrorWriter(MirrorState):
     def _capture(self, version: int = SNAPSHOT_VERSION) -> _Capture:
         """The state now: shallow copies of the containers (lock held)."""
         assert self._log_head is not None
-        head = SnapshotHead(version, gen=self._gen, seq=self._seq, log=self._log_head.log)
+        head = SnapshotHead(
+            version, gen=self._gen, seq=self._seq, log=self._log_head.log, store=self._store_id
+        )
         spaces = [
             (
                 ns,
@@ -390,7 +396,7 @@ class MirrorWriter(MirrorState):
                 rows = [memories.row_form(row) for row in memories.rows()]
                 yield from MirrorWriter._row_frames(ns, rows, beliefs, events, links)
 
-        record = SnapshotHead(FORMAT_VERSION, head.gen, head.seq, head.log).record()
+        record = SnapshotHead(FORMAT_VERSION, head.gen, head.seq, head.log, head.store).record()
         return MirrorWriter._counted(record, body(), capture)
 
     @staticmethod
