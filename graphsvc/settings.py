@@ -307,6 +307,20 @@ class Settings(BaseSettings):
         ge=100,
         description="Most JSON values (strings, numbers, lists, objects...) in a request body.",
     )
+    max_query_cost: int = Field(
+        default=50_000,
+        ge=1,
+        description="Most fields a GraphQL operation may resolve by its estimate, each list "
+        "counted as often as it is expected to repeat (a page by its `first`, a memory's links by "
+        "the namespace's links per memory): refused before it runs when above.",
+    )
+    max_result_rows: int = Field(
+        default=10_000,
+        ge=1,
+        description="Most links and linked memories one GraphQL request may read through nested "
+        "fields (`links`, `sourceMemory`, `targetMemory`): past it the request stops with "
+        "LIMIT_EXCEEDED.",
+    )
     default_page_size: int = Field(default=20, ge=1, description="`memories` page size.")
     max_page_size: int = Field(default=100, ge=1, description="Largest `memories` page.")
     api_threads: int = Field(default=16, ge=1, description="Worker threads for store calls.")

@@ -59,6 +59,7 @@ from strawberry.types import ExecutionResult
 
 from graphsvc.api.auth import ApiKeys
 from graphsvc.api.body import SMALL_BODY_BYTES, decode_body, decode_parameter
+from graphsvc.api.budget import DeadlinePassedError, RequestBudget, deadline_message
 from graphsvc.api.context import Limits, RequestContext, new_request_id
 from graphsvc.api.errors import MASKED_CODE, GraphsvcSchema, retry_after_of
 from graphsvc.api.middleware import (
@@ -135,6 +136,9 @@ class AppState:
     limiter: CapacityLimiter | None = None
     store_label: str = ""
 
+
+#: Where the view keeps a request's budget in the ASGI scope (for the request's context).
+BUDGET = "graphsvc.budget"
 
 # The decoded JSON of the request being answered: (the body's bytes, the object).
 _DECODED_BODY: ContextVar[tuple[bytes, dict[str, Any]] | None] = ContextVar(
@@ -296,6 +300,7 @@ class GraphQLView(GraphQL[RequestContext, None]):
             raise HTTPException(503, "the store is not open (starting or stopping): retry shortly")
         scope = request.scope
         log = scope.get(LOG_FIELDS)
+        budget = scope.get(BUDGET)
         return RequestContext(
             service=service,
             principal=scope.get(PRINCIPAL),
@@ -303,6 +308,7 @@ class GraphQLView(GraphQL[RequestContext, None]):
             limits=self.state.limits,
             limiter=self.state.limiter,
             log=log if isinstance(log, dict) else {},
+            budget=budget if isinstance(budget, RequestBudget) else None,
         )
 
     async def _decode_body(self, request: Request) -> None:
@@ -320,16 +326,28 @@ class GraphQLView(GraphQL[RequestContext, None]):
         _DECODED_BODY.set((body, value))
 
     async def _run_bounded(self, request: Request) -> Response:
-        """Strawberry's ``run``, abandoned at ``request_timeout`` with 503 UNAVAILABLE.
+        """Strawberry's ``run``, abandoned at ``request_timeout`` with 503 UNAVAILABLE, or
+        stopped when its budget runs out (:mod:`graphsvc.api.budget`).
 
         The request runs as its own task, so the answer does not wait for a store call that
         cannot be interrupted (a worker thread): the task is cancelled and ends when that call
-        returns; its thread slot stays taken until then.
+        returns; its thread slot stays taken until then. The budget cancels the same task when
+        the request reads too many rows, or when a resolver finds the deadline passed (a busy
+        event loop delays the timer, not that check).
         """
-        if self.request_timeout is None:
-            return await self.run(request)
         loop = asyncio.get_running_loop()
+        budget = RequestBudget(self.state.limits.max_rows, self.request_timeout)
+        request.scope[BUDGET] = budget
         task = loop.create_task(self.run(request))
+        budget.task = task
+        if self.request_timeout is None:
+            try:
+                return await task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if budget.failure is None or (current is not None and current.cancelling()):
+                    raise  # this request itself is being cancelled
+                return self._stopped(request, budget)
         woken = loop.create_future()
 
         def wake(_: object = None) -> None:
@@ -346,25 +364,32 @@ class GraphQLView(GraphQL[RequestContext, None]):
         finally:
             timer.cancel()
             task.remove_done_callback(wake)
-        if task.done():
+        if task.done() and not (task.cancelled() and budget.failure is not None):
             return task.result()
-        task.cancel()
-        task.add_done_callback(_forget)
-        request_id = request.scope.get(REQUEST_ID)
-        logger.warning(
-            "request abandoned after %g s (GRAPHSVC_REQUEST_TIMEOUT)",
-            self.request_timeout,
-            extra={"fields": {"request_id": request_id}},
-        )
-        request.scope[RETRY_AFTER] = TIMEOUT_RETRY_AFTER
-        return error_response(
-            503,
-            f"the request did not finish within {self.request_timeout:g} s "
-            "(GRAPHSVC_REQUEST_TIMEOUT): the store is slow or unavailable; retry after the "
-            "Retry-After seconds (a write may still complete: writes are idempotent, so sending "
-            "it again is safe)",
-            "UNAVAILABLE",
-        )
+        if not task.done():
+            task.cancel()
+            task.add_done_callback(_forget)
+            if budget.failure is None:
+                budget.failure = DeadlinePassedError(deadline_message(self.request_timeout))
+        return self._stopped(request, budget)
+
+    def _stopped(self, request: Request, budget: RequestBudget) -> Response:
+        """The answer to a request stopped by its budget: 503 UNAVAILABLE with Retry-After at
+        the deadline, else a GraphQL error (HTTP 200, ``data: null``) with the failure's code."""
+        failure = budget.failure
+        assert failure is not None
+        log = request.scope.get(LOG_FIELDS)
+        if isinstance(log, dict):
+            log["errors"] = [failure.code]
+        if isinstance(failure, DeadlinePassedError):
+            logger.warning(
+                "request abandoned after %g s (GRAPHSVC_REQUEST_TIMEOUT)",
+                budget.timeout,
+                extra={"fields": {"request_id": request.scope.get(REQUEST_ID)}},
+            )
+            request.scope[RETRY_AFTER] = TIMEOUT_RETRY_AFTER
+            return error_response(503, str(failure), failure.code)
+        return error_response(200, str(failure), failure.code)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

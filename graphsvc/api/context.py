@@ -27,6 +27,7 @@ from strawberry.dataloader import DataLoader
 
 from graphsvc import model as m
 from graphsvc.api.auth import Principal, UnauthenticatedError
+from graphsvc.api.budget import RequestBudget
 from graphsvc.errors import BadInputError
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
@@ -47,18 +48,23 @@ class Limits:
     max_aliases: int
     default_page_size: int
     max_page_size: int
+    max_cost: int
+    max_rows: int
     document_cache: int = DOCUMENT_CACHE
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
         """The limits the settings name (``GRAPHSVC_MAX_QUERY_DEPTH``, ``..._QUERY_TOKENS``,
-        ``..._ALIASES``, ``..._DEFAULT_PAGE_SIZE``, ``..._MAX_PAGE_SIZE``)."""
+        ``..._ALIASES``, ``..._DEFAULT_PAGE_SIZE``, ``..._MAX_PAGE_SIZE``, ``..._MAX_QUERY_COST``,
+        ``..._MAX_RESULT_ROWS``)."""
         return cls(
             max_depth=settings.max_query_depth,
             max_tokens=settings.max_query_tokens,
             max_aliases=settings.max_aliases,
             default_page_size=min(settings.default_page_size, settings.max_page_size),
             max_page_size=settings.max_page_size,
+            max_cost=settings.max_query_cost,
+            max_rows=settings.max_result_rows,
         )
 
     @classmethod
@@ -86,6 +92,8 @@ class RequestContext:
         limits: page sizes and other GraphQL-layer limits (default: :meth:`Limits.defaults`).
         limiter: bounds the worker threads store calls run in (``None``: anyio's default).
         log: fields the access log line adds (operation name and type, error codes).
+        budget: rows and time left to the request (default: ``limits.max_rows`` rows, no
+            deadline); the view gives one with the request's deadline and task.
     """
 
     service: MemoryService
@@ -94,6 +102,7 @@ class RequestContext:
     limits: Limits = field(default_factory=Limits.defaults)
     limiter: CapacityLimiter | None = None
     log: dict[str, Any] = field(default_factory=dict)
+    budget: RequestBudget | None = None
     _links: DataLoader[UUID, list[m.Link]] | None = field(default=None, init=False, repr=False)
     _memories: DataLoader[UUID, m.Memory | None] | None = field(
         default=None, init=False, repr=False
@@ -115,6 +124,18 @@ class RequestContext:
             raise UnauthenticatedError("no API key: send the header 'Authorization: Bearer <key>'")
         return self.principal
 
+    def take_rows(self, rows: int) -> None:
+        """Count ``rows`` a nested resolver hands out against the request's budget (made on
+        first use when the view gave none).
+
+        Raises:
+            LimitExceededError: past ``GRAPHSVC_MAX_RESULT_ROWS``.
+            DeadlinePassedError: past the request's deadline.
+        """
+        if self.budget is None:
+            self.budget = RequestBudget(self.limits.max_rows)
+        self.budget.take(rows)
+
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Call a synchronous service or store function in a worker thread."""
         call = functools.partial(fn, *args, **kwargs)
@@ -135,18 +156,33 @@ class RequestContext:
         return self._memories
 
     async def _load_links(self, ids: list[UUID]) -> list[list[m.Link]]:
-        found = await self.run(self.service.links_of, self.namespace, ids)
-        by_id: dict[UUID, list[m.Link]] = {i: [] for i in ids}
-        for link in found:
-            for end in {link.source, link.target}:
-                if end in by_id:
-                    by_id[end].append(link)
-        return [by_id[i] for i in ids]
+        return await self.run(links_by_id, self.service, self.namespace, ids)
 
     async def _load_memories(self, ids: list[UUID]) -> list[m.Memory | None]:
-        found = await self.run(self.service.get_memories, self.namespace, ids)
-        by_id = {memory.id: memory for memory in found}
-        return [by_id.get(i) for i in ids]
+        return await self.run(memories_by_id, self.service, self.namespace, ids)
+
+
+# The loaders' batch functions, whole in a worker thread: a batch of 500 memories may touch tens
+# of thousands of links, and sorting them out is no work for the event loop.
+
+
+def links_by_id(service: MemoryService, namespace: str, ids: list[UUID]) -> list[list[m.Link]]:
+    """The links touching each of ``ids``, in the order of ``ids`` (one ``links_of`` call)."""
+    found = service.links_of(namespace, ids)
+    by_id: dict[UUID, list[m.Link]] = {i: [] for i in ids}
+    for link in found:
+        for end in {link.source, link.target}:
+            if end in by_id:
+                by_id[end].append(link)
+    return [by_id[i] for i in ids]
+
+
+def memories_by_id(
+    service: MemoryService, namespace: str, ids: list[UUID]
+) -> list[m.Memory | None]:
+    """The memory of each of ``ids`` (``None`` where there is none; one ``get_memories`` call)."""
+    by_id = {memory.id: memory for memory in service.get_memories(namespace, ids)}
+    return [by_id.get(i) for i in ids]
 
 
 Info = strawberry.Info[RequestContext, None]
@@ -183,5 +219,7 @@ __all__ = [
     "RequestContext",
     "decode_cursor",
     "encode_cursor",
+    "links_by_id",
+    "memories_by_id",
     "new_request_id",
 ]

@@ -18,6 +18,7 @@ import functools
 import strawberry
 
 from graphsvc.api.context import Limits, RequestContext, decode_cursor, encode_cursor
+from graphsvc.api.cost import LinkCounts, QueryCost
 from graphsvc.api.errors import ErrorPolicy, GraphsvcSchema, OperationLog, classify
 from graphsvc.api.execution import PlainExecutor
 from graphsvc.api.limits import DocumentLimits, PreparedCache, PreparedDocuments
@@ -46,7 +47,9 @@ def make_schema(limits: Limits | None = None, settings: Settings | None = None) 
 
     Documents are parsed, checked and validated by :class:`PreparedDocuments`, off the event
     loop and once per distinct document (an LRU cache per schema), in place of strawberry's
-    parser and validation caches and its depth, alias and token limiters; they are executed by
+    parser and validation caches and its depth, alias and token limiters; an operation whose
+    estimated cost is above ``limits.max_cost`` is refused before it runs
+    (:class:`~graphsvc.api.cost.QueryCost`); they are executed by
     :class:`~graphsvc.api.execution.PlainExecutor`, graphql-core's executor with a direct
     completion of plain data objects (the capsules of a bundle), same answers.
     """
@@ -57,6 +60,7 @@ def make_schema(limits: Limits | None = None, settings: Settings | None = None) 
         mutation=Mutation,
         extensions=[
             functools.partial(PreparedDocuments, cache=cache),
+            functools.partial(QueryCost, counts=LinkCounts()),
             OperationLog,
             ErrorPolicy,
         ],

@@ -17,7 +17,9 @@ with it ``--workers`` above 1 is refused before anything starts. Each worker's l
 ``pid``.
 
 Exit status: 0 after a clean stop, 2 for bad settings or arguments, 3 when the store cannot be
-opened (the log says why) or a worker could not start or stop.
+opened (the log says why), a worker could not start or stop, or a stop did not finish within
+``GRAPHSVC_SHUTDOWN_TIMEOUT`` plus :data:`EXIT_GRACE_SECONDS` (a request stuck: the process exits
+anyway).
 """
 
 from __future__ import annotations
@@ -57,6 +59,10 @@ logger = logging.getLogger("graphsvc.api")
 #: Seconds a stopping worker gets beyond ``GRAPHSVC_SHUTDOWN_TIMEOUT`` (closing the store and the
 #: process) before the supervisor kills it.
 STOP_GRACE_SECONDS = 10.0
+#: Seconds a stopping process gets beyond ``GRAPHSVC_SHUTDOWN_TIMEOUT`` (closing the store) before
+#: it exits anyway (:class:`Server`): a request that keeps the event loop or a thread busy must
+#: not keep the process alive.
+EXIT_GRACE_SECONDS = 5.0
 #: How often the supervisor looks at its signals when nothing else happens (seconds).
 POLL_SECONDS = 0.2
 _READY = "ready"
@@ -73,8 +79,8 @@ def is_loopback(host: str) -> bool:
 
 
 class Server(uvicorn.Server):
-    """uvicorn's server, but a clean stop exits 0, and the garbage collector leaves what startup
-    built alone.
+    """uvicorn's server, but a clean stop exits 0, a stop that cannot finish exits anyway, and
+    the garbage collector leaves what startup built alone.
 
     After a graceful shutdown on SIGTERM or SIGINT, uvicorn re-raises the signal, so the process
     dies of it (exit status 143 for SIGTERM) although it stopped cleanly. graphsvc promises exit 0
@@ -84,12 +90,43 @@ class Server(uvicorn.Server):
     collector's permanent generation (``gc.freeze``): a full collection, which a request that
     allocates a lot triggers in whatever thread it runs, then scans only what requests made since.
     Without it such a collection paused the event loop for 100-350 ms, with it a few ms.
+
+    The stop is bounded: the first SIGTERM or SIGINT also wakes a watchdog thread, which ends the
+    process with status 3 when it is still running ``GRAPHSVC_SHUTDOWN_TIMEOUT`` plus
+    :data:`EXIT_GRACE_SECONDS` later. uvicorn's stop runs on the event loop, so a request that
+    keeps the loop (or the store's thread) busy would otherwise hold the process forever; the
+    embedded store's log survives an exit at any point (every acknowledged write is fsynced).
     """
 
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._stopping = threading.Event()
+
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        # The watchdog waits from the start: the signal handler only sets an event.
+        threading.Thread(target=self._exit_when_stuck, name="stop-watchdog", daemon=True).start()
         await super().startup(sockets=sockets)
         gc.collect()
         gc.freeze()
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._stopping.set()
+        super().handle_exit(sig, frame)
+
+    def _exit_when_stuck(self) -> None:
+        self._stopping.wait()
+        limit = float(self.config.timeout_graceful_shutdown or 0) + EXIT_GRACE_SECONDS
+        time.sleep(limit)
+        logger.error(
+            "the server did not stop within %g s of the signal (GRAPHSVC_SHUTDOWN_TIMEOUT + "
+            "%g s): a request is stuck; exiting without waiting for it",
+            limit,
+            EXIT_GRACE_SECONDS,
+        )
+        for handler in logging.getLogger().handlers:
+            with contextlib.suppress(Exception):
+                handler.flush()
+        os._exit(UNAVAILABLE_EXIT)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:

@@ -142,18 +142,24 @@ class Memory(MemoryFields):
         info: Info,
         kind: Annotated[LinkKind | None, arg("Only links of this kind.")] = None,
     ) -> list[m.Link]:
-        found = await info.context.links_loader.load(root.id)
-        return [link for link in found if kind is None or link.kind.value == kind.name]
+        ctx = info.context
+        ctx.take_rows(0)  # a request past its budget or deadline starts no load
+        found = await ctx.links_loader.load(root.id)
+        links = [link for link in found if kind is None or link.kind.value == kind.name]
+        ctx.take_rows(len(links))
+        return links
 
 
 @strawberry.type(description=type_description(m.Link))
 class Link(LinkFields):
     @resolver(description="The source memory (batched).", graphql_type=Memory | None)
     async def source_memory(self, root: strawberry.Parent[m.Link], info: Info) -> m.Memory | None:
+        info.context.take_rows(1)
         return await info.context.memory_loader.load(root.source)
 
     @resolver(description="The target memory (batched).", graphql_type=Memory | None)
     async def target_memory(self, root: strawberry.Parent[m.Link], info: Info) -> m.Memory | None:
+        info.context.take_rows(1)
         return await info.context.memory_loader.load(root.target)
 
 

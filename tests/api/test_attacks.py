@@ -810,3 +810,176 @@ def test_rate_limits_and_failed_keys_get_429(tmp_path: Path, tally: Tally) -> No
             assert blocked.status_code == 429
     finally:
         assert running.stop() == 0
+
+
+# -- nested links: the cost estimate, the rows a request reads, its deadline, SIGTERM -------------
+
+NESTED_LINKS = (
+    "{ memories(first:100){ nodes { links { targetMemory { links { targetMemory { links { "
+    "targetMemory { links { targetMemory { id } } } } } } } } } } }"
+)  # the report's query: four levels of links, within the depth limit
+NO_LIMITS = {"GRAPHSVC_RATE_LIMIT_PER_KEY": "0", "GRAPHSVC_RATE_LIMIT_PER_CLIENT": "0",
+             "GRAPHSVC_AUTH_FAILURES_PER_MINUTE": "0"}  # fmt: skip
+#: The estimate and the rows cap lifted, for the tests of what stops a request that runs anyway.
+LIFTED = {"GRAPHSVC_MAX_QUERY_COST": str(10**12), "GRAPHSVC_MAX_RESULT_ROWS": str(10**9)}
+
+
+def nested(levels: int, root: str = "memories(first:100){ nodes") -> str:
+    """``levels`` of ``links { targetMemory ... }`` under ``root``."""
+    inner = "id"
+    for _ in range(levels):
+        inner = f"links {{ targetMemory {{ {inner} }} }}"
+    return f"{{ {root} {{ {inner} }} }} }}"
+
+
+def graph_server(tmp_path: Path, **env: str) -> Server:
+    """A server whose writer and reader keys share one namespace."""
+    namespace = f"nest{uuid.uuid4().hex[:8]}"
+    return start_server(
+        tmp_path, "mirror", tenants={"writer": (namespace, "write"), "reader": (namespace, "read")},
+        extra_env={**NO_LIMITS, **env},
+    )  # fmt: skip
+
+
+def graphql(server: Server, document: str, who: str = "writer", timeout: float = 10.0,
+            **variables: Any) -> httpx.Response:  # fmt: skip
+    return httpx.post(
+        server.graphql_url, json={"query": document, "variables": variables},
+        headers=bearer(server, who), timeout=timeout,
+    )  # fmt: skip
+
+
+def remember(server: Server, texts: list[str]) -> list[str]:
+    response = graphql(
+        server, "mutation($i: [MemoryInput!]!) { rememberMany(inputs: $i) { id } }",
+        i=[{"text": text} for text in texts],
+    )  # fmt: skip
+    return [m["id"] for m in response.json()["data"]["rememberMany"]]
+
+
+def link(server: Server, pairs: list[tuple[str, str]]) -> None:
+    response = graphql(
+        server, "mutation($l: [LinkInput!]!) { linkMany(inputs: $l) { kind } }",
+        l=[{"source": s, "target": t, "kind": "RELATES_TO"} for s, t in pairs],
+    )  # fmt: skip
+    assert not response.json().get("errors"), response.text
+
+
+def linked_pairwise(server: Server, count: int = 10) -> list[str]:
+    """``count`` memories, each linked to every other (the report's 10 memories, 90 links)."""
+    ids = remember(server, [f"memory {i} of the nested links attack" for i in range(count)])
+    link(server, [(a, b) for a in ids for b in ids if a != b])
+    return ids
+
+
+@pytest.mark.slow
+def test_nested_links_are_refused_before_they_run(tmp_path: Path, tally: Tally) -> None:
+    running = graph_server(tmp_path)
+    try:
+        linked_pairwise(running)
+        attacks = [
+            NESTED_LINKS,
+            "{ a: " + NESTED_LINKS[2:-2] + " b: " + NESTED_LINKS[2:-2] + " }",  # aliased twice
+            nested(3, 'reconstruct(cue: "memory nested links attack") { memories'),
+            nested(3),  # three levels: a page of 10 memories, 18 links each, 18^3 times
+        ]
+        with Prober(running.base_url) as prober:
+            for document in attacks:
+                began = time.perf_counter()
+                response = graphql(running, document, who="reader")  # a read key is enough
+                took = time.perf_counter() - began
+                tally.check(response, document)
+                error = response.json()["errors"][0]
+                assert error["extensions"]["code"] == "LIMIT_EXCEEDED", error
+                assert "GRAPHSVC_MAX_QUERY_COST" in error["message"], error
+                assert "18 (this namespace's links per memory)" in error["message"], error
+                assert response.json()["data"] is None
+                assert took < 2.0, (document, took)  # before: 118 s for the first, 4.6 GB
+            # within the estimate: answered, and every link is there
+            page = graphql(running, nested(2, "memories(first:3){ nodes"), who="reader")
+            tally.check(page, "two levels of three memories")
+            nodes = page.json()["data"]["memories"]["nodes"]
+            assert [len(n["links"]) for n in nodes] == [18, 18, 18]
+            assert all(len(k["targetMemory"]["links"]) == 18 for n in nodes for k in n["links"])
+        assert prober.worst < PROBE_LIMIT, prober.worst
+    finally:
+        assert running.stop() == 0
+
+
+@pytest.mark.slow
+def test_rows_past_the_estimate_stop_the_request(tmp_path: Path, tally: Tally) -> None:
+    # One hub linked both ways with 60 memories among 300 unlinked ones: 1 link per memory on
+    # average, so the estimate lets the query run; the hub's 120 links make it read thousands.
+    running = graph_server(tmp_path, GRAPHSVC_MAX_RESULT_ROWS="300")
+    try:
+        remember(running, [f"unlinked memory {i}" for i in range(300)])
+        hub, *spokes = remember(running, [f"hub or spoke {i}" for i in range(61)])
+        link(running, [(hub, s) for s in spokes] + [(s, hub) for s in spokes])
+        document = ("{ memories(first: 100) { nodes { links { sourceMemory { links { kind } } "
+                    "targetMemory { links { kind } } } } } }")  # fmt: skip
+        began = time.perf_counter()
+        response = graphql(running, document, who="reader")
+        tally.check(response, document)
+        error = response.json()["errors"][0]
+        assert error["extensions"]["code"] == "LIMIT_EXCEEDED", error  # before: every row
+        assert "GRAPHSVC_MAX_RESULT_ROWS" in error["message"], error
+        assert response.json()["data"] is None
+        assert time.perf_counter() - began < 2.0
+        small = graphql(running, "{ memories(first: 5) { nodes { links { kind } } } }", "reader")
+        tally.check(small, "a page within the rows")
+        assert "errors" not in small.json(), small.text
+    finally:
+        assert running.stop() == 0
+
+
+@pytest.mark.slow
+def test_a_request_past_its_deadline_stops_working(tmp_path: Path) -> None:
+    # The estimate and the rows cap are lifted, so only the deadline stops three levels of links
+    # of 10 memories linked pairwise (about 58,000 links). Before, the event loop was busy with
+    # them and the timer fired only when they were done.
+    running = graph_server(tmp_path, GRAPHSVC_REQUEST_TIMEOUT="1", **LIFTED)
+    try:
+        linked_pairwise(running)
+        began = time.perf_counter()
+        response = graphql(running, nested(3), who="reader", timeout=30)
+        took = time.perf_counter() - began
+        assert response.status_code == 503, response.text  # the one 5xx an attack may get
+        error = response.json()["errors"][0]
+        assert error["extensions"]["code"] == "UNAVAILABLE"
+        assert "GRAPHSVC_REQUEST_TIMEOUT" in error["message"]
+        assert took < 2.5, took  # before: 5 s and more, the timer waiting for the work
+        began = time.perf_counter()
+        assert httpx.get(f"{running.base_url}/healthz", timeout=10).status_code == 200
+        assert time.perf_counter() - began < PROBE_LIMIT  # the abandoned work is not going on
+    finally:
+        assert running.stop() == 0
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_server_with_a_stuck_request(tmp_path: Path) -> None:
+    # Four levels with every limit lifted keep the event loop busy for minutes: SIGTERM still
+    # ends the process within GRAPHSVC_SHUTDOWN_TIMEOUT + EXIT_GRACE_SECONDS (5) and a margin.
+    exit_within = 1 + 5 + 3.0
+    running = graph_server(
+        tmp_path, GRAPHSVC_REQUEST_TIMEOUT="600", GRAPHSVC_SHUTDOWN_TIMEOUT="1", **LIFTED
+    )
+    try:
+        linked_pairwise(running)
+        with ThreadPoolExecutor(1) as pool:
+            stuck = pool.submit(graphql, running, NESTED_LINKS, "reader", 30.0)
+            time.sleep(1.5)
+            began = time.monotonic()
+            running.process.terminate()
+            try:
+                running.process.wait(timeout=exit_within)
+            except subprocess.TimeoutExpired:
+                pytest.fail("SIGTERM did not stop the server")  # before: it ran on for minutes
+            took = time.monotonic() - began
+            with pytest.raises(httpx.HTTPError):
+                stuck.result()
+        assert took < exit_within
+        assert running.process.returncode in (0, 3)
+    finally:
+        if running.process.poll() is None:
+            running.process.kill()
+            running.process.wait(timeout=10)
