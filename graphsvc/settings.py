@@ -6,6 +6,7 @@ environment at import time. Every field is documented in the README's settings t
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Annotated, Literal
@@ -385,6 +386,14 @@ class Settings(BaseSettings):
         description="Failed authentications per minute per client address before 429 (0: no "
         "limit); also the burst.",
     )
+    trusted_proxies: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="Addresses or networks of the reverse proxies in front of the server, comma "
+        "separated ('10.0.0.0/8,192.0.2.7'): a request from one of them is counted for the "
+        "client its X-Forwarded-For names (the last address there that is not a trusted "
+        "proxy), in the per-client and failed-authentication limits and the access log. None: "
+        "every request is its TCP peer's, and X-Forwarded-For is ignored.",
+    )
 
     @field_validator("cors_origins", mode="before")
     @classmethod
@@ -392,3 +401,19 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
         return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_proxies(cls, value: object) -> object:
+        parts = value.split(",") if isinstance(value, str) else value
+        if not isinstance(parts, list | tuple):
+            return value
+        found = tuple(str(part).strip() for part in parts if str(part).strip())
+        for part in found:
+            try:
+                ipaddress.ip_network(part, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{part!r} is not an IP address or network (CIDR, e.g. 10.0.0.0/8)"
+                ) from None
+        return found

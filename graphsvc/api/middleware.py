@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from graphsvc.api.auth import ApiKeys, Principal, UnauthenticatedError, anonymous
 from graphsvc.api.context import new_request_id
 from graphsvc.api.errors import MASKED_CODE
-from graphsvc.api.ratelimit import RateLimits, retry_after
+from graphsvc.api.ratelimit import ClientAddresses, RateLimits, retry_after
 
 logger = logging.getLogger("graphsvc.api")
 access_logger = logging.getLogger("graphsvc.access")
@@ -30,6 +30,7 @@ REQUEST_ID = "graphsvc.request_id"
 LOG_FIELDS = "graphsvc.log"
 PRINCIPAL = "graphsvc.principal"
 RETRY_AFTER = "graphsvc.retry_after"  # seconds, for the response's Retry-After
+CLIENT = "graphsvc.client"  # the client address the limits counted (a trusted proxy's client)
 #: A closed connection before the answer (nginx's convention), in the access log.
 CLIENT_CLOSED = 499
 
@@ -116,6 +117,7 @@ class RequestLog:
                 await response(scope, receive, send_wrapper)
         finally:
             client = scope.get("client")
+            named = scope.get(CLIENT)
             line = {
                 "request_id": request_id,
                 "method": scope.get("method"),
@@ -123,7 +125,7 @@ class RequestLog:
                 "status": status,
                 "duration_ms": round((time.perf_counter() - began) * 1000, 2),
                 "bytes_out": sent,
-                "client": client[0] if client else None,
+                "client": named if named else client[0] if client else None,
                 **fields,
             }
             access_logger.log(
@@ -234,11 +236,6 @@ def is_ide_request(scope: Scope) -> bool:
     return "text/html" in accept or "*/*" in accept
 
 
-def _client_address(scope: Scope) -> str:
-    client = scope.get("client")
-    return str(client[0]) if client else "unknown"
-
-
 #: How a gate answers a refusal: (status, message, code, headers) -> the response. The GraphQL
 #: endpoint answers GraphQL-shaped errors; the MCP endpoint answers its own JSON shape.
 Refusal = Callable[[int, str, str, dict[str, str]], Response]
@@ -262,12 +259,13 @@ def _too_many(wait: float, what: str, setting: str, refuse: Refusal) -> Response
 class AuthGate:
     """Rate-limit and authenticate ``/graphql`` requests; the principal goes into the scope.
 
-    In order: the client address's request limit; then, for anything but the GraphiQL page, the
-    address's failed-authentication limit (checked before the key, so a guesser whose bucket is
-    empty learns nothing), the key (a failure takes from that bucket), and the key's request
-    limit. A refusal is 429 with ``Retry-After``. With no keys configured every request is the
-    ``anonymous`` principal (write role) of the default namespace; the ``serve`` command then
-    binds loopback only.
+    The client address is the TCP peer's, or the client a trusted proxy names
+    (:class:`~graphsvc.api.ratelimit.ClientAddresses`). In order: its request limit; then, for
+    anything but the GraphiQL page, the address's failed-authentication limit (checked before
+    the key, so a guesser whose bucket is empty learns nothing), the key (a failure takes from
+    that bucket), and the key's request limit. A refusal is 429 with ``Retry-After``. With no
+    keys configured every request is the ``anonymous`` principal (write role) of the default
+    namespace; the ``serve`` command then binds loopback only.
 
     Args:
         app: the view behind the gate.
@@ -304,8 +302,9 @@ class AuthGate:
     def admit(self, scope: Scope) -> Response | None:
         """``None`` when the request may go on (its principal is then in the scope), else the
         answer that refuses it."""
-        client = _client_address(scope)
         limits = self.limits
+        client = (limits.clients if limits is not None else ClientAddresses()).of(scope)
+        scope[CLIENT] = client
         if limits is not None and (wait := limits.per_client.take(client)):
             return _too_many(
                 wait, "requests from this address", "GRAPHSVC_RATE_LIMIT_PER_CLIENT", self.refuse
@@ -348,6 +347,7 @@ class AuthGate:
 
 
 __all__ = [
+    "CLIENT",
     "CLIENT_CLOSED",
     "LOG_FIELDS",
     "PRINCIPAL",

@@ -10,21 +10,25 @@ Three limits, each a bucket per name (``GRAPHSVC_RATE_LIMIT_*``, ``GRAPHSVC_AUTH
 
 A refused request answers 429 with ``Retry-After`` (whole seconds) and ``code: LIMIT_EXCEEDED``.
 The buckets live in this process: with several server processes each has its own (the limits
-multiply), and a restart refills them. The client address is the TCP peer's (``proxy_headers``
-are off): behind a reverse proxy every client shares the proxy's address, so raise
-``GRAPHSVC_RATE_LIMIT_PER_CLIENT`` there, or limit in the proxy. Each limit keeps at most
+multiply), and a restart refills them. The client address is the TCP peer's, unless the peer is
+one of ``GRAPHSVC_TRUSTED_PROXIES``: then it is the last address of ``X-Forwarded-For`` that is
+not a trusted proxy (:class:`ClientAddresses`), so behind a reverse proxy one client's failed
+keys lock out that client, not every tenant behind the proxy. Each limit keeps at most
 :data:`MAX_BUCKETS` names; past that the least recently seen name is forgotten (a full bucket
 again).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from starlette.types import Scope
 
 from graphsvc.settings import Settings
 
@@ -104,13 +108,68 @@ def retry_after(seconds: float) -> str:
     return str(max(1, math.ceil(seconds)))
 
 
+_Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+_Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+#: Most ``X-Forwarded-For`` entries read, from the right (a proxy chain is short).
+MAX_FORWARDED_HOPS = 16
+
+
+def _address(text: str) -> _Address | None:
+    try:
+        return ipaddress.ip_address(text.strip().strip("[]"))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class ClientAddresses:
+    """Who a request comes from, for the limits and the access log.
+
+    The TCP peer, unless it is one of ``trusted`` (``GRAPHSVC_TRUSTED_PROXIES``): then the
+    ``X-Forwarded-For`` entries are read from the right (each proxy appends the address it got
+    the request from), trusted proxies skipped, and the first other address is the client. The
+    entries left of it are whatever the client sent, so they are never read. A header that names
+    no such address (missing, garbled, only proxies) leaves the peer's address.
+    """
+
+    trusted: tuple[_Network, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ClientAddresses:
+        return cls(tuple(ipaddress.ip_network(n, strict=False) for n in settings.trusted_proxies))
+
+    def _is_trusted(self, address: _Address) -> bool:
+        return any(address in network for network in self.trusted)
+
+    def of(self, scope: Scope) -> str:
+        """The client address of a request (its ASGI scope)."""
+        client = scope.get("client")
+        peer = str(client[0]) if client else "unknown"
+        address = _address(peer) if self.trusted else None
+        if address is None or not self._is_trusted(address):
+            return peer
+        hops: list[str] = []
+        for name, value in scope.get("headers", ()):
+            if name == b"x-forwarded-for":
+                hops.extend(value.decode("latin-1").split(","))
+        for hop in reversed(hops[-MAX_FORWARDED_HOPS:]):
+            forwarded = _address(hop)
+            if forwarded is None:
+                return peer
+            if not self._is_trusted(forwarded):
+                return str(forwarded)
+        return peer
+
+
 @dataclass
 class RateLimits:
-    """The API's three limits. Build it with :meth:`from_settings`."""
+    """The API's three limits, and how a request's client is found. Build it with
+    :meth:`from_settings`."""
 
     per_client: TokenBuckets
     per_key: TokenBuckets
     auth_failures: TokenBuckets
+    clients: ClientAddresses = field(default_factory=ClientAddresses)
 
     @classmethod
     def from_settings(
@@ -127,7 +186,16 @@ class RateLimits:
                 Rate(settings.rate_limit_per_key, settings.rate_limit_per_key_burst), clock=clock
             ),
             auth_failures=TokenBuckets(Rate(failures / 60.0, max(failures, 1.0)), clock=clock),
+            clients=ClientAddresses.from_settings(settings),
         )
 
 
-__all__ = ["MAX_BUCKETS", "Rate", "RateLimits", "TokenBuckets", "retry_after"]
+__all__ = [
+    "MAX_BUCKETS",
+    "MAX_FORWARDED_HOPS",
+    "ClientAddresses",
+    "Rate",
+    "RateLimits",
+    "TokenBuckets",
+    "retry_after",
+]

@@ -37,7 +37,7 @@ from graphsvc.api.auth import (
 from graphsvc.api.context import Limits
 from graphsvc.api.errors import classify
 from graphsvc.api.limits import DocumentLimits, prepare
-from graphsvc.api.ratelimit import Rate, TokenBuckets, retry_after
+from graphsvc.api.ratelimit import ClientAddresses, Rate, TokenBuckets, retry_after
 from graphsvc.api.schema import make_schema, schema
 from graphsvc.api.serve import is_loopback, serve
 from graphsvc.errors import BadInputError, StoreUnavailableError
@@ -533,6 +533,30 @@ def test_any_query_parameter_needs_a_key(client: httpx.Client, query_string: str
     assert client.get("/graphql", headers={"Accept": "text/html"}).status_code == 200
     assert is_ide_request({"type": "http", "method": "GET", "query_string": b"QUERY=x",
                            "headers": [(b"accept", b"text/html")]})  # fmt: skip
+
+
+def test_trusted_proxies_name_the_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAPHSVC_TRUSTED_PROXIES", "10.0.0.0/8, 192.0.2.7,::1")
+    settings = Settings(data_dir=tmp_path)
+    assert settings.trusted_proxies == ("10.0.0.0/8", "192.0.2.7", "::1")
+    clients = ClientAddresses.from_settings(settings)
+
+    def scope(peer: str, *forwarded: str) -> dict[str, Any]:
+        headers = [(b"x-forwarded-for", value.encode()) for value in forwarded]
+        return {"client": (peer, 5000), "headers": headers}
+
+    assert clients.of(scope("10.1.1.1", "203.0.113.5, 198.51.100.2")) == "198.51.100.2"
+    assert clients.of(scope("10.1.1.1", "203.0.113.5", "198.51.100.2, 10.9.9.9")) == (
+        "198.51.100.2"  # several headers are one list; trusted hops are skipped from the right
+    )
+    assert clients.of(scope("::1", "2001:db8::5")) == "2001:db8::5"
+    assert clients.of(scope("203.0.113.9", "198.51.100.2")) == "203.0.113.9"  # not a proxy
+    assert clients.of(scope("10.1.1.1")) == "10.1.1.1"  # no header: the proxy itself
+    assert clients.of(scope("10.1.1.1", "198.51.100.2, not-an-address")) == "10.1.1.1"
+    assert ClientAddresses().of(scope("127.0.0.1", "198.51.100.2")) == "127.0.0.1"
+    monkeypatch.setenv("GRAPHSVC_TRUSTED_PROXIES", "10.0.0.0/33")
+    with pytest.raises(ValueError, match=r"'10\.0\.0\.0/33' is not an IP address or network"):
+        Settings(data_dir=tmp_path)
 
 
 def test_token_buckets() -> None:

@@ -808,6 +808,58 @@ def test_rate_limits_and_failed_keys_get_429(tmp_path: Path, tally: Tally) -> No
             blocked = client.post("/graphql", json={"query": "{ viewer { role } }"}, headers=ok)
             tally.check(blocked, "right key, blocked address")
             assert blocked.status_code == 429
+            # no proxy is trusted: a forwarded address of the client's choosing changes nothing
+            spoofed = client.post("/graphql", json={"query": "{ viewer { role } }"},
+                                  headers={**ok, "X-Forwarded-For": "198.51.100.9"})  # fmt: skip
+            tally.check(spoofed, "right key, blocked address, X-Forwarded-For")
+            assert spoofed.status_code == 429
+    finally:
+        assert running.stop() == 0
+
+
+@pytest.mark.slow
+def test_failed_keys_behind_a_trusted_proxy_lock_out_one_client(
+    tmp_path: Path, tally: Tally
+) -> None:
+    # The server sees every request from the proxy's address (here the loopback), which names
+    # the client in X-Forwarded-For; before, ten bad keys from one client locked out everyone.
+    running = start_server(
+        tmp_path, "mirror",
+        tenants={"a": (f"pa{uuid.uuid4().hex[:8]}", "write"),
+                 "b": (f"pb{uuid.uuid4().hex[:8]}", "read")},
+        extra_env={"GRAPHSVC_AUTH_FAILURES_PER_MINUTE": "10", "GRAPHSVC_RATE_LIMIT_PER_KEY": "0",
+                   "GRAPHSVC_RATE_LIMIT_PER_CLIENT": "0",
+                   "GRAPHSVC_TRUSTED_PROXIES": "127.0.0.0/8, 10.0.0.0/8"},
+    )  # fmt: skip
+    query = {"query": "{ viewer { role } }"}
+
+    def via_proxy(client: str, key: str, chain: str = "") -> httpx.Response:
+        forwarded = f"{chain}{client}, 10.1.2.3"  # the client, then an inner trusted proxy
+        return httpx.post(running.graphql_url, json=query, timeout=10, headers={
+            "Authorization": f"Bearer {key}", "X-Forwarded-For": forwarded})  # fmt: skip
+
+    try:
+        guesser, tenant = "203.0.113.7", "198.51.100.9"
+        statuses = []
+        for _ in range(12):
+            response = via_proxy(guesser, "not-the-key-000000000000")
+            tally.check(response, "wrong key via the proxy")
+            statuses.append(response.status_code)
+        assert statuses == [401] * 10 + [429] * 2
+        other = via_proxy(tenant, running.keys["b"])  # before: 429, the proxy's bucket was empty
+        tally.check(other, "another client via the proxy")
+        assert other.status_code == 200, other.text
+        assert other.json()["data"]["viewer"]["role"] == "read"
+        # the guesser stays locked out, whatever it writes left of its own address
+        for chain in ("", "192.0.2.1, ", "garbage, "):
+            again = via_proxy(guesser, running.keys["a"], chain)
+            tally.check(again, "the guesser with a right key")
+            assert again.status_code == 429
+        logged = httpx.post(running.graphql_url, json=query, timeout=10, headers={
+            "Authorization": f"Bearer {running.keys['a']}", "X-Forwarded-For": tenant,
+            "X-Request-Id": "via-proxy-1"})  # fmt: skip
+        assert logged.status_code == 200
+        assert running.wait_for_log("via-proxy-1")[-1]["client"] == tenant
     finally:
         assert running.stop() == 0
 
@@ -894,7 +946,7 @@ def test_nested_links_are_refused_before_they_run(tmp_path: Path, tally: Tally) 
                 assert "GRAPHSVC_MAX_QUERY_COST" in error["message"], error
                 assert "18 (this namespace's links per memory)" in error["message"], error
                 assert response.json()["data"] is None
-                assert took < 2.0, (document, took)  # before: 118 s for the first, 4.6 GB
+                assert took < 2.0, (document, took)  # before: it ran, stalling the server
             # within the estimate: answered, and every link is there
             page = graphql(running, nested(2, "memories(first:3){ nodes"), who="reader")
             tally.check(page, "two levels of three memories")
@@ -935,8 +987,8 @@ def test_rows_past_the_estimate_stop_the_request(tmp_path: Path, tally: Tally) -
 @pytest.mark.slow
 def test_a_request_past_its_deadline_stops_working(tmp_path: Path) -> None:
     # The estimate and the rows cap are lifted, so only the deadline stops three levels of links
-    # of 10 memories linked pairwise (about 58,000 links). Before, the event loop was busy with
-    # them and the timer fired only when they were done.
+    # of 10 memories linked pairwise. Before, the event loop was busy with them and the timer
+    # fired only when they were done.
     running = graph_server(tmp_path, GRAPHSVC_REQUEST_TIMEOUT="1", **LIFTED)
     try:
         linked_pairwise(running)
@@ -947,7 +999,7 @@ def test_a_request_past_its_deadline_stops_working(tmp_path: Path) -> None:
         error = response.json()["errors"][0]
         assert error["extensions"]["code"] == "UNAVAILABLE"
         assert "GRAPHSVC_REQUEST_TIMEOUT" in error["message"]
-        assert took < 2.5, took  # before: 5 s and more, the timer waiting for the work
+        assert took < 2.5, took  # before: the timer waited for the work
         began = time.perf_counter()
         assert httpx.get(f"{running.base_url}/healthz", timeout=10).status_code == 200
         assert time.perf_counter() - began < PROBE_LIMIT  # the abandoned work is not going on
@@ -957,7 +1009,7 @@ def test_a_request_past_its_deadline_stops_working(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_sigterm_stops_a_server_with_a_stuck_request(tmp_path: Path) -> None:
-    # Four levels with every limit lifted keep the event loop busy for minutes: SIGTERM still
+    # Four levels with every limit lifted keep the event loop busy: SIGTERM still
     # ends the process within GRAPHSVC_SHUTDOWN_TIMEOUT + EXIT_GRACE_SECONDS (5) and a margin.
     exit_within = 1 + 5 + 3.0
     running = graph_server(
