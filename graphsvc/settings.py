@@ -386,6 +386,22 @@ class Settings(BaseSettings):
         description="Failed authentications per minute per client address before 429 (0: no "
         "limit); also the burst.",
     )
+    mcp_max_streams: int = Field(
+        default=100,
+        ge=0,
+        description="Most event streams (GET /mcp) open at once in this process, and never more "
+        "than half the process's file descriptor limit, so health checks and requests keep "
+        "theirs (0: none).",
+    )
+    mcp_max_streams_per_key: int = Field(
+        default=4, ge=0, description="Most event streams (GET /mcp) one API key may hold open."
+    )
+    mcp_stream_idle_timeout: float = Field(
+        default=60.0,
+        gt=0.0,
+        description="Seconds an event stream (GET /mcp) may carry no message before the server "
+        "ends it (a client reconnects when it wants one).",
+    )
     trusted_proxies: Annotated[tuple[str, ...], NoDecode] = Field(
         default=(),
         description="Addresses or networks of the reverse proxies in front of the server, comma "

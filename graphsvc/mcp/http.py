@@ -17,29 +17,44 @@ no session outlives a request, so a session id never carries one caller's identi
 caller's request, and any worker can answer any request. On a loopback bind the SDK's DNS
 rebinding protection (Host and Origin checks) is on, since an anonymous local endpoint is
 otherwise reachable from a web page through a rebinding domain.
+
+Event streams (``GET /mcp`` with ``Accept: text/event-stream``) hold a connection open, and no
+request timeout covers them: :class:`StreamSlots` caps them per key
+(``GRAPHSVC_MCP_MAX_STREAMS_PER_KEY``, then 429) and in total (``GRAPHSVC_MCP_MAX_STREAMS``, at
+most half the process's file descriptor limit, then 503), and a stream that carries no message
+for ``GRAPHSVC_MCP_STREAM_IDLE_TIMEOUT`` seconds is ended (the SSE pings do not count: they are
+the server's own). A refused stream's connection is closed, so it frees its descriptor at once.
+
+Every refusal of ``/mcp``, the gate's and the SDK's own (a wrong Content-Type, Host or Origin, a
+method it does not serve), is JSON ``{"error", "error_description", "code"}`` with graphsvc's
+``code`` (:func:`mcp_refusal`, :func:`sdk_refusals`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from graphsvc.api.auth import ApiKeys, Principal, UnauthenticatedError
 from graphsvc.api.middleware import PRINCIPAL, AuthGate
-from graphsvc.api.ratelimit import RateLimits
+from graphsvc.api.ratelimit import RateLimits, retry_after
 from graphsvc.mcp.server import LimiterSource, ServiceSource, build_server
 from graphsvc.settings import Settings
 
 MCP_PATH = "/mcp"
+
+logger = logging.getLogger("graphsvc.mcp")
 
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
@@ -71,10 +86,122 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
 
 
 def mcp_refusal(status: int, message: str, code: str, headers: dict[str, str]) -> Response:
-    """How ``/mcp`` answers the gate's refusals (401, 429): JSON with an OAuth-style ``error`` and
-    graphsvc's ``code``, the shape MCP clients read."""
+    """How ``/mcp`` answers a refusal (the gate's 401 and 429, the stream caps, the SDK's own):
+    JSON with an OAuth-style ``error`` and graphsvc's ``code``, the shape MCP clients read."""
     error = "invalid_token" if status == 401 else "rate_limited" if status == 429 else "refused"
     return _json(status, {"error": error, "error_description": message, "code": code}, headers)
+
+
+#: graphsvc's code for each refusal status of the SDK; any other 4xx is BAD_INPUT, 5xx INTERNAL.
+_SDK_CODES = {
+    403: "FORBIDDEN",  # an Origin the DNS-rebinding protection refuses
+    404: "NOT_FOUND",
+    413: "LIMIT_EXCEEDED",
+    421: "FORBIDDEN",  # a Host the DNS-rebinding protection refuses
+    503: "UNAVAILABLE",
+}
+#: Response headers of the SDK's refusal kept in ours (the rest describe its own body).
+_KEPT_HEADERS = {b"allow", b"retry-after", b"www-authenticate", b"mcp-session-id"}
+#: Most bytes of a refusal's body read for its message.
+_MAX_REFUSAL_BYTES = 64 * 1024
+
+
+def _sdk_message(body: bytes, status: int) -> str:
+    """The message of an SDK refusal: a JSON-RPC error's, else the text (``Invalid Host header``),
+    else the status."""
+    text = body[:_MAX_REFUSAL_BYTES].decode("utf-8", "replace").strip()
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        error = parsed.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+    return text or f"refused with HTTP {status}"
+
+
+def sdk_refusals(send: Send) -> Send:
+    """``send`` for the SDK's answers: a refusal (status 400 or above) is rewritten as
+    :func:`mcp_refusal` (same status, graphsvc's code, the SDK's message); anything else passes
+    through unchanged."""
+    refusal: dict[str, Any] | None = None
+    body = bytearray()
+
+    async def rewriting(message: Message) -> None:
+        nonlocal refusal
+        if message["type"] == "http.response.start" and message["status"] >= 400:
+            refusal = dict(message)
+            return
+        if refusal is None or message["type"] != "http.response.body":
+            await send(message)
+            return
+        if len(body) < _MAX_REFUSAL_BYTES:
+            body.extend(message.get("body", b""))
+        if message.get("more_body", False):
+            return
+        status = int(refusal["status"])
+        code = _SDK_CODES.get(status, "INTERNAL" if status >= 500 else "BAD_INPUT")
+        kept = {
+            name.decode("latin-1"): value.decode("latin-1")
+            for name, value in refusal.get("headers", [])
+            if name.lower() in _KEPT_HEADERS
+        }
+        answer = mcp_refusal(status, _sdk_message(bytes(body), status), code, kept)
+        await send({"type": "http.response.start", "status": status, "headers": answer.raw_headers})
+        await send({"type": "http.response.body", "body": answer.body, "more_body": False})
+
+    return rewriting
+
+
+class StreamSlots:
+    """Open event streams, per API key and in total (used on the event loop only).
+
+    Args:
+        per_key: most streams one key may hold (``GRAPHSVC_MCP_MAX_STREAMS_PER_KEY``).
+        total: most streams in all (``GRAPHSVC_MCP_MAX_STREAMS``, after :func:`stream_cap`).
+    """
+
+    def __init__(self, per_key: int, total: int) -> None:
+        self.per_key = per_key
+        self.total = total
+        self.open = 0
+        self._by_key: dict[str, int] = {}
+
+    def take(self, key: str) -> str | None:
+        """Take a slot for ``key``: ``None`` when taken, else the setting that refuses it."""
+        if self._by_key.get(key, 0) >= self.per_key:
+            return "GRAPHSVC_MCP_MAX_STREAMS_PER_KEY"
+        if self.open >= self.total:
+            return "GRAPHSVC_MCP_MAX_STREAMS"
+        self._by_key[key] = self._by_key.get(key, 0) + 1
+        self.open += 1
+        return None
+
+    def give_back(self, key: str) -> None:
+        """Return a slot :meth:`take` gave ``key``."""
+        self.open -= 1
+        left = self._by_key.get(key, 1) - 1
+        if left > 0:
+            self._by_key[key] = left
+        else:
+            self._by_key.pop(key, None)
+
+
+def descriptor_limit() -> int | None:
+    """The process's soft limit on open file descriptors (``None``: no such limit here)."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def stream_cap(configured: int, descriptors: int | None) -> int:
+    """Most event streams at once: ``configured``, and at most half of ``descriptors`` (the
+    other half is kept for health checks, GraphQL requests, the store and the log)."""
+    return configured if descriptors is None else min(configured, descriptors // 2)
 
 
 def request_principal(ctx: ServerRequestContext[Any, Any]) -> Principal:
@@ -125,6 +252,8 @@ class McpHttp:
         #: The route to add to the app (every method: POST, GET, DELETE).
         self.route = Route(path, endpoint=self.gate)
         self._manager: StreamableHTTPSessionManager | None = None
+        #: The open event streams (the total is set by :meth:`run`).
+        self.streams = StreamSlots(settings.mcp_max_streams_per_key, settings.mcp_max_streams)
 
     async def _endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
@@ -134,11 +263,71 @@ class McpHttp:
                     "starting or stopping): retry shortly"}  # fmt: skip
             await _json(503, body)(scope, receive, send)
             return
-        await manager.handle_request(scope, receive, send)
+        if scope.get("method") == "GET":  # an event stream, or a quick refusal of one
+            await self._stream(manager, scope, receive, send)
+            return
+        await manager.handle_request(scope, receive, sdk_refusals(send))
+
+    async def _stream(
+        self, manager: StreamableHTTPSessionManager, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """One event stream, within the caps, ended after the idle timeout."""
+        principal = scope.get(PRINCIPAL)
+        key = principal.key_id if isinstance(principal, Principal) else "anonymous"
+        idle = self.settings.mcp_stream_idle_timeout
+        refused = self.streams.take(key)
+        if refused is not None:
+            per_key = refused.endswith("_PER_KEY")
+            limit = self.streams.per_key if per_key else self.streams.total
+            whose = "this API key holds" if per_key else "the server holds"
+            message = (
+                f"{whose} {limit} open event streams, the most it may ({refused}): close one, "
+                "or retry after the Retry-After seconds (idle streams are ended)"
+            )
+            headers = {"Retry-After": retry_after(idle), "Connection": "close"}
+            status, code = (429, "LIMIT_EXCEEDED") if per_key else (503, "UNAVAILABLE")
+            await mcp_refusal(status, message, code, headers)(scope, receive, send)
+            return
+        started = ended = False
+        answer = sdk_refusals(send)
+        try:
+            with anyio.CancelScope() as idle_scope:
+                idle_scope.deadline = anyio.current_time() + idle
+
+                async def watched(message: Message) -> None:
+                    nonlocal started, ended
+                    if message["type"] == "http.response.start":
+                        started = True
+                        # the connection ends with the stream, and frees its descriptor
+                        headers = [(n, v) for n, v in message.get("headers", [])
+                                   if n.lower() != b"connection"]  # fmt: skip
+                        message = {**message, "headers": [*headers, (b"connection", b"close")]}
+                    elif message["type"] == "http.response.body":
+                        if not message.get("body", b"").startswith(b":"):  # not a ping
+                            idle_scope.deadline = anyio.current_time() + idle
+                        ended = not message.get("more_body", False)
+                    await answer(message)
+
+                await manager.handle_request(scope, receive, watched)
+            if idle_scope.cancelled_caught and started and not ended:
+                # the stream's end: the client sees it close, and the connection is reusable
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            self.streams.give_back(key)
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
         """Serve ``/mcp`` while inside (enter it in the app's lifespan)."""
+        configured = self.settings.mcp_max_streams
+        self.streams.total = stream_cap(configured, descriptor_limit())
+        if self.streams.total < configured:
+            logger.warning(
+                "at most %d MCP event streams (GRAPHSVC_MCP_MAX_STREAMS is %d): half of the "
+                "process's file descriptor limit is kept for health checks and requests; raise "
+                "the limit (ulimit -n) to allow more",
+                self.streams.total,
+                configured,
+            )
         manager = StreamableHTTPSessionManager(
             app=self.server,
             json_response=True,
@@ -169,8 +358,12 @@ __all__ = [
     "MCP_PATH",
     "PRINCIPAL",
     "McpHttp",
+    "StreamSlots",
+    "descriptor_limit",
     "mcp_http",
     "mcp_refusal",
     "request_principal",
+    "sdk_refusals",
+    "stream_cap",
     "transport_security",
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import io
 import json
 import logging
 import time
@@ -25,7 +26,15 @@ from graphql import GraphQLError, GraphQLObjectType, build_schema, get_introspec
 from starlette.requests import Request
 from strawberry.types import ExecutionResult
 
-from graphsvc.api.app import AppState, GraphQLView, JsonFormatter, create_app, is_ide_request
+from graphsvc.api.app import (
+    AppState,
+    GraphQLView,
+    JsonFormatter,
+    RepeatLimit,
+    configure_logging,
+    create_app,
+    is_ide_request,
+)
 from graphsvc.api.auth import (
     ApiKeys,
     ForbiddenError,
@@ -802,6 +811,51 @@ def test_json_log_lines() -> None:
     assert entry["msg"] == "request"
     assert entry["request_id"] == "r1"
     assert entry["level"] == "info"
+
+
+def test_repeated_errors_are_rate_limited_in_the_log() -> None:
+    # Out of descriptors, asyncio logs "socket.accept() out of system resource" with a traceback
+    # on every turn of the event loop: before, each one was written, and the log filled the disk.
+    root = logging.getLogger()
+    kept = root.handlers[:], root.level
+    stream = io.StringIO()
+    error = OSError(24, "Too many open files")
+    try:
+        configure_logging("info")  # the server's log
+        handler = root.handlers[0]
+        assert isinstance(handler, logging.StreamHandler)
+        handler.setStream(stream)
+        for _ in range(1000):
+            logging.getLogger("asyncio").error(
+                "socket.accept() out of system resource", exc_info=error
+            )
+            logging.getLogger("graphsvc.api").info("below warnings nothing is held back")
+        logging.getLogger("asyncio").error("another failure %s", 1)
+        for _ in range(20):  # the access log is never held back
+            logging.getLogger("graphsvc.access").warning("request")
+    finally:
+        root.handlers[:], level = kept
+        root.setLevel(level)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert sum(line["msg"].startswith("socket.accept()") for line in lines) == 5
+    assert sum(line["msg"].startswith("below warnings") for line in lines) == 1000
+    assert sum(line["msg"] == "request" for line in lines) == 20
+    assert any(line["msg"] == "another failure 1" for line in lines)
+
+
+def test_the_log_says_how_many_repeats_it_held_back() -> None:
+    now = [0.0]
+    limit = RepeatLimit(burst=2, window=60.0, clock=lambda: now[0])
+
+    def record(message: str, level: int = logging.ERROR) -> logging.LogRecord:
+        return logging.LogRecord("asyncio", level, __file__, 1, message, None, None)
+
+    assert [limit.filter(record("boom")) for _ in range(5)] == [True, True, False, False, False]
+    assert limit.filter(record("other"))
+    now[0] = 61.0
+    again = record("boom")
+    assert limit.filter(again)
+    assert again.fields == {"suppressed": 3}  # type: ignore[attr-defined]
 
 
 # -- a real uvicorn process, a real GraphQL client ------------------------------------------------

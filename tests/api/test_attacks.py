@@ -1035,3 +1035,127 @@ def test_sigterm_stops_a_server_with_a_stuck_request(tmp_path: Path) -> None:
         if running.process.poll() is None:
             running.process.kill()
             running.process.wait(timeout=10)
+
+
+# -- MCP event streams: caps per key and in total, idle streams ended, descriptors kept ----------
+
+
+def open_stream(server: Server, who: str, timeout: float = 10.0) -> tuple[socket.socket, bytes]:
+    """``GET /mcp`` asking for an event stream, on a fresh connection: the socket (left open)
+    and the response head (its status line and headers)."""
+    host, port = server.base_url.removeprefix("http://").rsplit(":", 1)
+    conn = socket.create_connection((host, int(port)), timeout=timeout)
+    conn.sendall(
+        f"GET /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n"
+        f"Authorization: Bearer {server.keys[who]}\r\n\r\n".encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = conn.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    return conn, head
+
+
+def refusal_of(conn: socket.socket, head: bytes) -> dict[str, Any]:
+    """The JSON body of a refused stream, read until the server closes the connection."""
+    body = head.partition(b"\r\n\r\n")[2]
+    while chunk := conn.recv(65536):
+        body += chunk
+    conn.close()
+    return dict(json.loads(body))
+
+
+@pytest.mark.slow
+def test_mcp_event_streams_are_capped_and_ended_when_idle(tmp_path: Path) -> None:
+    idle = 2.0
+    running = start_server(
+        tmp_path, "mirror",
+        tenants={"a": (f"sa{uuid.uuid4().hex[:8]}", "write"),
+                 "b": (f"sb{uuid.uuid4().hex[:8]}", "read")},
+        extra_env={**NO_LIMITS, "GRAPHSVC_MCP_MAX_STREAMS": "3",
+                   "GRAPHSVC_MCP_MAX_STREAMS_PER_KEY": "2",
+                   "GRAPHSVC_MCP_STREAM_IDLE_TIMEOUT": str(idle)},
+    )  # fmt: skip
+    opened: list[socket.socket] = []
+    try:
+        began = time.monotonic()
+        for who in ("a", "a", "b"):
+            conn, head = open_stream(running, who)
+            opened.append(conn)
+            assert head.startswith(b"HTTP/1.1 200"), head
+            assert b"text/event-stream" in head.lower()
+        conn, head = open_stream(running, "a")  # before: a third stream for the key, and more
+        opened.append(conn)
+        assert head.startswith(b"HTTP/1.1 429"), head
+        assert b"connection: close" in head.lower()
+        body = refusal_of(conn, head)
+        assert body["code"] == "LIMIT_EXCEEDED"
+        assert "GRAPHSVC_MCP_MAX_STREAMS_PER_KEY" in body["error_description"]
+        conn, head = open_stream(running, "b")  # b holds one, but the server holds three
+        opened.append(conn)
+        assert head.startswith(b"HTTP/1.1 503"), head
+        body = refusal_of(conn, head)
+        assert body["code"] == "UNAVAILABLE"
+        assert "GRAPHSVC_MCP_MAX_STREAMS" in body["error_description"]
+        for path in ("/healthz", "/readyz"):  # what is left answers
+            assert httpx.get(running.base_url + path, timeout=PROBE_LIMIT).status_code == 200
+        # an idle stream is ended: each reads to its end soon after the idle timeout
+        for conn in opened[:3]:
+            conn.settimeout(idle + 5)
+            while conn.recv(65536):
+                pass
+            assert time.monotonic() - began < idle + 4
+        conn, head = open_stream(running, "a")  # the slots are free again
+        opened.append(conn)
+        assert head.startswith(b"HTTP/1.1 200"), head
+    finally:
+        for conn in opened:
+            conn.close()
+        assert running.stop() == 0
+
+
+@pytest.mark.slow
+def test_mcp_event_streams_leave_descriptors_for_health_checks(tmp_path: Path) -> None:
+    # A server limited to 256 descriptors, configured for more streams than that, and a client
+    # opening 300 with one key whose own cap is lifted: before, the streams took every
+    # descriptor and /healthz timed out.
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))  # the server inherits it
+    try:
+        running = start_server(
+            tmp_path, "mirror", tenants={"a": (f"fd{uuid.uuid4().hex[:8]}", "write")},
+            extra_env={**NO_LIMITS, "GRAPHSVC_MCP_MAX_STREAMS": "1000",
+                       "GRAPHSVC_MCP_MAX_STREAMS_PER_KEY": "1000"},
+        )  # fmt: skip
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    opened: list[socket.socket] = []
+    statuses: Counter[bytes] = Counter()
+    try:
+        for _ in range(300):
+            try:
+                conn, head = open_stream(running, "a", timeout=5)
+            except OSError:
+                statuses[b"no answer"] += 1
+                break  # the server is out of descriptors
+            statuses[head[9:12]] += 1
+            if head.startswith(b"HTTP/1.1 200"):
+                opened.append(conn)
+            else:
+                conn.close()
+        assert statuses[b"200"] == 128, statuses  # half of the descriptors
+        assert statuses[b"503"] == 300 - 128, statuses
+        for _ in range(5):
+            began = time.perf_counter()
+            assert httpx.get(f"{running.base_url}/healthz", timeout=5).status_code == 200
+            assert time.perf_counter() - began < PROBE_LIMIT
+        warned = [line["msg"] for line in running.log_lines() if "streams" in line.get("msg", "")]
+        assert any("at most 128" in m and "GRAPHSVC_MCP_MAX_STREAMS is 1000" in m for m in warned)
+    finally:
+        for conn in opened:
+            conn.close()
+        assert running.stop() == 0

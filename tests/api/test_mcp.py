@@ -571,3 +571,43 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
         assert {**without(belief, "beliefId", "memories"), "memories": mcp_memories} == gql
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+def test_http_refusals_of_the_sdk_carry_a_code(tmp_path: Path) -> None:
+    # The SDK's own refusals were plain text ("Invalid Host header") or JSON-RPC errors without
+    # graphsvc's code; every refusal of /mcp is now {"error", "error_description", "code"}.
+    server = start_http(tmp_path, "mirror", {"a": (f"t{uuid.uuid4().hex[:12]}", "write")})
+    url = f"{server.base_url}/mcp"
+    listing = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    both = "application/json, text/event-stream"
+    key = {"Authorization": f"Bearer {server.keys['a']}"}
+    try:
+        for method, headers, status, code, fragment in [
+            ("POST", {"Accept": both, "Content-Type": "text/plain"}, 400, "BAD_INPUT",
+             "Content-Type"),
+            ("POST", {"Accept": both, "Content-Type": "application/json",
+                      "Origin": "http://rebound.example"}, 403, "FORBIDDEN", "Origin"),
+            ("POST", {"Accept": both, "Content-Type": "application/json",
+                      "Host": "rebound.example"}, 421, "FORBIDDEN", "Host"),
+            ("PUT", {"Accept": both, "Content-Type": "application/json"}, 405, "BAD_INPUT",
+             "Method Not Allowed"),
+            ("POST", {"Accept": "text/html", "Content-Type": "application/json"}, 406,
+             "BAD_INPUT", "Not Acceptable"),
+        ]:  # fmt: skip
+            response = httpx.request(
+                method, url, content=listing, headers={**key, **headers}, timeout=30
+            )
+            assert response.status_code == status, (method, headers, response.text)
+            assert response.headers["content-type"].startswith("application/json")
+            body = response.json()
+            assert body["code"] == code, body
+            assert fragment in body["error_description"], body
+            assert body["error"] == "refused"
+        plain = {**key, "Accept": both, "Content-Type": "application/json"}
+        put = httpx.put(url, content=listing, timeout=30, headers=plain)
+        assert put.headers["allow"] == "GET, POST, DELETE"
+        ok = httpx.post(url, content=listing, timeout=30, headers=plain)
+        assert ok.status_code == 200 and "result" in ok.json()  # answers pass unchanged
+    finally:
+        server.stop()
