@@ -999,7 +999,7 @@ def test_a_request_past_its_deadline_stops_working(tmp_path: Path) -> None:
         error = response.json()["errors"][0]
         assert error["extensions"]["code"] == "UNAVAILABLE"
         assert "GRAPHSVC_REQUEST_TIMEOUT" in error["message"]
-        assert took < 2.5, took  # before: the timer waited for the work
+        assert took < 3.0, took  # before: the timer waited for the work
         began = time.perf_counter()
         assert httpx.get(f"{running.base_url}/healthz", timeout=10).status_code == 200
         assert time.perf_counter() - began < PROBE_LIMIT  # the abandoned work is not going on
