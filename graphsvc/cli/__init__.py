@@ -65,6 +65,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "graphsvc.cli.embed:embed",
         "Encode the memories that have no vector (resumable; --rebuild replaces them all).",
     ),
+    "model": (
+        "graphsvc.cli.model:model_group",
+        "The embedding models graphsvc knows: list them, install one.",
+    ),
     "drift": (
         "graphsvc.drift:drift",
         "Estimated against reported prompt tokens for RUN_ID: per step and overall.",

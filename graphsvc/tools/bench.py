@@ -56,10 +56,10 @@ from tqdm import tqdm
 
 from graphsvc.bootstrap import limit_blas_threads, make_store, store_label
 from graphsvc.cli.common import TEMPORARY_DATA_DIR_HELP, data_dir_flag, make_settings
-from graphsvc.embed import ModelUnavailableError, OnnxEmbedder, open_embedder
+from graphsvc.embed import ModelUnavailableError, OnnxEmbedder
 from graphsvc.errors import GraphsvcError
 from graphsvc.model import ContextBundle, EraseReceipt, LinkInput, LinkKind, MemoryInput
-from graphsvc.retrieval import DenseRecall
+from graphsvc.retrieval import DenseRecall, settings_embedder
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.text import analyse
@@ -651,7 +651,7 @@ class WordHashEmbedder:
             self._directions[term] = found
         return found
 
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> NDArray[np.float32]:
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             for term in analyse(text):
@@ -685,14 +685,14 @@ class ModelPricedEmbedder:
     def model_id(self) -> str:
         return self._words.model_id
 
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        return self.embed_tokens(self.tokenize(texts))
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> NDArray[np.float32]:
+        return self.embed_tokens(self.tokenize(texts, query=query))
 
-    def tokenize(self, texts: Sequence[str]) -> list[_Priced]:
+    def tokenize(self, texts: Sequence[str], *, query: bool = False) -> list[_Priced]:
         vectors = self._words.embed(texts)
         return [
             _Priced(fit_tokens(ids, self._tokens), row)
-            for ids, row in zip(self._model.tokenize(texts), vectors, strict=True)
+            for ids, row in zip(self._model.tokenize(texts, query=query), vectors, strict=True)
         ]
 
     def embed_tokens(self, items: Sequence[Sequence[int]]) -> NDArray[np.float32]:
@@ -1331,18 +1331,13 @@ class Run:
         nothing when there is no model."""
         settings = service.settings
         try:
-            encoder = open_embedder(
-                settings.embed_model_dir,
-                settings.embed_model,
-                threads=settings.embed_threads,
-                workers=settings.embed_workers,
-            )
-            encoder.embed(query_texts[:1])
+            encoder = settings_embedder(settings)
+            encoder.embed(query_texts[:1], query=True)
         except ModelUnavailableError:
             return
         tokens = self.query_tokens
         ids = {q: fit_tokens(row, tokens) for q, row in zip(
-            query_texts, encoder.tokenize(query_texts), strict=True
+            query_texts, encoder.tokenize(query_texts, query=True), strict=True
         )}  # fmt: skip
         encode_s, _ = time_rounds(
             lambda q: encoder.embed_tokens([ids[q]]), query_texts, warmup, 1, "model encode"

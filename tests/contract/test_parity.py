@@ -149,11 +149,13 @@ class RepeatFree:
     def model_id(self) -> str:
         return self.encoder.model_id
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        todo = [t for t in dict.fromkeys(texts) if t not in self.seen]
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        keys = [("q:" if query else "p:") + t for t in texts]
+        todo = [k for k in dict.fromkeys(keys) if k not in self.seen]
         if todo:
-            self.seen.update(zip(todo, self.encoder.embed(todo), strict=True))
-        return np.stack([self.seen[t] for t in texts])
+            made = self.encoder.embed([k[2:] for k in todo], query=query)
+            self.seen.update(zip(todo, made, strict=True))
+        return np.stack([self.seen[k] for k in keys])
 
 
 HYBRID_CONVERSATIONS = 2

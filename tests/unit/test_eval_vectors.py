@@ -35,7 +35,7 @@ class FakeEmbedder:
     def model_id(self) -> str:
         return self._model_id
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         self.calls.append(list(texts))
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         for row, text in enumerate(texts):

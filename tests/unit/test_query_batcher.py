@@ -96,7 +96,7 @@ def test_concurrent_queries_get_the_bits_of_a_direct_encoding() -> None:
     queries += ["a", "a much longer question about the billing incident and its cause " * 5]
     with ThreadPoolExecutor(8) as pool:
         batched = list(pool.map(dense.query_codes, queries * 2))
-    assert batched == [dense.codes([q])[0] for q in queries * 2]
+    assert batched == [dense.codes([q], query=True)[0] for q in queries * 2]
     dense.close()
 
 
@@ -142,7 +142,7 @@ class CountingEmbedder:
     def __init__(self) -> None:
         self.texts: list[str] = []
 
-    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> NDArray[np.float32]:
         self.texts.extend(texts)
         out = np.zeros((len(texts), 4), dtype=np.float32)
         for row, text in enumerate(texts):
@@ -163,7 +163,9 @@ def test_a_prefetch_by_namespace_skips_namespaces_last_found_lexical() -> None:
         # What prefetch says is whether codes are coming: what starts a search by meaning.
         assert not dense.prefetch("lexical there", "other")
         assert dense.prefetch("by meaning here", "mine")
-        assert dense.query_codes("by meaning here") == dense.codes(["by meaning here"])[0]
+        assert (
+            dense.query_codes("by meaning here") == dense.codes(["by meaning here"], query=True)[0]
+        )
         assert dense.query_codes("first ask")
         assert "lexical there" not in embedder.texts
         assert embedder.texts.count("first ask") == 1
@@ -222,7 +224,7 @@ class TokenCountingEmbedder(CountingEmbedder):
         super().__init__()
         self.threads: dict[str, set[str]] = {"tokenize": set(), "embed_tokens": set()}
 
-    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+    def tokenize(self, texts: Sequence[str], *, query: bool = False) -> list[list[int]]:
         self.threads["tokenize"].add(threading.current_thread().name)
         return [[ord(text[:1] or " ")] for text in texts]
 
@@ -236,8 +238,8 @@ def test_a_splitting_embedder_tokenises_in_the_caller_and_encodes_on_the_encoder
     dense = DenseRecall(embedder, required=True, cache_size=0)
     try:
         dense.prefetch("by meaning")
-        assert dense.query_codes("by meaning") == dense.codes(["by meaning"])[0]
-        assert dense.query_codes("again") == dense.codes(["again"])[0]
+        assert dense.query_codes("by meaning") == dense.codes(["by meaning"], query=True)[0]
+        assert dense.query_codes("again") == dense.codes(["again"], query=True)[0]
         assert embedder.threads == {
             "tokenize": {threading.current_thread().name},
             "embed_tokens": {"graphsvc-query-encoder"},

@@ -25,9 +25,9 @@ from tqdm import tqdm
 
 from graphsvc import recall
 from graphsvc.bootstrap import make_store, store_label
-from graphsvc.embed import Embedder, ModelUnavailableError, open_embedder
+from graphsvc.embed import Embedder, ModelUnavailableError
 from graphsvc.ingest import ingest, parse_jsonl
-from graphsvc.retrieval import DenseRecall
+from graphsvc.retrieval import DenseRecall, settings_embedder
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store, micros
@@ -403,12 +403,7 @@ def open_cached_embedder(
     if embed == "off":
         return None, "dense-only and hybrid skipped: --embed off"
     try:
-        inner = open_embedder(
-            settings.embed_model_dir,
-            settings.embed_model,
-            threads=settings.embed_threads,
-            workers=settings.embed_workers,
-        ).load()
+        inner = settings_embedder(settings).load()
     except ModelUnavailableError as exc:
         if embed == "on":
             raise

@@ -32,9 +32,11 @@ DIGEST = 32  # sha256
 CHUNK = 256
 
 
-def text_key(text: str) -> bytes:
-    """The cache key of a text: the sha256 of its UTF-8 bytes."""
-    return hashlib.sha256(text.encode("utf-8")).digest()
+def text_key(text: str, *, query: bool = False) -> bytes:
+    """The cache key of a text: the sha256 of its UTF-8 bytes (after a NUL-framed mark for a
+    query, which an encoder with instructions encodes otherwise than the same memory text)."""
+    mark = b"\0query\0" if query else b""
+    return hashlib.sha256(mark + text.encode("utf-8")).digest()
 
 
 def cache_file(folder: Path, model_id: str) -> Path:
@@ -115,9 +117,9 @@ class CachedEmbedder:
         self._vectors = vectors
         return vectors
 
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """The vectors of ``texts``: cached ones read back, the others embedded (in chunks) and
-        appended to the cache.
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        """The vectors of ``texts`` (queries, with ``query``): cached ones read back, the others
+        embedded (in chunks) and appended to the cache.
 
         Raises:
             BadInputError: ``texts`` is one string rather than a sequence of them.
@@ -127,7 +129,7 @@ class CachedEmbedder:
             raise BadInputError("embed takes a sequence of texts, not one string: wrap it in [ ]")
         with self._lock:
             vectors = self._load()
-            keys = [text_key(t) for t in texts]
+            keys = [text_key(t, query=query) for t in texts]
             missing: dict[bytes, str] = {}
             for key, text in zip(keys, texts, strict=True):
                 if key not in vectors and key not in missing:
@@ -137,7 +139,9 @@ class CachedEmbedder:
             pending = list(missing.items())
             for start in range(0, len(pending), CHUNK):
                 chunk = pending[start : start + CHUNK]
-                made = np.ascontiguousarray(self.inner.embed([t for _, t in chunk]), np.float32)
+                made = np.ascontiguousarray(
+                    self.inner.embed([t for _, t in chunk], query=query), np.float32
+                )
                 records = []
                 for (key, _), row in zip(chunk, made, strict=True):
                     raw = row.astype("<f4").tobytes()
@@ -194,7 +198,7 @@ class DenseIndex:
         (cosines may be 0 or negative: every memory is a candidate)."""
         if not self.keys:
             return []
-        query_codes = dense.quantize(self.embedder.embed([query]))[0]
+        query_codes = dense.quantize(self.embedder.embed([query], query=True))[0]
         scores = dense.cosines(query_codes, self.codes, self.norms)
         return [(key.int, s) for key, s in dense.top_k(self.keys, scores, limit)]
 
