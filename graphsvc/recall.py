@@ -564,7 +564,8 @@ def fuse(
     memories (the best lexical-graph score, the best positive cosine), so the weight shares
     out two parts on the same scale whatever a corpus' typical scores are. With ``spread``
     (min-max), each part is first mapped to [0, 1] between its lowest and its best value among
-    the memories being fused (a part with one value throughout weighs nothing for any of them).
+    the memories being fused (a part with one value throughout is divided by that value, as
+    ``relative`` does: a lone memory found by meaning keeps its cosine's weight).
 
     Each ranked memory scores ``(1 - weight) * score + weight * max(cosine, 0)``, with cosine 0
     for a memory without a vector; ``dense_only`` memories (the nearest by meaning that no query
@@ -590,9 +591,8 @@ def fuse(
             max(cosine.get(m_id, 0.0), 0.0)
             for m_id in [it.memory.id for it in ranked] + [m.id for m in dense_only]
         ]
-        lexical_low, cosine_low = min(lexical, default=0.0), min(similar, default=0.0)
-        lexical_scale = (max(lexical, default=0.0) - lexical_low) or 1.0
-        cosine_scale = (max(similar, default=0.0) - cosine_low) or 1.0
+        lexical_low, lexical_scale = _spread(lexical)
+        cosine_low, cosine_scale = _spread(similar)
     elif relative:
         lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0
         cosine_scale = max((max(c, 0.0) for c in cosine.values()), default=0.0) or 1.0
@@ -616,6 +616,15 @@ def fuse(
             it.memory.id.int,
         ),
     )
+
+
+def _spread(values: Sequence[float]) -> tuple[float, float]:
+    """The low end and the width that map ``values`` onto [0, 1] (min-max); for values that are
+    all the same, 0 and that value (or 1 for 0): each of them then counts 1."""
+    low, high = min(values, default=0.0), max(values, default=0.0)
+    if high > low:
+        return low, high - low
+    return 0.0, high or 1.0
 
 
 def length_prior(length: int, avg_length: float, b: float) -> float:

@@ -236,6 +236,16 @@ def test_spread_maps_each_part_between_its_lowest_and_best() -> None:
     ]
 
 
+def test_spread_gives_a_lone_memory_found_by_meaning_its_cosines_weight() -> None:
+    # No query word in memory and one memory near enough by meaning: min-max has one value to
+    # map, which then counts in full instead of nothing.
+    out = fuse([], {UUID(int=4): 0.41}, [mem(4, "found by meaning")], 0.7, ["alpha"], spread=True)
+    assert [(it.memory.id.int, it.score) for it in out] == [(4, 0.7)]
+    # Two lexical hits of the same score: each keeps the lexical part in full.
+    same = fuse([scored(1, 0.4), scored(2, 0.4)], {}, [], 0.3, ["alpha"], spread=True)
+    assert [it.score for it in same] == [0.7, 0.7]
+
+
 @FAST
 @given(
     st.lists(st.tuples(SCORES, COSINES), min_size=1, max_size=12),
