@@ -24,6 +24,7 @@ from graphsvc.cli.common import TEMPORARY_DATA_DIR_HELP, data_dir_flag
 from graphsvc.errors import GraphsvcError
 from graphsvc.tools.datasets import eval_data_root
 from graphsvc.tools.eval.beam import beam_conversations
+from graphsvc.tools.eval.chunks import chunks
 from graphsvc.tools.eval.common import (
     SETTINGS_TUNABLE,
     TUNABLE,
@@ -37,6 +38,7 @@ from graphsvc.tools.eval.common import (
 )
 from graphsvc.tools.eval.crossval import crossval_tables
 from graphsvc.tools.eval.esc import build_esc_report, run_esc
+from graphsvc.tools.eval.joint import joint
 from graphsvc.tools.eval.locomo import CATEGORIES, locomo_conversations
 from graphsvc.tools.eval.qa import Conversation, build_report, run_questions, write_questions
 from graphsvc.tools.eval.report import Report, write_report
@@ -464,5 +466,8 @@ def esc(
 
     _run(action)
 
+
+eval_group.add_command(chunks)
+eval_group.add_command(joint)
 
 __all__ = ["DEFAULT_MIN_SCORE", "eval_group"]
