@@ -88,7 +88,7 @@ class Settings(BaseSettings):
         "lexical-only (said by /readyz, stats and every bundle) when it is not.",
     )
     embed_model: str = Field(
-        default="all-minilm-l6-v2-int8",
+        default="e5-small-v2-int8",
         description="Embedding model of the registry to use (`graphsvc model list`; "
         "scripts/install_model.sh installs it). Chosen on LoCoMo and BEAM side by side "
         "(docs/quality.md).",
@@ -124,7 +124,7 @@ class Settings(BaseSettings):
         "bits whatever the number; 1 keeps the encoder on one core.",
     )
     dense_weight: float = Field(
-        default=0.5,
+        default=0.7,
         ge=0.0,
         le=1.0,
         description="Share of the cosine in the fused score: (1 - w) * lexical-graph score + "
@@ -137,7 +137,7 @@ class Settings(BaseSettings):
         "weighing them (else the absolute lexical-graph score and cosine are weighed).",
     )
     dense_k: int = Field(
-        default=10,
+        default=40,
         ge=0,
         le=1_000,
         description="Memories of highest cosine that join a query's candidates beside the "
@@ -151,7 +151,7 @@ class Settings(BaseSettings):
         "a query memory knows nothing about is not answered with its nearest strangers.",
     )
     dense_spread: bool = Field(
-        default=False,
+        default=True,
         description="Min-max fusion: map each part of the fused score to [0, 1] between its "
         "lowest and best value among the query's memories before weighing them (overrides "
         "dense_relative). Chosen by leave-one-conversation-out (README, Quality).",

@@ -49,6 +49,7 @@ from graphsvc.api.limits import DocumentLimits, prepare
 from graphsvc.api.ratelimit import ClientAddresses, Rate, TokenBuckets, retry_after
 from graphsvc.api.schema import make_schema, schema
 from graphsvc.api.serve import is_loopback, serve
+from graphsvc.embed import DEFAULT_MODEL
 from graphsvc.errors import BadInputError, StoreUnavailableError
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
@@ -1059,7 +1060,7 @@ def test_e2e_http_surface(server: Server) -> None:
     assert ready["status"] == "ready"
     # The server says how it recalls: hybrid with the encoder (installed by the test setup).
     assert (ready["retrieval"], ready["retrievalNote"]) == ("hybrid", None)
-    assert str(ready["embedModel"]).startswith("all-minilm-l6-v2-int8@")
+    assert str(ready["embedModel"]).startswith(f"{DEFAULT_MODEL}@")
     page = httpx.get(server.graphql_url, headers={"Accept": "text/html"})
     assert page.status_code == 200
     assert "graphiql" in page.text.lower()
