@@ -563,9 +563,12 @@ def fuse(
     With ``relative``, each part is first divided by its best value among this query's
     memories (the best lexical-graph score, the best positive cosine), so the weight shares
     out two parts on the same scale whatever a corpus' typical scores are. With ``spread``
-    (min-max), each part is first mapped to [0, 1] between its lowest and its best value among
-    the memories being fused (a part with one value throughout is divided by that value, as
-    ``relative`` does: a lone memory found by meaning keeps its cosine's weight).
+    (min-max), the cosine is instead mapped to [0, 1] between its lowest and its best value among
+    the memories being fused (all the same: divided by that value, so a lone memory found by
+    meaning keeps its cosine's weight), because an encoder's cosines may sit in a narrow band far
+    from 0; the lexical part stays divided by its best, since a lexical score of 0 already means
+    no match, so a memory that matches the query never falls to 0 for being the window's
+    weakest.
 
     Each ranked memory scores ``(1 - weight) * score + weight * max(cosine, 0)``, with cosine 0
     for a memory without a vector; ``dense_only`` memories (the nearest by meaning that no query
@@ -586,12 +589,11 @@ def fuse(
     lexical_low = cosine_low = 0.0
     lexical_scale = cosine_scale = 1.0
     if spread:
-        lexical = [it.score for it in ranked] + [0.0] * len(dense_only)
+        lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0
         similar = [
             max(cosine.get(m_id, 0.0), 0.0)
             for m_id in [it.memory.id for it in ranked] + [m.id for m in dense_only]
         ]
-        lexical_low, lexical_scale = _spread(lexical)
         cosine_low, cosine_scale = _spread(similar)
     elif relative:
         lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0

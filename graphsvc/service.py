@@ -730,6 +730,9 @@ class MemoryService:
             pairs = self.store.supersessions(namespace, [*present, *extra_ids])
         if s.dense_context > 0.0:
             cosine = self._context_cosines(namespace, codes, [*present, *extra_ids], cosine)
+        # Min-max needs a baseline of unrelated cosines: the dense_k nearest of a namespace that
+        # holds at least that many vectors. A smaller namespace is fused relatively, so the
+        # weaker of two matches is not scaled to nothing.
         fused = fuse(
             scored,
             cosine,
@@ -737,7 +740,7 @@ class MemoryService:
             s.dense_weight,
             terms,
             s.dense_relative,
-            s.dense_spread,
+            s.dense_spread and len(hits) >= s.dense_k,
             s.fused_length_b,
             avg_length,
         )

@@ -152,9 +152,10 @@ class Settings(BaseSettings):
     )
     dense_spread: bool = Field(
         default=True,
-        description="Min-max fusion: map each part of the fused score to [0, 1] between its "
-        "lowest and best value among the query's memories before weighing them (overrides "
-        "dense_relative). Chosen by leave-one-conversation-out (README, Quality).",
+        description="Min-max fusion: map the cosine to [0, 1] between its lowest and best value "
+        "among the query's memories, the lexical part divided by its best (overrides "
+        "dense_relative), in a namespace of at least dense_k vectors; smaller ones are fused "
+        "relatively. Chosen with the encoder across datasets (docs/quality.md).",
     )
     dense_context: float = Field(
         default=0.0,

@@ -59,6 +59,15 @@ def test_finds_by_meaning_what_shares_no_word(hybrid: MemoryService, ns: str) ->
     assert result.top_score == 0.0  # no query word occurs in memory: the lexical signal is 0
 
 
+def test_a_small_namespace_keeps_both_of_two_matches(hybrid: MemoryService, ns: str) -> None:
+    # Fewer vectors than dense_k: no baseline for min-max, so the weaker match is fused
+    # relatively and stays above the floor, as it does lexically.
+    remember(hybrid, ns, [PETS[1], "The tax office moved the return deadline to May."])
+    result = hybrid.bundle(ns, "when is the tax return due")
+    assert hybrid.settings.dense_spread
+    assert len(result.capsules) == 2, result.excluded
+
+
 def test_lexical_recall_misses_it(service: MemoryService, hybrid: MemoryService, ns: str) -> None:
     remember(service, ns, PETS)
     result = service.bundle(ns, "dog destroying furniture")

@@ -223,16 +223,27 @@ def test_propagation_keeps_scores_in_range_sorted_and_never_lower(
     assert before.keys() <= {it.memory.id for it in out}
 
 
-def test_spread_maps_each_part_between_its_lowest_and_best() -> None:
+def test_spread_maps_the_cosine_between_its_lowest_and_best() -> None:
     ranked = [scored(1, 0.8), scored(2, 0.6), scored(3, 0.4)]
     cosine = {UUID(int=1): 0.3, UUID(int=2): 0.5, UUID(int=3): 0.2, UUID(int=4): 0.45}
     out = fuse(ranked, cosine, [mem(4, "found by meaning")], 0.5, ["alpha"], spread=True)
-    # lexical 0.8 / 0.6 / 0.4 / 0 -> 1 / 0.75 / 0.5 / 0; cosines 0.2 .. 0.5 -> 1/3 / 1 / 0 / 5/6
+    # lexical 0.8 / 0.6 / 0.4 / 0 -> divided by the best: 1 / 0.75 / 0.5 / 0;
+    # cosines 0.2 .. 0.5 -> min-max: 1/3 / 1 / 0 / 5/6
     assert [(it.memory.id.int, it.score) for it in out] == [
         (2, round(0.5 * 0.75 + 0.5 * 1.0, 6)),
         (1, round(0.5 * 1.0 + 0.5 * (0.1 / 0.3), 6)),
         (4, round(0.5 * (0.25 / 0.3), 6)),
         (3, 0.25),
+    ]
+
+
+def test_spread_never_drops_a_lexical_match_to_zero() -> None:
+    # Two memories that match: the weaker by both words and meaning keeps its lexical share.
+    out = fuse([scored(1, 0.9), scored(2, 0.3)], {UUID(int=1): 0.8, UUID(int=2): 0.7}, [], 0.7,
+               ["alpha"], spread=True)  # fmt: skip
+    assert [(it.memory.id.int, it.score) for it in out] == [
+        (1, 1.0),
+        (2, round(0.3 / 0.9 * 0.3, 6)),
     ]
 
 
