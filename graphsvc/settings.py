@@ -88,7 +88,7 @@ class Settings(BaseSettings):
         "lexical-only (said by /readyz, stats and every bundle) when it is not.",
     )
     embed_model: str = Field(
-        default="e5-small-v2-int8",
+        default="all-minilm-l6-v2-int8",
         description="Embedding model of the registry to use (`graphsvc model list`; "
         "scripts/install_model.sh installs it). Chosen on LoCoMo and BEAM side by side "
         "(docs/quality.md).",
@@ -124,11 +124,11 @@ class Settings(BaseSettings):
         "bits whatever the number; 1 keeps the encoder on one core.",
     )
     dense_weight: float = Field(
-        default=0.7,
+        default=0.5,
         ge=0.0,
         le=1.0,
         description="Share of the cosine in the fused score: (1 - w) * lexical-graph score + "
-        "w * max(cosine, 0), each part min-max scaled over the query's memories (dense_spread). "
+        "w * max(cosine, 0), each part relative to its best for the query (dense_relative). "
         "Chosen on LoCoMo and BEAM dev side by side for the default model (docs/quality.md).",
     )
     dense_relative: bool = Field(
@@ -137,7 +137,7 @@ class Settings(BaseSettings):
         "weighing them (else the absolute lexical-graph score and cosine are weighed).",
     )
     dense_k: int = Field(
-        default=40,
+        default=10,
         ge=0,
         le=1_000,
         description="Memories of highest cosine that join a query's candidates beside the "
@@ -151,7 +151,7 @@ class Settings(BaseSettings):
         "a query memory knows nothing about is not answered with its nearest strangers.",
     )
     dense_spread: bool = Field(
-        default=True,
+        default=False,
         description="Min-max fusion: map the cosine to [0, 1] between its lowest and best value "
         "among the query's memories, the lexical part divided by its best (overrides "
         "dense_relative), in a namespace of at least dense_k vectors; smaller ones are fused "

@@ -59,12 +59,15 @@ def test_finds_by_meaning_what_shares_no_word(hybrid: MemoryService, ns: str) ->
     assert result.top_score == 0.0  # no query word occurs in memory: the lexical signal is 0
 
 
-def test_a_small_namespace_keeps_both_of_two_matches(hybrid: MemoryService, ns: str) -> None:
-    # Fewer vectors than dense_k: no baseline for min-max, so the weaker match is fused
-    # relatively and stays above the floor, as it does lexically.
+def test_a_small_namespace_keeps_both_of_two_matches(
+    store: Store, tmp_path: Path, encoder: OnnxEmbedder, ns: str
+) -> None:
+    # Min-max fusion, fewer vectors than dense_k: no baseline for min-max, so the weaker match
+    # is fused relatively and stays above the floor, as it does lexically.
+    settings = make_settings(tmp_path, dense_spread=True, dense_k=40, dense_weight=0.7)
+    hybrid = MemoryService(store, settings, clock=fixed_clock(), dense=DenseRecall(encoder))
     remember(hybrid, ns, [PETS[1], "The tax office moved the return deadline to May."])
     result = hybrid.bundle(ns, "when is the tax return due")
-    assert hybrid.settings.dense_spread
     assert len(result.capsules) == 2, result.excluded
 
 
