@@ -164,7 +164,11 @@ def test_unreadable_files_exit_2_naming_file_and_line(tmp_path: Path, kind: str)
         assert f"error: {path}:{line}: " in done.stderr and message in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
     assert not bulk.exists() or not any(bulk.iterdir())
-    stats = CliRunner().invoke(cli, ["stats", "--json", "--data-dir", str(data_dir)], env=env)
+    # CliRunner's env only adds to this process's environment: unset the Neo4j URI there too.
+    runner_env: dict[str, str | None] = {**env, "GRAPHSVC_NEO4J_URI": None}
+    stats = CliRunner().invoke(
+        cli, ["stats", "--json", "--data-dir", str(data_dir)], env=runner_env
+    )
     assert json.loads(stats.output)["memories"] == 0  # nothing written
 
 
