@@ -169,7 +169,11 @@ class PackagedModel:
     first token's); ``query_prefix`` and ``passage_prefix`` are the instructions the model was
     trained with, put before a query and before a memory's text. ``alone``: the model quantises
     its activations per call (dynamic int8), so a text's vector would depend on the texts in
-    the same call; each text is then encoded in a call of its own.
+    the same call; each text is then encoded in a call of its own. ``unrelated_cosine`` is the
+    model's typical cosine between a query and a text about something else (the median over
+    unrelated pairs, docs/quality.md): hybrid recall reads cosines above it
+    (:func:`graphsvc.recall.calibrate`), since some encoders put every pair of English texts at
+    0.7 or more.
     """
 
     name: str
@@ -183,6 +187,7 @@ class PackagedModel:
     passage_prefix: str = ""
     max_length: int = DEFAULT_MAX_LENGTH
     alone: bool = False
+    unrelated_cosine: float = 0.0
 
     @property
     def archives(self) -> str:
@@ -219,6 +224,7 @@ MINILM_INT8 = PackagedModel(
             "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
         ),
     ),
+    unrelated_cosine=0.07,
 )
 
 # intfloat/e5-small-v2 (MIT) as langchain4j ships it: an int8 ONNX export and its tokenizer in one
@@ -242,6 +248,7 @@ E5_SMALL_V2_INT8 = PackagedModel(
     query_prefix="query: ",
     passage_prefix="passage: ",
     alone=True,
+    unrelated_cosine=0.75,
 )
 
 # BAAI/bge-small-en-v1.5 (MIT) as langchain4j ships it. The first token's vector; queries carry
@@ -265,11 +272,22 @@ BGE_SMALL_EN_V15_INT8 = PackagedModel(
     pooling="cls",
     query_prefix="Represent this sentence for searching relevant passages: ",
     alone=True,
+    unrelated_cosine=0.45,
 )
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {
     spec.name: spec for spec in (MINILM_INT8, E5_SMALL_V2_INT8, BGE_SMALL_EN_V15_INT8)
 }
+
+
+def unrelated_cosine(model_id: str) -> float:
+    """The typical unrelated cosine (:attr:`PackagedModel.unrelated_cosine`) of the packaged
+    model that ``model_id`` names (``<name>@<fingerprint>``); 0 for a model graphsvc does not
+    know, whose cosines are then read as they are."""
+    spec = PACKAGED_MODELS.get(model_id.partition("@")[0])
+    return spec.unrelated_cosine if spec is not None else 0.0
+
+
 # e5-small-v2 ranks better held out on LoCoMo, but its cosines sit in a narrow band, so in a small
 # namespace (fused relatively) every memory scores near the best and is packed: MiniLM stays the
 # default until the fusion knows each model's baseline cosine (docs/quality.md).

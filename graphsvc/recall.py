@@ -620,6 +620,16 @@ def fuse(
     )
 
 
+def calibrate(cosine: float, unrelated: float) -> float:
+    """A cosine read above an encoder's typical unrelated cosine ``unrelated`` (in [0, 1)):
+    ``(cosine - unrelated) / (1 - unrelated)``, 0 at or below it and 1 at 1. Two encoders'
+    cosines then mean alike: 0 for a pair about different things, whether the encoder puts such
+    pairs at 0.07 or at 0.75."""
+    if cosine <= unrelated:
+        return 0.0
+    return (cosine - unrelated) / (1.0 - unrelated)
+
+
 def _spread(values: Sequence[float]) -> tuple[float, float]:
     """The low end and the width that map ``values`` onto [0, 1] (min-max); for values that are
     all the same, 0 and that value (or 1 for 0): each of them then counts 1."""

@@ -28,6 +28,7 @@ from graphsvc.embed import (
     Vectors,
     open_embedder,
     tokenizes_apart,
+    unrelated_cosine,
 )
 from graphsvc.errors import BadInputError
 from graphsvc.settings import Settings
@@ -291,6 +292,12 @@ class DenseRecall:
                     self._reason = f"dense recall is off: {exc}"
                     self._embedder = None
             return self._model
+
+    def unrelated_cosine(self) -> float:
+        """The typical unrelated cosine of this encoder's model (0 when recall is lexical-only
+        or the model is not a packaged one): :func:`graphsvc.embed.unrelated_cosine`."""
+        model = self.model()
+        return unrelated_cosine(model.model_id) if model is not None else 0.0
 
     def codes(self, texts: Sequence[str], *, query: bool = False) -> list[bytes]:
         """The stored codes of each memory's text, or of each query with ``query`` (the

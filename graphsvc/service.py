@@ -63,6 +63,7 @@ from graphsvc.recall import (
     attribute,
     build_belief,
     build_bundle,
+    calibrate,
     context_cosines,
     expand_answers,
     fuse,
@@ -717,6 +718,8 @@ class MemoryService:
         else:
             given = self.store.similar(namespace, codes, 0, ranked_ids) if ranked_ids else []
             hits = with_given(nearest.result(), given, s.dense_k)
+        unrelated = self.dense.unrelated_cosine()
+        hits = [(memory_id, calibrate(value, unrelated)) for memory_id, value in hits]
         cosine = dict(hits)
         extra_ids = [
             memory_id
@@ -784,7 +787,11 @@ class MemoryService:
         )
         known = dict(cosine)
         if missing:
-            known.update(self.store.similar(namespace, codes, 0, missing))
+            unrelated = self.dense.unrelated_cosine()
+            known.update(
+                (memory_id, calibrate(value, unrelated))
+                for memory_id, value in self.store.similar(namespace, codes, 0, missing)
+            )
         return cosine | context_cosines(pool, links, known, self.settings.dense_context)
 
     def _propagate(

@@ -14,7 +14,7 @@ from uuid import UUID
 
 import pytest
 
-from graphsvc.embed import MINILM_INT8, ModelUnavailableError, OnnxEmbedder
+from graphsvc.embed import MINILM_INT8, PACKAGED_MODELS, ModelUnavailableError, OnnxEmbedder
 from graphsvc.errors import BadInputError
 from graphsvc.model import ContextBundle, LinkInput, LinkKind, MemoryInput
 from graphsvc.retrieval import DenseRecall
@@ -69,6 +69,25 @@ def test_a_small_namespace_keeps_both_of_two_matches(
     remember(hybrid, ns, [PETS[1], "The tax office moved the return deadline to May."])
     result = hybrid.bundle(ns, "when is the tax return due")
     assert len(result.capsules) == 2, result.excluded
+
+
+@pytest.mark.parametrize("model", sorted(PACKAGED_MODELS))
+def test_every_encoder_finds_the_match_alone_in_a_small_namespace(
+    store: Store, tmp_path: Path, ns: str, model: str
+) -> None:
+    # Some encoders put any two English texts at a cosine of 0.7 or more; read raw, each of the
+    # four memories would score near the best and all would be packed.
+    try:
+        encoder = OnnxEmbedder(PACKAGED_MODELS[model]).load()
+    except ModelUnavailableError as exc:  # pragma: no cover - the weights are a CI install step
+        pytest.fail(f"{model} is not installed ({exc}): bash scripts/install_model.sh --all")
+    hybrid = MemoryService(
+        store, make_settings(tmp_path), clock=fixed_clock(), dense=DenseRecall(encoder)
+    )
+    remember(hybrid, ns, PETS)
+    found = hybrid.bundle(ns, "dog destroying furniture")
+    assert [c.text for c in found.capsules] == [PETS[0]], found.excluded
+    assert hybrid.bundle(ns, "quantum chromodynamics lattice gauge").capsules == ()
 
 
 def test_lexical_recall_misses_it(service: MemoryService, hybrid: MemoryService, ns: str) -> None:

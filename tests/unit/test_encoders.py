@@ -24,7 +24,9 @@ from graphsvc.embed import (
     OnnxEmbedder,
     PackagedModel,
     locate,
+    unrelated_cosine,
 )
+from graphsvc.recall import calibrate
 from graphsvc.settings import Settings
 
 QUESTION = "What pets does Melanie have?"
@@ -63,6 +65,15 @@ def test_each_model_finds_the_passage_that_answers(spec: PackagedModel) -> None:
     query = encoder.embed([QUESTION], query=True)[0]
     near, far = encoder.embed(PASSAGES)
     assert float(near @ query) > float(far @ query) + 0.05
+
+
+def test_each_model_reads_an_unrelated_pair_near_0_once_calibrated(spec: PackagedModel) -> None:
+    encoder = _loaded(spec)
+    assert unrelated_cosine(encoder.model_id) == spec.unrelated_cosine
+    query = encoder.embed([QUESTION], query=True)[0]
+    near, far = encoder.embed(PASSAGES)
+    assert calibrate(float(far @ query), spec.unrelated_cosine) < 0.1
+    assert calibrate(float(near @ query), spec.unrelated_cosine) > 0.1
 
 
 def test_queries_carry_the_models_instruction(spec: PackagedModel) -> None:

@@ -19,6 +19,7 @@ from graphsvc.recall import (
     BundleRequest,
     Scored,
     build_bundle,
+    calibrate,
     context_cosines,
     expand_answers,
     fuse,
@@ -316,3 +317,18 @@ def test_length_prior_scores_stay_in_range_and_never_rise(
     out = fuse(ranked, cosine, [], w, ["alpha"], False, False, b, 8.0)
     assert all(0.0 <= it.score <= before[it.memory.id] for it in out)
     assert [it.score for it in out] == sorted((it.score for it in out), reverse=True)
+
+
+@given(
+    st.floats(-1.0, 1.0),
+    st.floats(-1.0, 1.0),
+    st.floats(0.0, 0.95),
+)
+def test_calibrated_cosines_keep_their_order_and_start_at_the_unrelated_one(
+    a: float, b: float, unrelated: float
+) -> None:
+    low, high = sorted((a, b))
+    assert calibrate(low, unrelated) <= calibrate(high, unrelated)
+    assert calibrate(unrelated, unrelated) == 0.0
+    assert calibrate(1.0, unrelated) == pytest.approx(1.0)
+    assert 0.0 <= calibrate(high, unrelated) <= 1.0 + 1e-12
