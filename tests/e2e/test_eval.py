@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graphsvc import recall
 from graphsvc.model import MemoryInput
+from graphsvc.recall import scoring as recall
 from graphsvc.tools.datasets import locomo_rows
 from graphsvc.tools.eval.beam import beam_questions, beam_rows, parse_beam_anchor
 from graphsvc.tools.eval.cli import eval_group

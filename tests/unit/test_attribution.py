@@ -17,7 +17,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from graphsvc import recall
 from graphsvc.model import Link, LinkKind, Memory, MemoryInput
 from graphsvc.recall import (
     ANSWER_SHARE,
@@ -38,6 +37,7 @@ from graphsvc.recall import (
     speaker_terms,
     speakers,
 )
+from graphsvc.recall import scoring as recall
 from graphsvc.store.base import Candidate, TermStats, Walk
 from graphsvc.text import analyse, query_terms
 

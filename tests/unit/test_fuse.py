@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from graphsvc import recall
 from graphsvc.model import Link, LinkKind
 from graphsvc.recall import (
     STAGES,
@@ -28,6 +27,7 @@ from graphsvc.recall import (
     propagate_answers,
     unlinked_seeds,
 )
+from graphsvc.recall import scoring as recall
 from graphsvc.store.base import TermStats, Walk
 from tests.unit.test_recall import BASE, mem
 

@@ -21,13 +21,8 @@ import orjson
 import pytest
 
 from graphsvc.model import Memory, MemoryInput
-from graphsvc.recall import (
-    STAGES,
-    _is_duplicate,
-    _PackedTerms,
-    score_candidates,
-    score_columns,
-)
+from graphsvc.recall import STAGES, score_candidates, score_columns
+from graphsvc.recall.scoring import _is_duplicate, _PackedTerms
 from graphsvc.service import CONTENT_ID_NAMESPACE, content_id, content_ids
 from graphsvc.store import journal
 from graphsvc.store.base import CandidateColumns

@@ -23,10 +23,10 @@ from uuid import UUID
 
 from tqdm import tqdm
 
-from graphsvc import recall
 from graphsvc.bootstrap import make_store, store_label
 from graphsvc.embed import Embedder, ModelUnavailableError
 from graphsvc.ingest import ingest, parse_jsonl
+from graphsvc.recall import scoring as recall
 from graphsvc.retrieval import DenseRecall, settings_embedder
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
