@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from graphsvc import recall
 from graphsvc.dense import with_given
 from graphsvc.errors import BadInputError, GraphsvcError, LimitExceededError
 from graphsvc.model import (
@@ -64,12 +63,9 @@ from graphsvc.recall import (
     build_belief,
     build_bundle,
     calibrate,
-    context_cosines,
     expand_answers,
     fuse,
-    fused_seeds,
     get_stage,
-    propagate_answers,
     rank_columns,
     rank_order,
     unlinked_seeds,
@@ -642,22 +638,12 @@ class MemoryService:
         settings = self.settings
         # The window's memories come back with the candidates where a read waits on a server:
         # the store ranks them as rank_columns will, and the window reads what it missed.
-        guess = (
-            window_guess(stage, settings.ranked_limit, settings.bm25_b, settings.coverage_length_b)
-            if read_ahead
-            else None
-        )
+        guess = window_guess(stage, settings.ranked_limit, settings.bm25_b) if read_ahead else None
         recalled = self.store.recall_window(namespace, terms, settings.candidate_limit, guess)
         stats, ahead = recalled.stats, recalled.ahead
         hybrid = self.dense.for_model(namespace, recalled.model) is not None
         ranked = rank_columns(
-            terms,
-            stats,
-            recalled.columns,
-            stage,
-            settings.ranked_limit,
-            settings.bm25_b,
-            settings.coverage_length_b,
+            terms, stats, recalled.columns, stage, settings.ranked_limit, settings.bm25_b
         )
         if early is not None:
             early(ranked)
@@ -704,11 +690,9 @@ class MemoryService:
     ) -> tuple[list[Scored], list[tuple[UUID, UUID]]]:
         """Hybrid recall: the exact cosines of the ranked memories and the ``dense_k`` nearest
         by meaning (``nearest``, when :meth:`_nearest_soon` started the search; ``ahead``: what
-        the store read ahead of the window, which may hold some of them; with their
-        linked neighbours' when ``dense_context`` is on: :func:`context_cosines`), fused with
-        the lexical-graph scores (:func:`fuse`), then the fused score passed from questions to
-        their answers (``fused_answer_share``: :func:`propagate_answers`); and the
-        supersessions the memories found only by meaning or over links take part in."""
+        the store read ahead of the window, which may hold some of them), fused with the
+        lexical-graph scores (:func:`fuse`); and the supersessions the memories found only by
+        meaning take part in."""
         s = self.settings
         codes = self.dense.query_codes(query)
         present = {item.memory.id for item in scored}
@@ -731,8 +715,6 @@ class MemoryService:
         if extra_ids:
             extra, _ = self.store.window(namespace, extra_ids, ahead)
             pairs = self.store.supersessions(namespace, [*present, *extra_ids])
-        if s.dense_context > 0.0:
-            cosine = self._context_cosines(namespace, codes, [*present, *extra_ids], cosine)
         # Min-max needs a baseline of unrelated cosines: the dense_k nearest of a namespace that
         # holds at least that many vectors. A smaller namespace is fused relatively, so the
         # weaker of two matches is not scaled to nothing.
@@ -747,9 +729,6 @@ class MemoryService:
             s.fused_length_b,
             avg_length,
         )
-        if s.fused_answer_share > 0.0:
-            fused, more = self._propagate(namespace, fused, terms)
-            pairs += more
         return fused[: s.ranked_limit], pairs
 
     def _nearest_soon(self, namespace: str, query: str) -> Future[list[tuple[UUID, float]]] | None:
@@ -774,58 +753,6 @@ class MemoryService:
                     2 * self.settings.api_threads, thread_name_prefix="graphsvc-beside"
                 )
             return self._beside_pool
-
-    def _context_cosines(
-        self, namespace: str, codes: bytes, pool: list[UUID], cosine: dict[UUID, float]
-    ) -> dict[UUID, float]:
-        """``cosine`` with each pool memory's cosine taken with its linked neighbours' (the
-        links of the pool only, and the exact cosines of their other ends)."""
-        links = self.store.links_of(namespace, pool)
-        missing = sorted(
-            {end for lk in links for end in (lk.source, lk.target)} - cosine.keys(),
-            key=lambda memory_id: memory_id.int,
-        )
-        known = dict(cosine)
-        if missing:
-            unrelated = self.dense.unrelated_cosine()
-            known.update(
-                (memory_id, calibrate(value, unrelated))
-                for memory_id, value in self.store.similar(namespace, codes, 0, missing)
-            )
-        return cosine | context_cosines(pool, links, known, self.settings.dense_context)
-
-    def _propagate(
-        self, namespace: str, fused: list[Scored], terms: Sequence[str]
-    ) -> tuple[list[Scored], list[tuple[UUID, UUID]]]:
-        """:func:`propagate_answers` from the questions among the ``ANSWER_SEEDS`` best fused
-        hits, over their links; the answers not yet ranked are read, with their supersessions."""
-        seeds = fused_seeds(fused, recall.ANSWER_SEEDS)
-        if not seeds:
-            return fused, []
-        seed_ids = {item.memory.id for item in seeds}
-        links = [
-            lk
-            for lk in self.store.links_of(namespace, list(seed_ids))
-            if lk.kind is LinkKind.PRECEDES and lk.source in seed_ids
-        ]
-        unlinked = unlinked_seeds(seeds, links)
-        after = self.store.next_recorded(namespace, unlinked) if unlinked else []
-        edges = [(lk.source, lk.target) for lk in links]
-        edges += [(seed, memory.id) for seed, memory in after]
-        ranked = {item.memory.id for item in fused}
-        known = {memory.id: memory for _, memory in after}
-        new_ids = sorted(
-            {target for _, target in edges} - ranked - known.keys(),
-            key=lambda memory_id: memory_id.int,
-        )
-        pairs: list[tuple[UUID, UUID]] = []
-        if new_ids:
-            followers, _ = self.store.window(namespace, new_ids)
-            known.update((m.id, m) for m in followers)
-        if known.keys() - ranked:
-            pairs = self.store.supersessions(namespace, [*ranked, *(known.keys() - ranked)])
-        out = propagate_answers(fused, seeds, edges, known, self.settings.fused_answer_share, terms)
-        return out, pairs
 
     def bundle(
         self,

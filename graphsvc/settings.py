@@ -157,36 +157,12 @@ class Settings(BaseSettings):
         "dense_relative), in a namespace of at least dense_k vectors; smaller ones are fused "
         "relatively. Chosen with the encoder across datasets (docs/quality.md).",
     )
-    dense_context: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=1.0,
-        description="Dense similarity with context: a ranked memory's cosine is the larger of its "
-        "own and this share of the best cosine of a memory linked to it (PRECEDES, CAUSES, "
-        "RELATES_TO; 0: own cosine only). Chosen by leave-one-conversation-out (README, Quality).",
-    )
-    fused_answer_share: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=1.0,
-        description="Hybrid recall: a memory that a question among the best fused hits PRECEDES "
-        "scores this share of the question's fused score when that is more than its own (0: "
-        "off). Chosen by leave-one-conversation-out (README, Quality).",
-    )
     bm25_b: float = Field(
         default=0.75,
         ge=0.0,
         le=1.0,
         description="BM25 length normalisation of the lexical score (0: length does not matter, "
         "1: relevance per average length). Chosen by leave-one-conversation-out (README, Quality).",
-    )
-    coverage_length_b: float = Field(
-        default=0.0,
-        ge=0.0,
-        le=1.0,
-        description="Length prior on the lexical score's coverage: a memory longer than "
-        "average keeps 1 / (1 - b + b * length / average length) of it (0: coverage does not "
-        "depend on length). Chosen by leave-one-conversation-out (README, Quality).",
     )
     fused_length_b: float = Field(
         default=0.25,

@@ -113,7 +113,6 @@ def score_candidates(
     stage: Stage,
     limit: int | None = None,
     bm25_b: float = BM25_B,
-    coverage_b: float = 0.0,
 ) -> list[Ranked]:
     """Score and rank candidates (docs/design.md, read semantics: score).
 
@@ -125,13 +124,10 @@ def score_candidates(
     clock. Ranking: score descending, then ``recordedAt`` descending (newer first), then id;
     with ``limit``, only the first ``limit`` of that ranking. ``bm25_b`` is BM25's length
     normalisation (0: a memory's length does not matter, 1: relevance per average length).
-    ``coverage_b`` is a length prior on coverage: a memory longer than average keeps
-    ``1 / (1 - coverage_b + coverage_b * length / average length)`` of its coverage (a shorter one
-    keeps all of it; 0: coverage does not depend on length).
     """
     pool = list(candidates)
     columns = CandidateColumns.of(pool, len(terms))
-    ranked = _rank_columns(terms, stats, columns, stage, limit, bm25_b, coverage_b)
+    ranked = _rank_columns(terms, stats, columns, stage, limit, bm25_b)
     return [Ranked(pool[i], score, matched) for i, score, matched in ranked]
 
 
@@ -142,11 +138,10 @@ def score_columns(
     stage: Stage,
     limit: int | None = None,
     bm25_b: float = BM25_B,
-    coverage_b: float = 0.0,
 ) -> list[Ranked]:
     """:func:`score_candidates` over candidates held column-wise (:meth:`Store.recall_columns`):
     the same scores and ranking; a :class:`Candidate` is built only for what is ranked."""
-    ranked = _rank_columns(terms, stats, columns, stage, limit, bm25_b, coverage_b)
+    ranked = _rank_columns(terms, stats, columns, stage, limit, bm25_b)
     return [Ranked(columns.candidate(i), score, matched) for i, score, matched in ranked]
 
 
@@ -161,12 +156,11 @@ def rank_columns(
     stage: Stage,
     limit: int | None = None,
     bm25_b: float = BM25_B,
-    coverage_b: float = 0.0,
 ) -> list[RankedId]:
     """:func:`score_columns` by id: the same ranking, each entry ``(id, score, matched)``, with no
     :class:`Candidate` built (a ranking needs only the ids to read the memories back:
     :func:`attach_ranked`)."""
-    ranked = _rank_columns(terms, stats, columns, stage, limit, bm25_b, coverage_b)
+    ranked = _rank_columns(terms, stats, columns, stage, limit, bm25_b)
     ids = columns.ids
     return [(ids[i], score, matched) for i, score, matched in ranked]
 
@@ -177,10 +171,11 @@ def rank_columns(
 WINDOW_GUESS_MARGIN = 10
 
 
-def window_guess(stage: Stage, limit: int, bm25_b: float, coverage_b: float) -> WindowGuess:
+def window_guess(stage: Stage, limit: int, bm25_b: float) -> WindowGuess:
     """What :func:`rank_columns` with these arguments will rank, for a store to read the
-    ``limit`` best candidates (and :data:`WINDOW_GUESS_MARGIN` more) ahead of the window."""
-    return WindowGuess(limit + WINDOW_GUESS_MARGIN, stage, bm25_b, coverage_b, BM25_K1, DAY_US)
+    ``limit`` best candidates (and :data:`WINDOW_GUESS_MARGIN` more) ahead of the window.
+    Coverage has no length prior (the guess's ``coverage_b`` is 0)."""
+    return WindowGuess(limit + WINDOW_GUESS_MARGIN, stage, bm25_b, 0.0, BM25_K1, DAY_US)
 
 
 # 0.5 ** (age / half_life) by half-life and age in days (Python's pow, the same bits every time);
@@ -213,7 +208,6 @@ def _rank_columns(
     stage: Stage,
     limit: int | None,
     bm25_b: float,
-    coverage_b: float,
 ) -> list[tuple[int, float, tuple[str, ...]]]:
     """The ranking of :func:`score_candidates`: ``(position in columns, score, matched)``."""
     weights = [stats.idf(t) for t in terms]
@@ -239,10 +233,6 @@ def _rank_columns(
         bm25 += np.where(hit, weight * count * (BM25_K1 + 1.0) / (count + norm), 0.0)
     rel_sum = stage.coverage + stage.bm25
     coverage = covered / total_weight
-    if coverage_b > 0.0:
-        coverage = coverage * np.minimum(
-            1.0, 1.0 / (1.0 - coverage_b + coverage_b * length / avg_len)
-        )
     relevance = (
         stage.coverage * coverage + stage.bm25 * np.minimum(1.0, bm25 / total_weight)
     ) / rel_sum
@@ -649,74 +639,6 @@ def length_prior(length: int, avg_length: float, b: float) -> float:
     return 1.0 / (1.0 - b + b * length / avg_length)
 
 
-# Link kinds over which a memory's neighbours lend it their meaning (:func:`context_cosines`): a
-# superseded memory says what is no longer so, so SUPERSEDES lends nothing.
-CONTEXT_KINDS = frozenset({LinkKind.PRECEDES, LinkKind.CAUSES, LinkKind.RELATES_TO})
-
-
-def context_cosines(
-    pool: Sequence[UUID], links: Iterable[Link], cosine: Mapping[UUID, float], weight: float
-) -> dict[UUID, float]:
-    """Dense similarity with context: each memory of ``pool`` scores the larger of its own cosine
-    and ``weight`` times the best cosine of a memory linked to it (either direction, a link kind
-    of :data:`CONTEXT_KINDS`); a memory or neighbour without a cosine counts 0. A short turn
-    ("yes, last May") takes part of the meaning of the turns around it. Only the pool's memories
-    are in the result; ``weight`` 0 gives their own cosines.
-    """
-    members = set(pool)
-    best: dict[UUID, float] = {}
-    if weight > 0.0:
-        for link in links:
-            if link.kind not in CONTEXT_KINDS or link.source == link.target:
-                continue
-            for own, other in ((link.source, link.target), (link.target, link.source)):
-                if own in members:
-                    value = cosine.get(other, 0.0)
-                    if value > best.get(own, 0.0):
-                        best[own] = value
-    return {
-        memory_id: max(cosine.get(memory_id, 0.0), weight * best.get(memory_id, 0.0))
-        for memory_id in pool
-    }
-
-
-def fused_seeds(fused: Sequence[Scored], count: int) -> list[Scored]:
-    """The best ``count`` of a fused ranking that ask (text ending with "?"): where
-    :func:`propagate_answers` starts."""
-    return [item for item in fused[:count] if is_question(item.memory.text)]
-
-
-def propagate_answers(
-    fused: Sequence[Scored],
-    seeds: Sequence[Scored],
-    edges: Iterable[tuple[UUID, UUID]],
-    followers: Mapping[UUID, Memory],
-    share: float,
-    terms: Sequence[str],
-) -> list[Scored]:
-    """Question-to-answer propagation of the fused score: a memory a seed precedes (``edges``:
-    ``(source, target)``, its ``PRECEDES`` links and the memories recorded right after the seeds
-    that precede nothing) scores ``share`` times the seed's fused score when that is more than
-    its own (from several seeds, the best); one that was not ranked joins from ``followers``
-    (the memories the edges reach).
-    Order: score descending, ties keep the fused order, joined memories after, newest
-    ``recordedAt`` first, then id. ``share`` 0 changes nothing.
-    """
-    items: dict[UUID, Scored] = {item.memory.id: item for item in fused}
-    if share > 0.0:
-        _inherit_over_precedes(items, seeds, edges, followers, share, terms)
-    position = {item.memory.id: i for i, item in enumerate(fused)}
-    return sorted(
-        items.values(),
-        key=lambda it: (
-            -it.score,
-            position.get(it.memory.id, len(position)),
-            -micros(it.memory.recorded_at),
-            it.memory.id.int,
-        ),
-    )
-
-
 def _capsule_text(memory: Memory, chronological: bool) -> str:
     if not chronological:
         return memory.text
@@ -1100,13 +1022,10 @@ __all__ = [
     "attribute",
     "build_belief",
     "build_bundle",
-    "context_cosines",
     "expand_answers",
-    "fused_seeds",
     "get_stage",
     "length_prior",
     "plan_candidates",
-    "propagate_answers",
     "rank_columns",
     "rank_order",
     "render_bundle",

@@ -8,7 +8,6 @@ dense recall was off are encoded by ``embed``, resumably.
 
 from __future__ import annotations
 
-from itertools import pairwise
 from pathlib import Path
 from uuid import UUID
 
@@ -16,7 +15,7 @@ import pytest
 
 from graphsvc.embed import MINILM_INT8, PACKAGED_MODELS, ModelUnavailableError, OnnxEmbedder
 from graphsvc.errors import BadInputError
-from graphsvc.model import ContextBundle, LinkInput, LinkKind, MemoryInput
+from graphsvc.model import ContextBundle, MemoryInput
 from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
@@ -236,55 +235,11 @@ CHAT = [
 ]
 
 
-def chat(service: MemoryService, ns: str) -> list[UUID]:
-    """The chat above, each turn ``PRECEDES`` the next (as a chat converter writes it)."""
-    ids = [m.id for m in service.remember_many(ns, [MemoryInput(text=t) for t in CHAT])]
-    service.link_many(
-        ns, [LinkInput(source=a, target=b, kind=LinkKind.PRECEDES) for a, b in pairwise(ids)]
-    )
-    return ids
-
-
-def scores(service: MemoryService, ns: str, query: str) -> dict[UUID, float]:
-    result = service.bundle(ns, query)
-    return {c.memory_id: c.score for c in (*result.capsules, *result.excluded)}
-
-
 def hybrid_with(
     store: Store, tmp_path: Path, encoder: OnnxEmbedder, **changes: object
 ) -> MemoryService:
     settings = make_settings(tmp_path, **changes)
     return MemoryService(store, settings, clock=fixed_clock(), dense=DenseRecall(encoder))
-
-
-def test_a_short_answer_takes_meaning_from_the_turn_before_it(
-    store: Store, tmp_path: Path, encoder: OnnxEmbedder, ns: str
-) -> None:
-    plain = hybrid_with(store, tmp_path, encoder, dense_min_cosine=-1.0)
-    question, answer, *_ = chat(plain, ns)
-    query = "When did they bring the new dog home?"
-    before = scores(plain, ns, query)
-    context = hybrid_with(store, tmp_path, encoder, dense_min_cosine=-1.0, dense_context=1.0)
-    after = scores(context, ns, query)
-    assert after[answer] > before[answer], "the answer should borrow the question's cosine"
-    assert after[question] == before[question]  # the question's own cosine is the best here
-    first = context.bundle(ns, query).model_dump_json()
-    assert context.bundle(ns, query).model_dump_json() == first
-
-
-def test_an_answer_inherits_its_questions_fused_score(
-    store: Store, tmp_path: Path, encoder: OnnxEmbedder, ns: str
-) -> None:
-    off = hybrid_with(store, tmp_path, encoder)
-    question, answer, *_ = chat(off, ns)
-    query = "adopting a dog from an animal shelter"
-    before = scores(off, ns, query)
-    on = hybrid_with(store, tmp_path, encoder, fused_answer_share=0.9)
-    after = scores(on, ns, query)
-    assert after[question] == before[question]
-    assert after[answer] == round(0.9 * after[question], 6) > before.get(answer, 0.0)
-    ranked = [c.memory_id for c in on.bundle(ns, query).capsules]
-    assert ranked[:2] == [question, answer]
 
 
 LONG_REPLY = (

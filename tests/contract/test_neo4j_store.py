@@ -402,9 +402,9 @@ def test_a_write_that_a_concurrent_one_overtook_still_keeps_the_cap(
     assert neo.term_stats(ns, ["old", "appl", "banana"]).df == {"old": 14, "appl": 8, "banana": 8}
 
 
-@pytest.mark.parametrize("coverage_b", [0.0, 0.5])
+@pytest.mark.parametrize("bm25_b", [0.75, 0.3])
 def test_reading_ahead_scores_the_candidates_as_the_ranking_does(
-    neo: Neo4jStore, ns: str, coverage_b: float, monkeypatch: pytest.MonkeyPatch
+    neo: Neo4jStore, ns: str, bm25_b: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """recall_columns.cypher's guess ranks as rank_columns does, in the server's arithmetic:
     with no margin, where no two scores round alike, it reads exactly the ranked window, in
@@ -431,11 +431,10 @@ def test_reading_ahead_scores_the_candidates_as_the_ranking_does(
         terms = query_terms(text)
         for stage in STAGES.values():
             for limit in (1, 5, 12):
-                guess = replace(window_guess(stage, limit, 0.75, coverage_b), size=limit)
+                guess = replace(window_guess(stage, limit, bm25_b), size=limit)
                 recalled = neo.recall_window(ns, terms, 1_000, guess)
                 assert isinstance(recalled.ahead, _Ahead)
-                every = rank_columns(terms, recalled.stats, recalled.columns, stage, None, 0.75,
-                                     coverage_b)  # fmt: skip
+                every = rank_columns(terms, recalled.stats, recalled.columns, stage, None, bm25_b)
                 ranked = [str(memory_id) for memory_id, _, _ in every[:limit]]
                 score = {str(memory_id): value for memory_id, value, _ in every}
                 ahead = list(recalled.ahead.rows)

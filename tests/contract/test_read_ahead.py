@@ -98,8 +98,8 @@ def test_reading_the_window_ahead_changes_no_answer(
     monkeypatch.setattr(service_module, "window_guess", lambda *args: None)
     without = answers(service, ns)
 
-    def sized(stage: Stage, limit: int, bm25_b: float, coverage_b: float) -> WindowGuess | None:
-        usual = window_guess(stage, limit, bm25_b, coverage_b)
+    def sized(stage: Stage, limit: int, bm25_b: float) -> WindowGuess | None:
+        usual = window_guess(stage, limit, bm25_b)
         if size is None:
             return None
         return usual if size == "usual" else replace(usual, size=int(size))

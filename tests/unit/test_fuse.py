@@ -19,12 +19,9 @@ from graphsvc.recall import (
     Scored,
     build_bundle,
     calibrate,
-    context_cosines,
     expand_answers,
     fuse,
-    fused_seeds,
     length_prior,
-    propagate_answers,
     unlinked_seeds,
 )
 from graphsvc.recall import scoring as recall
@@ -103,7 +100,7 @@ def test_hybrid_floor_is_relative_to_the_best_fused_score() -> None:
     assert [c.reason for c in result.excluded] == ["below_floor"]
 
 
-# -- dense similarity with context, and the fused score passed from questions to answers --------
+# -- answers followed by what was recorded next ---------------------------------------------------
 
 
 def edge(source: int, target: int) -> tuple[UUID, UUID]:
@@ -112,67 +109,6 @@ def edge(source: int, target: int) -> tuple[UUID, UUID]:
 
 def link(source: int, target: int, kind: LinkKind = LinkKind.PRECEDES) -> Link:
     return Link(source=UUID(int=source), target=UUID(int=target), kind=kind, created_at=BASE)
-
-
-def test_a_short_turn_takes_a_share_of_its_neighbours_meaning() -> None:
-    cosine = {UUID(int=1): 0.8, UUID(int=2): 0.1, UUID(int=3): 0.5}
-    links = [link(1, 2), link(2, 3), link(4, 3, LinkKind.RELATES_TO)]
-    out = context_cosines([UUID(int=2), UUID(int=3), UUID(int=4)], links, cosine, 0.5)
-    # 2: 0.5 * 0.8 from the turn before it; 3: its own 0.5 beats 0.5 * 0.1;
-    # 4 has no cosine of its own and takes 0.5 * 0.5 from 3 (either direction counts).
-    assert out == {UUID(int=2): 0.4, UUID(int=3): 0.5, UUID(int=4): 0.25}
-
-
-def test_supersession_lends_no_meaning_and_weight_zero_is_own_cosine() -> None:
-    cosine = {UUID(int=1): 0.9, UUID(int=2): 0.1}
-    supersedes = [link(1, 2, LinkKind.SUPERSEDES)]
-    assert context_cosines([UUID(int=2)], supersedes, cosine, 1.0) == {UUID(int=2): 0.1}
-    assert context_cosines([UUID(int=2)], [link(1, 2)], cosine, 0.0) == {UUID(int=2): 0.1}
-
-
-@FAST
-@given(
-    st.lists(COSINES, min_size=1, max_size=8),
-    st.lists(st.tuples(st.integers(1, 8), st.integers(1, 8)), max_size=12),
-    st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
-)
-def test_context_never_lowers_a_cosine_nor_exceeds_the_best(
-    values: list[float], edges: list[tuple[int, int]], weight: float
-) -> None:
-    cosine = {UUID(int=i + 1): c for i, c in enumerate(values)}
-    pool = list(cosine)
-    out = context_cosines(pool, [link(a, b) for a, b in edges], cosine, weight)
-    assert set(out) == set(pool)
-    best = max(max(values), 0.0)
-    for memory_id, value in out.items():
-        assert value >= cosine[memory_id]
-        assert value <= max(best, cosine[memory_id])
-
-
-def test_an_answer_inherits_a_share_of_its_questions_fused_score() -> None:
-    question = Scored(mem(1, "Where did you go hiking last weekend?"), 0.9, ("hike",))
-    other = Scored(mem(2, "alpha bravo"), 0.5, ())
-    answer = mem(3, "Up on the ridge above the lake.")
-    fused = [question, other]
-    seeds = fused_seeds(fused, 10)
-    assert seeds == [question]
-    out = propagate_answers(fused, seeds, [edge(1, 3)], {answer.id: answer}, 0.8, ["hike"])
-    assert [(it.memory.id.int, it.score) for it in out] == [(1, 0.9), (3, 0.72), (2, 0.5)]
-    assert out[1].matched == ()
-    # share 0 or a weaker inheritance changes nothing
-    assert propagate_answers(fused, seeds, [edge(1, 3)], {answer.id: answer}, 0.0, []) == fused
-    ranked = [question, Scored(answer, 0.8, ())]
-    assert propagate_answers(ranked, seeds, [edge(1, 3)], {}, 0.8, []) == ranked
-
-
-def test_only_an_edge_from_a_seed_passes_the_score_on() -> None:
-    question = Scored(mem(1, "Is it done?"), 0.9, ())
-    statement = Scored(mem(2, "It is done."), 0.6, ())
-    after = mem(3, "Later.")
-    fused = [question, statement]
-    followers = {after.id: after}
-    assert propagate_answers(fused, [question], [edge(2, 3)], followers, 0.8, []) == fused
-    assert fused_seeds(fused, 1) == [question] and fused_seeds([statement], 10) == []
 
 
 def test_a_seed_that_precedes_nothing_is_followed_by_what_was_recorded_next(
@@ -198,30 +134,6 @@ def test_expansion_treats_the_next_recorded_memory_as_a_precedes_target() -> Non
         (1, 0.9, ("hike",)),
         (3, round(0.9 * recall.ANSWER_SHARE, 6), ()),
     }
-
-
-@FAST
-@given(
-    st.lists(SCORES, min_size=1, max_size=10),
-    st.lists(st.tuples(st.integers(1, 10), st.integers(1, 14)), max_size=12),
-    st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
-)
-def test_propagation_keeps_scores_in_range_sorted_and_never_lower(
-    scores: list[float], edges: list[tuple[int, int]], share: float
-) -> None:
-    fused = sorted(
-        (Scored(mem(i + 1, f"turn {i}?"), round(s, 6), ()) for i, s in enumerate(scores)),
-        key=lambda it: -it.score,
-    )
-    followers = {UUID(int=n): mem(n, f"reply {n}") for n in range(11, 15)}
-    out = propagate_answers(
-        fused, fused_seeds(fused, 10), [edge(a, b) for a, b in edges], followers, share, []
-    )
-    before = {it.memory.id: it.score for it in fused}
-    assert all(0.0 <= it.score <= 1.0 for it in out)
-    assert [it.score for it in out] == sorted((it.score for it in out), reverse=True)
-    assert all(it.score >= before.get(it.memory.id, 0.0) for it in out)
-    assert before.keys() <= {it.memory.id for it in out}
 
 
 def test_spread_maps_the_cosine_between_its_lowest_and_best() -> None:

@@ -884,25 +884,3 @@ def test_bm25_b_sets_how_much_length_costs() -> None:
         r.candidate.id.int: r.score
         for r in score_candidates(terms, stats, candidates, STAGES["exact"])
     }  # the default is Lucene's 0.75
-
-
-def test_coverage_b_is_a_length_prior_on_coverage() -> None:
-    corpus = [
-        mem(1, "backup failed"),
-        mem(2, "backup failed after the nightly rotation of disks, logs, mirrors and snapshots"),
-        mem(3, "the backup"),
-    ]
-    terms = query_terms("backup failed")
-    stats = stats_for(corpus, terms)
-    candidates = [Candidate.of(m, terms) for m in corpus]
-    exact = STAGES["exact"]
-
-    def scores(b: float) -> dict[int, float]:
-        ranked = score_candidates(terms, stats, candidates, exact, bm25_b=0.0, coverage_b=b)
-        return {r.candidate.id.int: r.score for r in ranked}
-
-    off, on = scores(0.0), scores(1.0)
-    assert off[1] == off[2]  # the same terms, once each: length does not matter (bm25_b 0 too)
-    assert on[1] == off[1] and on[3] == off[3]  # shorter than average: coverage kept
-    assert on[2] < off[2]  # longer than average: coverage shrinks with length
-    assert on[2] > 0.0

@@ -88,9 +88,9 @@ def test_columns_rank_as_candidates(
         (c.id for c in candidates), key=lambda i: i.int
     )
     for stage in STAGES.values():
-        for b, coverage_b in ((0.75, 0.0), (0.3, 0.5)):
-            expected = score_candidates(terms, stats, candidates, stage, ranked, b, coverage_b)
-            found = score_columns(terms, stats, columns, stage, ranked, b, coverage_b)
+        for b in (0.75, 0.3):
+            expected = score_candidates(terms, stats, candidates, stage, ranked, b)
+            found = score_columns(terms, stats, columns, stage, ranked, b)
             assert found == expected
 
 

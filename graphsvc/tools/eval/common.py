@@ -170,10 +170,7 @@ SETTINGS_TUNABLE = (
     "dense_relative",
     "dense_min_cosine",
     "dense_spread",
-    "dense_context",
-    "fused_answer_share",
     "bm25_b",
-    "coverage_length_b",
     "fused_length_b",
 )
 Value = float | int | bool
