@@ -54,11 +54,11 @@ from graphsvc.prompt.assembly import finish_prompt, plan_prompt, resolve_window
 from graphsvc.prompt.trace import assembled_detail, drift_report
 from graphsvc.recall import (
     BundleRequest,
-    RankedId,
+    Ranked,
     Scored,
     answer_seeds,
     apply_supersessions,
-    attach_ranked,
+    attach,
     attribute,
     build_belief,
     build_bundle,
@@ -171,7 +171,7 @@ class _EarlyWalk:
         self._starts: list[UUID] | None = None
         self._future: Future[Walk] | None = None
 
-    def start(self, ranked: Sequence[RankedId]) -> None:
+    def start(self, ranked: Sequence[Ranked]) -> None:
         """Guess the hits: the first ``k`` of ``ranked`` that score above 0; walk from them now
         when the namespace's guesses have mostly held."""
         starts = [memory_id for memory_id, score, _ in ranked if score > 0.0][: self._k]
@@ -619,7 +619,7 @@ class MemoryService:
         namespace: str,
         query: str,
         stage_name: str,
-        early: Callable[[list[RankedId]], None] | None = None,
+        early: Callable[[list[Ranked]], None] | None = None,
         read_ahead: bool = True,
     ) -> Ranking:
         """Candidates for a query, scored, in rank order with supersessions applied. ``early``
@@ -649,7 +649,7 @@ class MemoryService:
             early(ranked)
         ids = [memory_id for memory_id, _, _ in ranked]
         memories, pairs = self.store.window(namespace, ids, ahead)
-        direct = attach_ranked(ranked, memories)
+        direct = attach(ranked, memories)
         scored = direct
         seeds = answer_seeds(direct)
         if seeds:

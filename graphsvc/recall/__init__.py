@@ -1,42 +1,107 @@
-"""The recall engine: pure functions over what a store returns (docs/design.md, read semantics).
+"""The recall engine (docs/design.md, read semantics): from what a store returns to a
+:class:`~graphsvc.model.ContextBundle` or a :class:`~graphsvc.model.ReconstructedBelief`.
 
-The package re-exports the public names of its modules, so ``from graphsvc.recall import X``
-works whichever module ``X`` lives in.
+One module per concern, each pure (no I/O): :mod:`~graphsvc.recall.scoring` (the lexical score),
+:mod:`~graphsvc.recall.conversation` (answers after questions, speakers),
+:mod:`~graphsvc.recall.fusion` (hybrid recall), :mod:`~graphsvc.recall.bundle` and
+:mod:`~graphsvc.recall.belief`. The package re-exports their public names, so
+``from graphsvc.recall import X`` works whichever module ``X`` lives in.
+
+Three types name what a ranking holds: :class:`Ranked` (a candidate's id, score and matched terms,
+before its memory is read), :class:`Scored` (a ranked memory) and the service's ``Ranking`` (a
+query's whole ranked window).
 """
 
-from graphsvc.recall.scoring import *  # noqa: F403
-from graphsvc.recall.scoring import (
+from graphsvc.recall.belief import SUMMARY_CHARS, build_belief
+from graphsvc.recall.bundle import (
+    DUPLICATE_JACCARD,
+    BundleRequest,
+    build_bundle,
+    chronological_key,
+    render_bundle,
+    spans_days,
+)
+from graphsvc.recall.conversation import (
     ANSWER_SEEDS,
     ANSWER_SHARE,
     COMPETITION_WEIGHT,
     NEXT_RECORDED_FOLLOWS,
     OTHER_SPEAKER_FACTOR,
-    PLACES,
     QUESTION_FACTOR,
     SEEDS_ASK,
     SPEAKER_NAME_CHARS,
-    calibrate,
-    fuse,
+    SPEAKER_TAG_PREFIX,
+    answer_seeds,
+    attribute,
+    expand_answers,
     is_question,
     speaker_tag,
+    speaker_terms,
     speakers,
+    unlinked_seeds,
 )
-from graphsvc.recall.scoring import __all__ as _scoring_all
+from graphsvc.recall.fusion import calibrate, fuse, length_prior
+from graphsvc.recall.scoring import (
+    BM25_B,
+    BM25_K1,
+    PLACES,
+    STAGES,
+    Ranked,
+    Scored,
+    Stage,
+    apply_supersessions,
+    attach,
+    get_stage,
+    rank_columns,
+    rank_order,
+    score_candidates,
+    window_guess,
+)
+from graphsvc.store.base import CandidatePlan, plan_candidates
 
 __all__ = [
-    *_scoring_all,
     "ANSWER_SEEDS",
     "ANSWER_SHARE",
+    "BM25_B",
+    "BM25_K1",
     "COMPETITION_WEIGHT",
+    "DUPLICATE_JACCARD",
     "NEXT_RECORDED_FOLLOWS",
     "OTHER_SPEAKER_FACTOR",
     "PLACES",
     "QUESTION_FACTOR",
     "SEEDS_ASK",
     "SPEAKER_NAME_CHARS",
+    "SPEAKER_TAG_PREFIX",
+    "STAGES",
+    "SUMMARY_CHARS",
+    "BundleRequest",
+    "CandidatePlan",
+    "Ranked",
+    "Scored",
+    "Stage",
+    "answer_seeds",
+    "apply_supersessions",
+    "attach",
+    "attribute",
+    "build_belief",
+    "build_bundle",
     "calibrate",
+    "chronological_key",
+    "expand_answers",
     "fuse",
+    "get_stage",
     "is_question",
+    "length_prior",
+    "plan_candidates",
+    "rank_columns",
+    "rank_order",
+    "render_bundle",
+    "score_candidates",
+    "spans_days",
     "speaker_tag",
+    "speaker_terms",
     "speakers",
+    "unlinked_seeds",
+    "window_guess",
 ]

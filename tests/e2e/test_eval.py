@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graphsvc.model import MemoryInput
-from graphsvc.recall import scoring as recall
+from graphsvc.recall import conversation as recall
 from graphsvc.tools.datasets import locomo_rows
 from graphsvc.tools.eval.beam import beam_questions, beam_rows, parse_beam_anchor
 from graphsvc.tools.eval.cli import eval_group

@@ -37,7 +37,7 @@ from graphsvc.recall import (
     speaker_terms,
     speakers,
 )
-from graphsvc.recall import scoring as recall
+from graphsvc.recall import conversation as recall
 from graphsvc.store.base import Candidate, TermStats, Walk
 from graphsvc.text import analyse, query_terms
 
@@ -83,7 +83,7 @@ def rank(corpus: Sequence[Memory], query: str, links: Sequence[Link] = ()) -> li
         terms, stats, [Candidate.of(m, terms) for m in corpus], get_stage("default")
     )
     by_id = {m.id: m for m in corpus}
-    direct = attach(scored, by_id)
+    direct = attach(scored, corpus)
     ranked = direct
     seeds = answer_seeds(direct)
     if seeds:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from graphsvc.recall import scoring as recall
+from graphsvc.recall import conversation as recall
 from graphsvc.tools.datasets import dataset_id
 from graphsvc.tools.eval.common import run_context
 from graphsvc.tools.eval.qa import (

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from graphsvc.recall import scoring as recall
+from graphsvc.recall import conversation as recall
 from graphsvc.tools.eval.common import (
     TuneRequest,
     describe_config,

@@ -24,7 +24,7 @@ from graphsvc.recall import (
     length_prior,
     unlinked_seeds,
 )
-from graphsvc.recall import scoring as recall
+from graphsvc.recall import conversation as recall
 from graphsvc.store.base import TermStats, Walk
 from tests.unit.test_recall import BASE, mem
 

@@ -88,7 +88,7 @@ def rank(
     stats = stats_for(corpus, terms)
     candidates = [Candidate.of(m, terms) for m in corpus if set(m.terms) & set(terms)]
     ranked = score_candidates(terms, stats, candidates, STAGES[stage])
-    return terms, stats, attach(ranked, {m.id: m for m in corpus})
+    return terms, stats, attach(ranked, corpus)
 
 
 def request(
@@ -876,11 +876,10 @@ def test_bm25_b_sets_how_much_length_costs() -> None:
 
     def scores(b: float) -> dict[int, float]:
         ranked = score_candidates(terms, stats, candidates, STAGES["exact"], bm25_b=b)
-        return {r.candidate.id.int: r.score for r in ranked}
+        return {r.id.int: r.score for r in ranked}
 
     assert scores(0.75)[1] > scores(0.75)[2]  # the long memory pays for its length
     assert scores(0.0)[1] == scores(0.0)[2]  # b = 0: length does not matter
     assert scores(0.75) == {
-        r.candidate.id.int: r.score
-        for r in score_candidates(terms, stats, candidates, STAGES["exact"])
+        r.id.int: r.score for r in score_candidates(terms, stats, candidates, STAGES["exact"])
     }  # the default is Lucene's 0.75

@@ -21,8 +21,8 @@ import orjson
 import pytest
 
 from graphsvc.model import Memory, MemoryInput
-from graphsvc.recall import STAGES, score_candidates, score_columns
-from graphsvc.recall.scoring import _is_duplicate, _PackedTerms
+from graphsvc.recall import STAGES, rank_columns, score_candidates
+from graphsvc.recall.bundle import _is_duplicate, _PackedTerms
 from graphsvc.service import CONTENT_ID_NAMESPACE, content_id, content_ids
 from graphsvc.store import journal
 from graphsvc.store.base import CandidateColumns
@@ -90,7 +90,7 @@ def test_columns_rank_as_candidates(
     for stage in STAGES.values():
         for b in (0.75, 0.3):
             expected = score_candidates(terms, stats, candidates, stage, ranked, b)
-            found = score_columns(terms, stats, columns, stage, ranked, b)
+            found = rank_columns(terms, stats, columns, stage, ranked, b)
             assert found == expected
 
 
@@ -126,12 +126,12 @@ def test_the_limit_cuts_through_rounded_ties_as_a_full_sort_does() -> None:
     terms = query_terms(text)
     stats, candidates = opened.recall_candidates(NS, terms, 1_000)
     _, columns = opened.recall_columns(NS, terms, 1_000)
-    everything = score_columns(terms, stats, columns, STAGES["default"])  # a full sort
+    everything = rank_columns(terms, stats, columns, STAGES["default"])  # a full sort
     assert len(everything) == len(memories)
     for limit in (1, 5, 30, 99, 150):
         expected = everything[:limit]
         assert score_candidates(terms, stats, candidates, STAGES["default"], limit) == expected
-        assert score_columns(terms, stats, columns, STAGES["default"], limit) == expected
+        assert rank_columns(terms, stats, columns, STAGES["default"], limit) == expected
         if limit > 1:
             assert len({r.score for r in expected}) < len(expected)  # the cut is among ties
 

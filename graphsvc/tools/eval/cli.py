@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from graphsvc.cli.common import TEMPORARY_DATA_DIR_HELP, data_dir_flag
 from graphsvc.errors import GraphsvcError
-from graphsvc.recall import scoring as recall
+from graphsvc.recall import conversation as recall
 from graphsvc.tools.datasets import eval_data_root
 from graphsvc.tools.eval.beam import beam_conversations
 from graphsvc.tools.eval.chunks import chunks

@@ -26,7 +26,7 @@ from tqdm import tqdm
 from graphsvc.bootstrap import make_store, store_label
 from graphsvc.embed import Embedder, ModelUnavailableError
 from graphsvc.ingest import ingest, parse_jsonl
-from graphsvc.recall import scoring as recall
+from graphsvc.recall import conversation as recall
 from graphsvc.retrieval import DenseRecall, settings_embedder
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings

@@ -1,0 +1,218 @@
+"""Conversation-aware ranking: answers after questions, and speaker attribution.
+
+Two named features (docs/design.md, "Conversations: answers and speakers"). Both act only on
+structure a writer declares: PRECEDES links, and speaker tags. Nothing here reads a speaker out
+of a memory's text, so "Error: disk full" is content, not a speaker called Error. Pure functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from uuid import UUID
+
+from graphsvc.model import Link, LinkKind, Memory
+from graphsvc.recall.scoring import PLACES, Scored, matched_terms
+from graphsvc.store.base import Walk
+from graphsvc.text import analyse
+
+# Measured with `graphsvc eval locomo` and `graphsvc eval beam` (the README's Quality section;
+# `--tune NAME=VALUE` re-runs either with a constant changed); each constant is the round value that
+# met the quality targets there, and docs/design.md says what each one bought.
+
+# A tag ``speaker:<name>`` declares who said a memory (a chat turn, a message). The prefix is exact
+# and lower-case; the name is what follows it, surrounding spaces ignored. Tags are 1-64
+# characters, so a name keeps at most SPEAKER_NAME_CHARS; :func:`speaker_tag` cuts longer ones.
+SPEAKER_TAG_PREFIX = "speaker:"
+SPEAKER_NAME_CHARS = 64 - len(SPEAKER_TAG_PREFIX)
+# A memory a strong hit PRECEDES inherits this share of the hit's score, when that is more than
+# its own: in a chat the question holds the words, the answer the fact. Below 1, so the follower
+# ranks below the hit it follows; 0 turns the feature off. Against off: LoCoMo recall@5 0.591 ->
+# 0.653, BEAM 0.255 -> 0.254 (0.9 gave 0.656 and 0.246: BEAM's evidence is mostly the asking turn).
+ANSWER_SHARE = 0.8
+# The best this many direct hits are the strong hits that pass their score on ...
+ANSWER_SEEDS = 10
+# ... and only those that ask (text ending with "?") do, when this is true. Letting every strong
+# hit pass its score on measured worse: LoCoMo abstention AUROC 0.809 -> 0.788 (recall@5 0.653 ->
+# 0.658), BEAM recall@5 0.254 -> 0.245.
+SEEDS_ASK = True
+# A strong hit with no PRECEDES link out of it is followed by the memory recorded right after it in
+# its namespace (the least (recordedAt, id) above its own), as if it PRECEDES that one: a chat
+# application that writes each turn as it comes, without links, gets the answer after its
+# question too. False: only declared PRECEDES links pass a score on.
+NEXT_RECORDED_FOLLOWS = True
+# When the query names a declared speaker: what a memory by another declared speaker keeps of its
+# score ...
+OTHER_SPEAKER_FACTOR = 0.5
+# ... what a question by a declared speaker keeps (asking about a thing is no evidence of owning
+# it) ...
+QUESTION_FACTOR = 0.7
+# ... and how much the best statement by another declared speaker lowers every score (the
+# attribution check: a question that credits X with what Y said finds Y's statement, so confidence
+# drops).
+COMPETITION_WEIGHT = 0.5
+
+
+def speaker_tag(name: str) -> str | None:
+    """The tag that declares ``name`` the speaker of a memory (``"speaker:Caroline"``), or None for
+    a blank name. Surrounding spaces are dropped and a name longer than
+    :data:`SPEAKER_NAME_CHARS` is cut to fit a tag (64 characters); converters use this."""
+    cleaned = name.strip()[:SPEAKER_NAME_CHARS].rstrip()
+    return f"{SPEAKER_TAG_PREFIX}{cleaned}" if cleaned else None
+
+
+def speakers(memory: Memory) -> tuple[str, ...]:
+    """The speakers a memory's tags declare, in tag order (``speaker:<name>`` tags with a
+    non-blank name); empty when it declares none, whatever its text says."""
+    found: dict[str, None] = {}
+    for tag in memory.tags:
+        if tag.startswith(SPEAKER_TAG_PREFIX):
+            name = tag[len(SPEAKER_TAG_PREFIX) :].strip()
+            if name:
+                found[name] = None
+    return tuple(found)
+
+
+def speaker_terms(memory: Memory) -> frozenset[str]:
+    """The analysed terms of a memory's declared speakers (``speaker:Caroline`` -> ``{"carolin"}``);
+    empty when it declares none."""
+    return frozenset(term for name in speakers(memory) for term in analyse(name))
+
+
+def is_question(text: str) -> bool:
+    """A memory that ends with a question mark asks rather than tells."""
+    return text.rstrip().endswith("?")
+
+
+def answer_seeds(ranked: Sequence[Scored]) -> list[Scored]:
+    """The strong hits that pass their score on over ``PRECEDES``: the best :data:`ANSWER_SEEDS`
+    direct hits (those that ask, when :data:`SEEDS_ASK`); none when :data:`ANSWER_SHARE` is 0.
+    Where :func:`expand_answers` starts."""
+    if ANSWER_SHARE <= 0.0:
+        return []
+    best = ranked[:ANSWER_SEEDS]
+    return [item for item in best if not SEEDS_ASK or is_question(item.memory.text)]
+
+
+def expand_answers(
+    ranked: Sequence[Scored],
+    seeds: Sequence[Scored],
+    walk: Walk,
+    terms: Sequence[str],
+    next_recorded: Sequence[tuple[UUID, Memory]] = (),
+) -> list[Scored]:
+    """Graph expansion scored below direct hits: a memory a seed ``PRECEDES`` (one hop, from the
+    ``walk`` around the seeds) scores :data:`ANSWER_SHARE` of the seed's score when that is more
+    than its own; from several seeds, the best. ``next_recorded`` holds ``(seed id, memory)``
+    pairs of the seeds that precede nothing (:func:`unlinked_seeds`): each memory follows its
+    seed as a ``PRECEDES`` target would. Memories the walk or ``next_recorded`` reached join the
+    ranking. Other link kinds pass nothing. The result is not sorted (see :func:`rank_order`)."""
+    items: dict[UUID, Scored] = {item.memory.id: item for item in ranked}
+    joinable = {memory.id: memory for memory, _ in walk.reached}
+    joinable.update((memory.id, memory) for _, memory in next_recorded)
+    edges = [*_precedes(walk.links), *((seed, memory.id) for seed, memory in next_recorded)]
+    _inherit_over_precedes(items, seeds, edges, joinable, ANSWER_SHARE, terms)
+    return list(items.values())
+
+
+def unlinked_seeds(seeds: Sequence[Scored], links: Iterable[Link]) -> list[UUID]:
+    """The seeds no ``PRECEDES`` link of ``links`` leaves, in seed order: those that the memory
+    recorded right after them follows (none unless :data:`NEXT_RECORDED_FOLLOWS`)."""
+    if not NEXT_RECORDED_FOLLOWS:
+        return []
+    linked = {source for source, _ in _precedes(links)}
+    return [item.memory.id for item in seeds if item.memory.id not in linked]
+
+
+def _precedes(links: Iterable[Link]) -> list[tuple[UUID, UUID]]:
+    """``(source, target)`` of the ``PRECEDES`` links among ``links``."""
+    return [(lk.source, lk.target) for lk in links if lk.kind is LinkKind.PRECEDES]
+
+
+def _inherit_over_precedes(
+    items: dict[UUID, Scored],
+    seeds: Sequence[Scored],
+    edges: Iterable[tuple[UUID, UUID]],
+    joinable: Mapping[UUID, Memory],
+    share: float,
+    terms: Sequence[str],
+) -> None:
+    """In place: a memory a seed precedes (``edges``: ``(source, target)``) scores ``share``
+    times the seed's score when that is more than its own (from several seeds, the best); one
+    not in ``items`` joins from ``joinable``. Its matched terms stay the query terms it holds."""
+    seed_score = {item.memory.id: item.score for item in seeds}
+    for source, target in edges:
+        if source not in seed_score:
+            continue
+        current = items.get(target)
+        memory = current.memory if current is not None else joinable.get(target)
+        if memory is None:
+            continue
+        inherited = round(seed_score[source] * share, PLACES)
+        if inherited > (current.score if current is not None else 0.0):
+            matched = current.matched if current is not None else matched_terms(memory, terms)
+            items[target] = Scored(memory, inherited, matched)
+
+
+def attribute(ranked: Sequence[Scored], terms: Sequence[str]) -> list[Scored]:
+    """Speaker attribution over declared speakers (:func:`speakers`), and the attribution check.
+
+    A query term equal to an analysed name of a declared speaker of a ranked memory names that
+    speaker. When the query names one, every score is multiplied by ``1 - COMPETITION_WEIGHT * c``,
+    with ``c`` the best score of a statement (not a question) by another declared speaker; a
+    question by a declared speaker also weighs :data:`QUESTION_FACTOR`, and a memory by another
+    declared speaker :data:`OTHER_SPEAKER_FACTOR`. A memory that declares no speaker is spoken by
+    no one: it never names, competes or weighs less (but for the common factor). Queries that
+    name no speaker are left as they are. Order is kept; the result is not sorted.
+    """
+    declared = {item.memory.id.int: speakers(item.memory) for item in ranked}
+    names = {  # (of the memories that declare a speaker: by_other reads no other)
+        key: frozenset(term for name in found for term in analyse(name))
+        for key, found in declared.items()
+        if found
+    }
+    known: set[str] = set()
+    for found in names.values():
+        known |= found
+    named = {t for t in terms if t in known}
+    if not named:
+        return list(ranked)
+
+    def by_other(item: Scored) -> bool:
+        key = item.memory.id.int
+        return bool(declared[key]) and not names[key] & named
+
+    competitor = max(
+        (it.score for it in ranked if by_other(it) and not is_question(it.memory.text)),
+        default=0.0,
+    )
+    common = 1.0 - COMPETITION_WEIGHT * competitor
+    out = []
+    for item in ranked:
+        factor = common
+        if declared[item.memory.id.int] and is_question(item.memory.text):
+            factor *= QUESTION_FACTOR
+        if by_other(item):
+            factor *= OTHER_SPEAKER_FACTOR
+        out.append(Scored(item.memory, round(item.score * factor, PLACES), item.matched))
+    return out
+
+
+__all__ = [
+    "ANSWER_SEEDS",
+    "ANSWER_SHARE",
+    "COMPETITION_WEIGHT",
+    "NEXT_RECORDED_FOLLOWS",
+    "OTHER_SPEAKER_FACTOR",
+    "QUESTION_FACTOR",
+    "SEEDS_ASK",
+    "SPEAKER_NAME_CHARS",
+    "SPEAKER_TAG_PREFIX",
+    "answer_seeds",
+    "attribute",
+    "expand_answers",
+    "is_question",
+    "speaker_tag",
+    "speaker_terms",
+    "speakers",
+    "unlinked_seeds",
+]

@@ -1,0 +1,125 @@
+"""Hybrid recall's fusion: lexical-graph scores and dense cosines in one score (docs/design.md,
+hybrid recall), the cosine calibration that makes encoders comparable, and the length prior.
+Pure functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from uuid import UUID
+
+from graphsvc.model import Memory
+from graphsvc.recall.scoring import PLACES, Scored, matched_terms
+from graphsvc.store.base import micros
+
+
+def fuse(
+    ranked: Sequence[Scored],
+    cosine: Mapping[UUID, float],
+    dense_only: Sequence[Memory],
+    weight: float,
+    terms: Sequence[str],
+    relative: bool = False,
+    spread: bool = False,
+    length_b: float = 0.0,
+    avg_length: float = 0.0,
+) -> list[Scored]:
+    """Lexical-graph scores and dense cosines in one score (docs/design.md, hybrid recall).
+
+    With ``length_b`` (a length prior on the lexical part, for ranking only), a ranked memory
+    longer than ``avg_length`` (the namespace's mean analysed length) first keeps
+    ``1 / (1 - length_b + length_b * length / avg_length)`` of its lexical-graph score
+    (:func:`length_prior`): a long message that mentions many query words among many others no
+    longer outranks a short one that states the answer. The lexical ``topScore`` that abstention
+    reads is taken before fusion, so the prior never moves it.
+
+    With ``relative``, each part is first divided by its best value among this query's
+    memories (the best lexical-graph score, the best positive cosine), so the weight shares
+    out two parts on the same scale whatever a corpus' typical scores are. With ``spread``
+    (min-max), the cosine is instead mapped to [0, 1] between its lowest and its best value among
+    the memories being fused (all the same: divided by that value, so a lone memory found by
+    meaning keeps its cosine's weight), because an encoder's cosines may sit in a narrow band far
+    from 0; the lexical part stays divided by its best, since a lexical score of 0 already means
+    no match, so a memory that matches the query never falls to 0 for being the window's
+    weakest.
+
+    Each ranked memory scores ``(1 - weight) * score + weight * max(cosine, 0)``, with cosine 0
+    for a memory without a vector; ``dense_only`` memories (the nearest by meaning that no query
+    term reached) join with score 0 for the first part. Order: fused score descending; ties keep
+    the lexical ranking's order, then dense-only memories by cosine descending, newest
+    ``recordedAt`` first, then id. ``matched`` stays the query terms a memory holds.
+    """
+    keep = 1.0 - weight
+    if length_b > 0.0 and avg_length > 0.0:
+        ranked = [
+            Scored(
+                it.memory,
+                it.score * length_prior(len(it.memory.terms), avg_length, length_b),
+                it.matched,
+            )
+            for it in ranked
+        ]
+    lexical_low = cosine_low = 0.0
+    lexical_scale = cosine_scale = 1.0
+    if spread:
+        lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0
+        similar = [
+            max(cosine.get(m_id, 0.0), 0.0)
+            for m_id in [it.memory.id for it in ranked] + [m.id for m in dense_only]
+        ]
+        cosine_low, cosine_scale = _spread(similar)
+    elif relative:
+        lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0
+        cosine_scale = max((max(c, 0.0) for c in cosine.values()), default=0.0) or 1.0
+
+    def fused(score: float, memory_id: UUID) -> float:
+        similarity = (max(cosine.get(memory_id, 0.0), 0.0) - cosine_low) / cosine_scale
+        lexical_part = (score - lexical_low) / lexical_scale
+        return round(keep * lexical_part + weight * similarity, PLACES)
+
+    items = [Scored(it.memory, fused(it.score, it.memory.id), it.matched) for it in ranked]
+    for memory in dense_only:
+        items.append(Scored(memory, fused(0.0, memory.id), matched_terms(memory, terms)))
+    position = {it.memory.id: i for i, it in enumerate(ranked)}
+    return sorted(
+        items,
+        key=lambda it: (
+            -it.score,
+            position.get(it.memory.id, len(position)),
+            -cosine.get(it.memory.id, 0.0),
+            -micros(it.memory.recorded_at),
+            it.memory.id.int,
+        ),
+    )
+
+
+def calibrate(cosine: float, unrelated: float) -> float:
+    """A cosine read above an encoder's typical unrelated cosine ``unrelated`` (in [0, 1)):
+    ``(cosine - unrelated) / (1 - unrelated)``, 0 at or below it and 1 at 1. Two encoders'
+    cosines then mean alike: 0 for a pair about different things, whether the encoder puts such
+    pairs at 0.07 or at 0.75."""
+    if cosine <= unrelated:
+        return 0.0
+    return (cosine - unrelated) / (1.0 - unrelated)
+
+
+def _spread(values: Sequence[float]) -> tuple[float, float]:
+    """The low end and the width that map ``values`` onto [0, 1] (min-max); for values that are
+    all the same, 0 and that value (or 1 for 0): each of them then counts 1."""
+    low, high = min(values, default=0.0), max(values, default=0.0)
+    if high > low:
+        return low, high - low
+    return 0.0, high or 1.0
+
+
+def length_prior(length: int, avg_length: float, b: float) -> float:
+    """The share of its lexical score a memory of ``length`` analysed terms keeps under a length
+    prior of strength ``b`` (BM25's pivoted length normalisation, one-sided): 1 up to the
+    average length ``avg_length``, then ``1 / (1 - b + b * length / avg_length)``; 1 when ``b``
+    is 0."""
+    if b <= 0.0 or avg_length <= 0.0 or length <= avg_length:
+        return 1.0
+    return 1.0 / (1.0 - b + b * length / avg_length)
+
+
+__all__ = ["calibrate", "fuse", "length_prior"]
