@@ -15,12 +15,10 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from graphsvc.dense import with_given
-from graphsvc.errors import BadInputError, GraphsvcError, LimitExceededError
+from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
     NAMESPACE_RE,
     Belief,
@@ -32,7 +30,6 @@ from graphsvc.model import (
     ForgetReceipt,
     Link,
     LinkInput,
-    LinkKind,
     Memory,
     MemoryInput,
     NamespaceStats,
@@ -52,28 +49,12 @@ from graphsvc.prompt import (
 )
 from graphsvc.prompt.assembly import finish_prompt, plan_prompt, resolve_window
 from graphsvc.prompt.trace import assembled_detail, drift_report
-from graphsvc.recall import (
-    BundleRequest,
-    Ranked,
-    Scored,
-    answer_seeds,
-    apply_supersessions,
-    attach,
-    attribute,
-    build_belief,
-    build_bundle,
-    calibrate,
-    expand_answers,
-    fuse,
-    get_stage,
-    rank_columns,
-    rank_order,
-    unlinked_seeds,
-    window_guess,
-)
-from graphsvc.retrieval import HYBRID, LEXICAL, DenseRecall, Retrieval
+from graphsvc.recall import BundleRequest, build_belief, build_bundle, get_stage
+from graphsvc.recall.pipeline import ReadAheadPool, RecallPipeline
+from graphsvc.recall.policy import RecallPolicy
+from graphsvc.retrieval import HYBRID, DenseRecall
 from graphsvc.settings import Settings
-from graphsvc.store.base import ReadAhead, Store, TermStats, Walk, nothing_to_erase
+from graphsvc.store.base import Store, nothing_to_erase
 from graphsvc.store.journal import isoformats
 from graphsvc.text import analyse_many, estimate_tokens, query_terms
 
@@ -132,102 +113,6 @@ def _derived_id(head: str, item: MemoryInput, occurred: str | None) -> UUID:
     return uuid_of_int((int.from_bytes(digest.digest()[:16]) & _VERSION_MASK) | _VERSION_BITS)
 
 
-@dataclass(frozen=True)
-class Ranking:
-    """A query's ranked window: its terms and statistics, the scored memories (supersessions
-    applied), the best lexical-graph score (the abstention signal) and how it was found."""
-
-    terms: list[str]
-    stats: TermStats
-    ranked: list[Scored]
-    lexical_top: float
-    retrieval: Retrieval
-
-
-class _EarlyWalk:
-    """A reconstruct's walk, started early on a store whose reads wait on a server
-    (:attr:`Store.overlapped_reads`): from the best ``k`` of the lexical ranking, on a thread of
-    its own, while the ranked window is read and the hits are settled. The hits are those same
-    memories in that order unless answers, attribution or supersessions moved one (or a memory
-    was forgotten meanwhile); when they are, the early walk is the walk, as a walk is a function
-    of its starts; when not, it is dropped and the walk made from the hits. Either way the belief
-    is the same bytes; only the time differs (one round trip fewer when the guess holds).
-
-    How often the guess holds depends on the data (measured with k 5, depth 2: EventStoryLine's
-    causal graphs 100%, BEAM's chats 82.5%, LoCoMo's two-speaker chats with their questions and
-    answers 10.7%), so each namespace keeps its odds (:class:`_GuessOdds`) and an early walk
-    starts only where the guess has mostly held: elsewhere it would be a wasted query."""
-
-    def __init__(self, service: MemoryService, namespace: str, k: int, depth: int) -> None:
-        self._service = service
-        self._namespace = namespace
-        self._k = k
-        self._depth = depth
-        self._odds = service._guess_odds
-        #: Whether it walks early: then the window is read beside the walk, not ahead with the
-        #: candidates (:meth:`Store.recall_window`), which would leave the walk nothing to
-        #: overlap but make the first read longer.
-        self.walks = self._odds.likely(namespace)
-        self._starts: list[UUID] | None = None
-        self._future: Future[Walk] | None = None
-
-    def start(self, ranked: Sequence[Ranked]) -> None:
-        """Guess the hits: the first ``k`` of ``ranked`` that score above 0; walk from them now
-        when the namespace's guesses have mostly held."""
-        starts = [memory_id for memory_id, score, _ in ranked if score > 0.0][: self._k]
-        self._starts = starts
-        if self.walks:
-            service = self._service
-            self._future = service._beside().submit(
-                service.store.walk, self._namespace, starts, self._depth,
-                service.settings.walk_max_nodes,
-            )  # fmt: skip
-
-    def walk(self, starts: list[UUID]) -> Walk:
-        """The walk from ``starts``: the early one when it started from them, else a new one."""
-        held = starts == self._starts
-        self._odds.record(self._namespace, held)
-        future, self._future = self._future, None
-        if future is not None:
-            if held:
-                try:
-                    return future.result()
-                except GraphsvcError:
-                    pass  # asked again below, as the walk would have been without it
-            else:
-                future.cancel()  # not started yet: never run; running: its answer is dropped
-        service = self._service
-        return service.store.walk(
-            self._namespace, starts, self._depth, service.settings.walk_max_nodes
-        )
-
-
-class _GuessOdds:
-    """Per namespace, how often an early walk's guess has held lately: a moving average of the
-    outcomes (each new one weighs :attr:`WEIGHT`), starting at 1, so a namespace is guessed for
-    until its guesses mostly fail. The outcome is recorded whether or not a walk started, so
-    the odds follow the data either way. At most :attr:`NAMESPACES` are kept (all are forgotten
-    past that: they start again at 1)."""
-
-    WEIGHT = 0.1
-    LIKELY = 0.5
-    NAMESPACES = 4096
-
-    def __init__(self) -> None:
-        self._odds: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def likely(self, namespace: str) -> bool:
-        return self._odds.get(namespace, 1.0) >= self.LIKELY
-
-    def record(self, namespace: str, held: bool) -> None:
-        with self._lock:
-            if namespace not in self._odds and len(self._odds) >= self.NAMESPACES:
-                self._odds.clear()
-            before = self._odds.get(namespace, 1.0)
-            self._odds[namespace] = (1.0 - self.WEIGHT) * before + self.WEIGHT * float(held)
-
-
 class MemoryService:
     """graphsvc's operations on one store.
 
@@ -237,6 +122,8 @@ class MemoryService:
         clock: the time source (tests pass a fixed one). ``recordedAt`` never goes backwards
             within one service, so recorded order is write order.
         dense: the encoder for recall by meaning (:class:`DenseRecall`); none: lexical-only.
+        policy: the recall policy; none: the one the settings describe
+            (:meth:`RecallPolicy.from_settings`).
     """
 
     def __init__(
@@ -245,6 +132,7 @@ class MemoryService:
         settings: Settings,
         clock: Callable[[], datetime] = utcnow,
         dense: DenseRecall | None = None,
+        policy: RecallPolicy | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -252,13 +140,10 @@ class MemoryService:
         self._clock = clock
         self._last = datetime.min.replace(tzinfo=utcnow().tzinfo)
         self._clock_lock = threading.Lock()
-        # Reads that run beside a request's own (overlapped_reads): the search by meaning of a
-        # hybrid bundle, the walk of a reconstruct (_EarlyWalk); made on first use. At most two
-        # per request, and a server runs at most api_threads requests at once, so a pool of
-        # twice that never queues one.
-        self._beside_pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
-        self._guess_odds = _GuessOdds()
+        self.policy = policy if policy is not None else RecallPolicy.from_settings(settings)
+        self._read_ahead = ReadAheadPool(2 * settings.api_threads)
+        #: The ranking pipeline: every bundle and reconstruct ranks through it.
+        self.recall = RecallPipeline(store, self.dense, self.policy, self._read_ahead)
 
     def _now(self, count: int = 1) -> datetime:
         """A timestamp after every one handed out before; ``count`` reserves that many
@@ -614,146 +499,6 @@ class MemoryService:
             namespace, after=after, limit=limit, kind=kind, tag=tag, since=since, until=until
         )
 
-    def _rank(
-        self,
-        namespace: str,
-        query: str,
-        stage_name: str,
-        early: Callable[[list[Ranked]], None] | None = None,
-        read_ahead: bool = True,
-    ) -> Ranking:
-        """Candidates for a query, scored, in rank order with supersessions applied. ``early``
-        is handed the lexical ranking as soon as it is known, before its memories are read (a
-        reconstruct starts its walk there: :class:`_EarlyWalk`). ``read_ahead``: the store may
-        read the likely window with the candidates (:meth:`Store.recall_window`)."""
-        stage = get_stage(stage_name)
-        terms = query_terms(query)
-        # The query's encoding runs (without the GIL) while the lexical part does, and on Neo4j
-        # the search by meaning after it; the namespace's model comes back with the candidates,
-        # so both are skipped only for a namespace last found lexical (one store round trip
-        # fewer than asking for the model first).
-        nearest = (
-            self._nearest_soon(namespace, query) if self.dense.prefetch(query, namespace) else None
-        )
-        settings = self.settings
-        # The window's memories come back with the candidates where a read waits on a server:
-        # the store ranks them as rank_columns will, and the window reads what it missed.
-        guess = window_guess(stage, settings.ranked_limit, settings.bm25_b) if read_ahead else None
-        recalled = self.store.recall_window(namespace, terms, settings.candidate_limit, guess)
-        stats, ahead = recalled.stats, recalled.ahead
-        hybrid = self.dense.for_model(namespace, recalled.model) is not None
-        ranked = rank_columns(
-            terms, stats, recalled.columns, stage, settings.ranked_limit, settings.bm25_b
-        )
-        if early is not None:
-            early(ranked)
-        ids = [memory_id for memory_id, _, _ in ranked]
-        memories, pairs = self.store.window(namespace, ids, ahead)
-        direct = attach(ranked, memories)
-        scored = direct
-        seeds = answer_seeds(direct)
-        if seeds:
-            # One hop from the questions among the best hits: their answers (PRECEDES) join
-            # the ranking below them; supersessions among what the walk reached count too.
-            walk = self.store.walk(
-                namespace, [s.memory.id for s in seeds], 1, self.settings.walk_max_nodes
-            )
-            # A question that precedes nothing is followed by what was written after it.
-            unlinked = unlinked_seeds(seeds, walk.links)
-            after = self.store.next_recorded(namespace, unlinked) if unlinked else []
-            scored = expand_answers(direct, seeds, walk, terms, after)
-            pairs = list(pairs) + [
-                (lk.source, lk.target) for lk in walk.links if lk.kind is LinkKind.SUPERSEDES
-            ]
-        scored = rank_order(attribute(scored, terms), direct)[: self.settings.ranked_limit]
-        lexical_top = max((item.score for item in scored), default=0.0)
-        retrieval = LEXICAL
-        if hybrid:
-            retrieval = HYBRID
-            scored, more = self._fuse(
-                namespace, query, scored, terms, stats.avg_length, nearest, ahead
-            )
-            pairs = list(pairs) + more
-        elif nearest is not None:
-            nearest.cancel()  # the namespace is lexical: its answer (empty) is not needed
-        return Ranking(terms, stats, apply_supersessions(scored, pairs), lexical_top, retrieval)
-
-    def _fuse(
-        self,
-        namespace: str,
-        query: str,
-        scored: list[Scored],
-        terms: Sequence[str],
-        avg_length: float,
-        nearest: Future[list[tuple[UUID, float]]] | None = None,
-        ahead: ReadAhead | None = None,
-    ) -> tuple[list[Scored], list[tuple[UUID, UUID]]]:
-        """Hybrid recall: the exact cosines of the ranked memories and the ``dense_k`` nearest
-        by meaning (``nearest``, when :meth:`_nearest_soon` started the search; ``ahead``: what
-        the store read ahead of the window, which may hold some of them), fused with the
-        lexical-graph scores (:func:`fuse`); and the supersessions the memories found only by
-        meaning take part in."""
-        s = self.settings
-        codes = self.dense.query_codes(query)
-        present = {item.memory.id for item in scored}
-        ranked_ids = [item.memory.id for item in scored]
-        if nearest is None:
-            hits = self.store.similar(namespace, codes, s.dense_k, ranked_ids)
-        else:
-            given = self.store.similar(namespace, codes, 0, ranked_ids) if ranked_ids else []
-            hits = with_given(nearest.result(), given, s.dense_k)
-        unrelated = self.dense.unrelated_cosine()
-        hits = [(memory_id, calibrate(value, unrelated)) for memory_id, value in hits]
-        cosine = dict(hits)
-        extra_ids = [
-            memory_id
-            for memory_id, value in hits
-            if memory_id not in present and value >= s.dense_min_cosine
-        ]
-        extra: list[Memory] = []
-        pairs: list[tuple[UUID, UUID]] = []
-        if extra_ids:
-            extra, _ = self.store.window(namespace, extra_ids, ahead)
-            pairs = self.store.supersessions(namespace, [*present, *extra_ids])
-        # Min-max needs a baseline of unrelated cosines: the dense_k nearest of a namespace that
-        # holds at least that many vectors. A smaller namespace is fused relatively, so the
-        # weaker of two matches is not scaled to nothing.
-        fused = fuse(
-            scored,
-            cosine,
-            extra,
-            s.dense_weight,
-            terms,
-            s.dense_relative,
-            s.dense_spread and len(hits) >= s.dense_k,
-            s.fused_length_b,
-            avg_length,
-        )
-        return fused[: s.ranked_limit], pairs
-
-    def _nearest_soon(self, namespace: str, query: str) -> Future[list[tuple[UUID, float]]] | None:
-        """On a store whose reads wait on a server (:attr:`Store.overlapped_reads`), start the
-        search for the ``dense_k`` memories nearest ``query`` by meaning now, on a thread of
-        its own, so that it runs while the bundle ranks lexically; :meth:`_fuse` collects it.
-        None on other stores, or with ``dense_k`` 0 (the search then runs in :meth:`_fuse`)."""
-        if not self.store.overlapped_reads or self.settings.dense_k <= 0:
-            return None
-        k = self.settings.dense_k
-
-        def search() -> list[tuple[UUID, float]]:
-            return self.store.similar(namespace, self.dense.query_codes(query), k, [])
-
-        return self._beside().submit(search)
-
-    def _beside(self) -> ThreadPoolExecutor:
-        """The pool of the reads that run beside a request's own (made on first use)."""
-        with self._pool_lock:
-            if self._beside_pool is None:
-                self._beside_pool = ThreadPoolExecutor(
-                    2 * self.settings.api_threads, thread_name_prefix="graphsvc-beside"
-                )
-            return self._beside_pool
-
     def bundle(
         self,
         namespace: str,
@@ -778,10 +523,11 @@ class MemoryService:
         cap = s.default_max_capsules if max_capsules is None else max_capsules
         self._in_range("maxCapsules", cap, 1, s.max_capsules_limit)
         stage_name = stage or "default"
-        ranking = self._rank(namespace, query, stage_name)
+        ranking = self.recall.rank(namespace, query, stage_name)
         request = BundleRequest(
-            query, budget, floor, cap, get_stage(stage_name), s.relative_floor, ranking.retrieval
-        )
+            query, budget, floor, cap, get_stage(stage_name), self.policy.bundle.relative_floor,
+            ranking.retrieval,
+        )  # fmt: skip
         lexical_top = ranking.lexical_top if ranking.retrieval == HYBRID else None
         result = build_bundle(request, ranking.terms, ranking.stats, ranking.ranked, lexical_top)
         if run_id is not None:
@@ -811,21 +557,7 @@ class MemoryService:
         self._in_range("k", k, 1, s.max_k)
         depth = s.default_depth if depth is None else depth
         self._in_range("depth", depth, 0, s.max_depth)
-        early = _EarlyWalk(self, namespace, k, depth) if self.store.overlapped_reads else None
-        ranked = self._rank(
-            namespace,
-            cue,
-            "default",
-            early.start if early else None,
-            read_ahead=early is None or not early.walks,
-        ).ranked
-        hits = [item for item in ranked if item.score > 0.0][:k]
-        starts = [h.memory.id for h in hits]
-        walk = (
-            early.walk(starts)
-            if early is not None
-            else self.store.walk(namespace, starts, depth, s.walk_max_nodes)
-        )
+        hits, walk = self.recall.hits_and_walk(namespace, cue, k, depth)
         return build_belief(cue, hits, walk)
 
     def reconstruct_and_store(
@@ -1094,10 +826,7 @@ class MemoryService:
     def close(self) -> None:
         """Close the store (connections, files, locks) and stop the threads of the reads beside
         a request's own and the query encoder's. Safe to call twice."""
-        with self._pool_lock:
-            pool, self._beside_pool = self._beside_pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        self._read_ahead.close()
         self.dense.close()
         self.store.close()
 

@@ -22,13 +22,6 @@ from graphsvc.recall.bundle import (
     spans_days,
 )
 from graphsvc.recall.conversation import (
-    ANSWER_SEEDS,
-    ANSWER_SHARE,
-    COMPETITION_WEIGHT,
-    NEXT_RECORDED_FOLLOWS,
-    OTHER_SPEAKER_FACTOR,
-    QUESTION_FACTOR,
-    SEEDS_ASK,
     SPEAKER_NAME_CHARS,
     SPEAKER_TAG_PREFIX,
     answer_seeds,
@@ -60,17 +53,10 @@ from graphsvc.recall.scoring import (
 from graphsvc.store.base import CandidatePlan, plan_candidates
 
 __all__ = [
-    "ANSWER_SEEDS",
-    "ANSWER_SHARE",
     "BM25_B",
     "BM25_K1",
-    "COMPETITION_WEIGHT",
     "DUPLICATE_JACCARD",
-    "NEXT_RECORDED_FOLLOWS",
-    "OTHER_SPEAKER_FACTOR",
     "PLACES",
-    "QUESTION_FACTOR",
-    "SEEDS_ASK",
     "SPEAKER_NAME_CHARS",
     "SPEAKER_TAG_PREFIX",
     "STAGES",

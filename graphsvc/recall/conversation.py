@@ -11,45 +11,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from uuid import UUID
 
 from graphsvc.model import Link, LinkKind, Memory
+from graphsvc.recall.policy import ConversationPolicy
 from graphsvc.recall.scoring import PLACES, Scored, matched_terms
 from graphsvc.store.base import Walk
 from graphsvc.text import analyse
 
-# Measured with `graphsvc eval locomo` and `graphsvc eval beam` (the README's Quality section;
-# `--tune NAME=VALUE` re-runs either with a constant changed); each constant is the round value that
-# met the quality targets there, and docs/design.md says what each one bought.
+# The weights of both features (ConversationPolicy's fields say what each does).
+DEFAULT = ConversationPolicy()
 
 # A tag ``speaker:<name>`` declares who said a memory (a chat turn, a message). The prefix is exact
 # and lower-case; the name is what follows it, surrounding spaces ignored. Tags are 1-64
 # characters, so a name keeps at most SPEAKER_NAME_CHARS; :func:`speaker_tag` cuts longer ones.
 SPEAKER_TAG_PREFIX = "speaker:"
 SPEAKER_NAME_CHARS = 64 - len(SPEAKER_TAG_PREFIX)
-# A memory a strong hit PRECEDES inherits this share of the hit's score, when that is more than
-# its own: in a chat the question holds the words, the answer the fact. Below 1, so the follower
-# ranks below the hit it follows; 0 turns the feature off. Against off: LoCoMo recall@5 0.591 ->
-# 0.653, BEAM 0.255 -> 0.254 (0.9 gave 0.656 and 0.246: BEAM's evidence is mostly the asking turn).
-ANSWER_SHARE = 0.8
-# The best this many direct hits are the strong hits that pass their score on ...
-ANSWER_SEEDS = 10
-# ... and only those that ask (text ending with "?") do, when this is true. Letting every strong
-# hit pass its score on measured worse: LoCoMo abstention AUROC 0.809 -> 0.788 (recall@5 0.653 ->
-# 0.658), BEAM recall@5 0.254 -> 0.245.
-SEEDS_ASK = True
-# A strong hit with no PRECEDES link out of it is followed by the memory recorded right after it in
-# its namespace (the least (recordedAt, id) above its own), as if it PRECEDES that one: a chat
-# application that writes each turn as it comes, without links, gets the answer after its
-# question too. False: only declared PRECEDES links pass a score on.
-NEXT_RECORDED_FOLLOWS = True
-# When the query names a declared speaker: what a memory by another declared speaker keeps of its
-# score ...
-OTHER_SPEAKER_FACTOR = 0.5
-# ... what a question by a declared speaker keeps (asking about a thing is no evidence of owning
-# it) ...
-QUESTION_FACTOR = 0.7
-# ... and how much the best statement by another declared speaker lowers every score (the
-# attribution check: a question that credits X with what Y said finds Y's statement, so confidence
-# drops).
-COMPETITION_WEIGHT = 0.5
 
 
 def speaker_tag(name: str) -> str | None:
@@ -83,14 +57,14 @@ def is_question(text: str) -> bool:
     return text.rstrip().endswith("?")
 
 
-def answer_seeds(ranked: Sequence[Scored]) -> list[Scored]:
-    """The strong hits that pass their score on over ``PRECEDES``: the best :data:`ANSWER_SEEDS`
-    direct hits (those that ask, when :data:`SEEDS_ASK`); none when :data:`ANSWER_SHARE` is 0.
+def answer_seeds(ranked: Sequence[Scored], policy: ConversationPolicy = DEFAULT) -> list[Scored]:
+    """The strong hits that pass their score on over ``PRECEDES``: the best ``answer_seeds``
+    direct hits (those that ask, when ``seeds_ask``); none when ``answer_share`` is 0.
     Where :func:`expand_answers` starts."""
-    if ANSWER_SHARE <= 0.0:
+    if policy.answer_share <= 0.0:
         return []
-    best = ranked[:ANSWER_SEEDS]
-    return [item for item in best if not SEEDS_ASK or is_question(item.memory.text)]
+    best = ranked[: policy.answer_seeds]
+    return [item for item in best if not policy.seeds_ask or is_question(item.memory.text)]
 
 
 def expand_answers(
@@ -99,9 +73,10 @@ def expand_answers(
     walk: Walk,
     terms: Sequence[str],
     next_recorded: Sequence[tuple[UUID, Memory]] = (),
+    policy: ConversationPolicy = DEFAULT,
 ) -> list[Scored]:
     """Graph expansion scored below direct hits: a memory a seed ``PRECEDES`` (one hop, from the
-    ``walk`` around the seeds) scores :data:`ANSWER_SHARE` of the seed's score when that is more
+    ``walk`` around the seeds) scores ``answer_share`` of the seed's score when that is more
     than its own; from several seeds, the best. ``next_recorded`` holds ``(seed id, memory)``
     pairs of the seeds that precede nothing (:func:`unlinked_seeds`): each memory follows its
     seed as a ``PRECEDES`` target would. Memories the walk or ``next_recorded`` reached join the
@@ -110,14 +85,16 @@ def expand_answers(
     joinable = {memory.id: memory for memory, _ in walk.reached}
     joinable.update((memory.id, memory) for _, memory in next_recorded)
     edges = [*_precedes(walk.links), *((seed, memory.id) for seed, memory in next_recorded)]
-    _inherit_over_precedes(items, seeds, edges, joinable, ANSWER_SHARE, terms)
+    _inherit_over_precedes(items, seeds, edges, joinable, policy.answer_share, terms)
     return list(items.values())
 
 
-def unlinked_seeds(seeds: Sequence[Scored], links: Iterable[Link]) -> list[UUID]:
+def unlinked_seeds(
+    seeds: Sequence[Scored], links: Iterable[Link], policy: ConversationPolicy = DEFAULT
+) -> list[UUID]:
     """The seeds no ``PRECEDES`` link of ``links`` leaves, in seed order: those that the memory
-    recorded right after them follows (none unless :data:`NEXT_RECORDED_FOLLOWS`)."""
-    if not NEXT_RECORDED_FOLLOWS:
+    recorded right after them follows (none unless ``next_recorded_follows``)."""
+    if not policy.next_recorded_follows:
         return []
     linked = {source for source, _ in _precedes(links)}
     return [item.memory.id for item in seeds if item.memory.id not in linked]
@@ -153,16 +130,19 @@ def _inherit_over_precedes(
             items[target] = Scored(memory, inherited, matched)
 
 
-def attribute(ranked: Sequence[Scored], terms: Sequence[str]) -> list[Scored]:
+def attribute(
+    ranked: Sequence[Scored], terms: Sequence[str], policy: ConversationPolicy = DEFAULT
+) -> list[Scored]:
     """Speaker attribution over declared speakers (:func:`speakers`), and the attribution check.
 
     A query term equal to an analysed name of a declared speaker of a ranked memory names that
-    speaker. When the query names one, every score is multiplied by ``1 - COMPETITION_WEIGHT * c``,
+    speaker. When the query names one, every score is multiplied by ``1 - competition_weight * c``,
     with ``c`` the best score of a statement (not a question) by another declared speaker; a
-    question by a declared speaker also weighs :data:`QUESTION_FACTOR`, and a memory by another
-    declared speaker :data:`OTHER_SPEAKER_FACTOR`. A memory that declares no speaker is spoken by
-    no one: it never names, competes or weighs less (but for the common factor). Queries that
-    name no speaker are left as they are. Order is kept; the result is not sorted.
+    question by a declared speaker also weighs ``question_factor``, and a memory by another
+    declared speaker ``other_speaker_factor`` (the fields of ``policy``). A memory that declares
+    no speaker is spoken by no one: it never names, competes or weighs less (but for the common
+    factor). Queries that name no speaker are left as they are. Order is kept; the result is not
+    sorted.
     """
     declared = {item.memory.id.int: speakers(item.memory) for item in ranked}
     names = {  # (of the memories that declare a speaker: by_other reads no other)
@@ -185,26 +165,19 @@ def attribute(ranked: Sequence[Scored], terms: Sequence[str]) -> list[Scored]:
         (it.score for it in ranked if by_other(it) and not is_question(it.memory.text)),
         default=0.0,
     )
-    common = 1.0 - COMPETITION_WEIGHT * competitor
+    common = 1.0 - policy.competition_weight * competitor
     out = []
     for item in ranked:
         factor = common
         if declared[item.memory.id.int] and is_question(item.memory.text):
-            factor *= QUESTION_FACTOR
+            factor *= policy.question_factor
         if by_other(item):
-            factor *= OTHER_SPEAKER_FACTOR
+            factor *= policy.other_speaker_factor
         out.append(Scored(item.memory, round(item.score * factor, PLACES), item.matched))
     return out
 
 
 __all__ = [
-    "ANSWER_SEEDS",
-    "ANSWER_SHARE",
-    "COMPETITION_WEIGHT",
-    "NEXT_RECORDED_FOLLOWS",
-    "OTHER_SPEAKER_FACTOR",
-    "QUESTION_FACTOR",
-    "SEEDS_ASK",
     "SPEAKER_NAME_CHARS",
     "SPEAKER_TAG_PREFIX",
     "answer_seeds",

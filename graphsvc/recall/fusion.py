@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from uuid import UUID
 
 from graphsvc.model import Memory
+from graphsvc.recall.policy import FusionMode
 from graphsvc.recall.scoring import PLACES, Scored, matched_terms
 from graphsvc.store.base import micros
 
@@ -19,8 +20,7 @@ def fuse(
     dense_only: Sequence[Memory],
     weight: float,
     terms: Sequence[str],
-    relative: bool = False,
-    spread: bool = False,
+    mode: FusionMode = "raw",
     length_b: float = 0.0,
     avg_length: float = 0.0,
 ) -> list[Scored]:
@@ -33,10 +33,10 @@ def fuse(
     longer outranks a short one that states the answer. The lexical ``topScore`` that abstention
     reads is taken before fusion, so the prior never moves it.
 
-    With ``relative``, each part is first divided by its best value among this query's
+    With ``mode`` ``relative``, each part is first divided by its best value among this query's
     memories (the best lexical-graph score, the best positive cosine), so the weight shares
-    out two parts on the same scale whatever a corpus' typical scores are. With ``spread``
-    (min-max), the cosine is instead mapped to [0, 1] between its lowest and its best value among
+    out two parts on the same scale whatever a corpus' typical scores are. With ``minmax``, the
+    cosine is instead mapped to [0, 1] between its lowest and its best value among
     the memories being fused (all the same: divided by that value, so a lone memory found by
     meaning keeps its cosine's weight), because an encoder's cosines may sit in a narrow band far
     from 0; the lexical part stays divided by its best, since a lexical score of 0 already means
@@ -61,14 +61,14 @@ def fuse(
         ]
     lexical_low = cosine_low = 0.0
     lexical_scale = cosine_scale = 1.0
-    if spread:
+    if mode == "minmax":
         lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0
         similar = [
             max(cosine.get(m_id, 0.0), 0.0)
             for m_id in [it.memory.id for it in ranked] + [m.id for m in dense_only]
         ]
         cosine_low, cosine_scale = _spread(similar)
-    elif relative:
+    elif mode == "relative":
         lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0
         cosine_scale = max((max(c, 0.0) for c in cosine.values()), default=0.0) or 1.0
 

@@ -1,4 +1,4 @@
-"""A reconstruct's walk started early (service._EarlyWalk), one body over both stores.
+"""A reconstruct's walk started early (recall.pipeline.EarlyWalk), one body over both stores.
 
 On a store whose reads wait on a server (Neo4j), reconstruct starts its walk from the lexical
 ranking's best k while the ranked window is read, and keeps it when the hits come out the same.
@@ -17,7 +17,8 @@ import pytest
 
 from graphsvc.errors import StoreUnavailableError
 from graphsvc.model import LinkInput, LinkKind, MemoryInput
-from graphsvc.service import MemoryService, _EarlyWalk
+from graphsvc.recall.pipeline import EarlyWalk
+from graphsvc.service import MemoryService
 from graphsvc.store.base import Walk
 
 CHAT = [
@@ -77,9 +78,9 @@ def test_an_early_walk_gives_the_same_beliefs_whether_its_guess_holds_or_not(
         on_thread.append(threading.get_ident())
         return real_walk(*args, **kwargs)  # type: ignore[arg-type]
 
-    real_early = _EarlyWalk.walk
+    real_early = EarlyWalk.walk
 
-    def watched(self: _EarlyWalk, starts: list[object]) -> Walk:
+    def watched(self: EarlyWalk, starts: list[object]) -> Walk:
         started.append(self._future is not None)
         guesses.append(starts == self._starts)
         before = len(on_thread)
@@ -90,7 +91,7 @@ def test_an_early_walk_gives_the_same_beliefs_whether_its_guess_holds_or_not(
         return walk
 
     monkeypatch.setattr(service.store, "walk", counted_walk)
-    monkeypatch.setattr(_EarlyWalk, "walk", watched)
+    monkeypatch.setattr(EarlyWalk, "walk", watched)
     monkeypatch.setattr(service.store, "overlapped_reads", True)
     with_early = beliefs(service, ns)
 

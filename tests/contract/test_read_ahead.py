@@ -16,7 +16,7 @@ from itertools import pairwise
 
 import pytest
 
-import graphsvc.service as service_module
+import graphsvc.recall.pipeline as pipeline_module
 from graphsvc.model import LinkInput, LinkKind, MemoryInput
 from graphsvc.recall import Stage, window_guess
 from graphsvc.service import MemoryService
@@ -93,9 +93,10 @@ def test_reading_the_window_ahead_changes_no_answer(
     # read ahead as bundles do.
     monkeypatch.setattr(service.store, "overlapped_reads", False)
     # A window smaller than the candidates, so that what the guess leaves out matters.
-    narrow = service.settings.model_copy(update={"ranked_limit": 4})
-    monkeypatch.setattr(service, "settings", narrow)
-    monkeypatch.setattr(service_module, "window_guess", lambda *args: None)
+    policy = service.recall.policy
+    narrow = replace(policy, lexical=replace(policy.lexical, ranked_limit=4))
+    monkeypatch.setattr(service.recall, "policy", narrow)
+    monkeypatch.setattr(pipeline_module, "window_guess", lambda *args: None)
     without = answers(service, ns)
 
     def sized(stage: Stage, limit: int, bm25_b: float) -> WindowGuess | None:
@@ -104,5 +105,5 @@ def test_reading_the_window_ahead_changes_no_answer(
             return None
         return usual if size == "usual" else replace(usual, size=int(size))
 
-    monkeypatch.setattr(service_module, "window_guess", sized)
+    monkeypatch.setattr(pipeline_module, "window_guess", sized)
     assert answers(service, ns) == without

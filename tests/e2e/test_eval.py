@@ -14,11 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graphsvc.model import MemoryInput
-from graphsvc.recall import conversation as recall
+from graphsvc.recall.policy import RecallPolicy
 from graphsvc.tools.datasets import locomo_rows
 from graphsvc.tools.eval.beam import beam_questions, beam_rows, parse_beam_anchor
 from graphsvc.tools.eval.cli import eval_group
-from graphsvc.tools.eval.common import describe_tuning, parse_tuning, run_context, tuned
+from graphsvc.tools.eval.common import describe_tuning, parse_tuning, run_context, tuned_policy
 from graphsvc.tools.eval.esc import within
 from graphsvc.tools.eval.locomo import locomo_conversations, normalise_evidence
 from graphsvc.tools.eval.metrics import (
@@ -227,17 +227,12 @@ def test_locomo_rows_declare_speakers_and_keep_the_text() -> None:
     assert links == [(rows[0]["id"], rows[1]["id"])]
 
 
-def test_tune_settings_parse_and_are_put_back() -> None:
+def test_tune_settings_parse_into_the_recall_policy() -> None:
     tuning = parse_tuning(["ANSWER_SHARE=0", "SEEDS_ASK=false", "ANSWER_SEEDS=3"])
     assert tuning == {"ANSWER_SHARE": 0.0, "SEEDS_ASK": False, "ANSWER_SEEDS": 3}
     assert describe_tuning({}) == "none"
-    before = (recall.ANSWER_SHARE, recall.SEEDS_ASK, recall.ANSWER_SEEDS)
-    with tuned(tuning):
-        assert (recall.ANSWER_SHARE, recall.SEEDS_ASK, recall.ANSWER_SEEDS) == (0.0, False, 3)
-    assert (recall.ANSWER_SHARE, recall.SEEDS_ASK, recall.ANSWER_SEEDS) == before
-    with pytest.raises(RuntimeError), tuned({"ANSWER_SHARE": 0.5}):
-        raise RuntimeError("an evaluation that fails")
-    assert recall.ANSWER_SHARE == before[0]
+    policy = tuned_policy(RecallPolicy(), tuning).conversation
+    assert (policy.answer_share, policy.seeds_ask, policy.answer_seeds) == (0.0, False, 3)
     for bad, says in (
         ("ANSWER_SHARE", "NAME=VALUE"),
         ("BM25_K1=2", "NAME=VALUE"),

@@ -19,10 +19,6 @@ from pydantic import ValidationError
 
 from graphsvc.model import Link, LinkKind, Memory, MemoryInput
 from graphsvc.recall import (
-    ANSWER_SHARE,
-    COMPETITION_WEIGHT,
-    OTHER_SPEAKER_FACTOR,
-    QUESTION_FACTOR,
     SPEAKER_NAME_CHARS,
     Scored,
     answer_seeds,
@@ -37,11 +33,14 @@ from graphsvc.recall import (
     speaker_terms,
     speakers,
 )
-from graphsvc.recall import conversation as recall
+from graphsvc.recall.policy import ConversationPolicy
 from graphsvc.store.base import Candidate, TermStats, Walk
 from graphsvc.text import analyse, query_terms
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+POLICY = ConversationPolicy()  # the weights the functions default to
 
 
 def mem(n: int, text: str, speaker: str | None = None, tags: Sequence[str] = ()) -> Memory:
@@ -75,7 +74,7 @@ def stats_for(corpus: Sequence[Memory], terms: Sequence[str]) -> TermStats:
 
 
 def rank(corpus: Sequence[Memory], query: str, links: Sequence[Link] = ()) -> list[Scored]:
-    """What ``MemoryService._rank`` does, on memories held here: score, attach, pass scores on
+    """What ``RecallPipeline.rank`` does, on memories held here: score, attach, pass scores on
     over ``PRECEDES`` from the seeds (a one-hop walk over ``links``), attribute, re-sort."""
     terms = query_terms(query)
     stats = stats_for(corpus, terms)
@@ -144,7 +143,7 @@ def test_an_answer_inherits_from_the_question_it_follows() -> None:
     walk = Walk(reached=((answer, 1),), links=(precedes(question, answer),))
     terms = query_terms("charity race")
     items = {it.memory.id: it for it in expand_answers(direct, seeds, walk, terms)}
-    assert items[answer.id].score == round(0.8 * ANSWER_SHARE, 6)
+    assert items[answer.id].score == round(0.8 * POLICY.answer_share, 6)
     assert items[answer.id].score < items[question.id].score
     ordered = rank_order(list(items.values()), direct)
     assert [it.memory.id for it in ordered] == [question.id, answer.id, other.id]
@@ -159,7 +158,7 @@ def test_inheritance_needs_no_speaker_only_the_link() -> None:
     linked = dict(view(rank(corpus, query, [precedes(question, answer)])))
     unlinked = dict(view(rank(corpus, query)))
     assert 2 not in unlinked
-    assert linked[2] == round(linked[1] * ANSWER_SHARE, 6)
+    assert linked[2] == round(linked[1] * POLICY.answer_share, 6)
 
 
 def test_expansion_never_lowers_a_direct_hit_nor_follows_statements() -> None:
@@ -185,12 +184,11 @@ def test_other_link_kinds_pass_nothing_on() -> None:
     assert expand_answers(direct, answer_seeds(direct), walk, []) == direct
 
 
-def test_a_share_of_zero_turns_the_answer_step_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The weight is a module constant read at every call (what `graphsvc eval --tune` changes).
+def test_a_share_of_zero_turns_the_answer_step_off() -> None:
+    # The weight is a policy field (what `graphsvc eval --tune ANSWER_SHARE=0` changes).
     direct = [hit(mem(1, "Did it work?"), 0.9)]
     assert answer_seeds(direct) == direct
-    monkeypatch.setattr(recall, "ANSWER_SHARE", 0.0)
-    assert answer_seeds(direct) == []
+    assert answer_seeds(direct, ConversationPolicy(answer_share=0.0)) == []
 
 
 # -- attribution over declared speakers ----------------------------------------------------------
@@ -203,10 +201,10 @@ def test_attribution_prefers_the_named_speaker_and_lowers_confidence() -> None:
     terms = query_terms("What did Caroline realise after her charity race?")
     out = {it.memory.id: it.score for it in attribute([hit(own, 0.8), hit(said_by_other, 0.8),
                                                        hit(asked, 0.8)], terms)}  # fmt: skip
-    common = 1 - COMPETITION_WEIGHT * 0.8
+    common = 1 - POLICY.competition_weight * 0.8
     assert out[own.id] == round(0.8 * common, 6)
-    assert out[said_by_other.id] == round(0.8 * common * OTHER_SPEAKER_FACTOR, 6)
-    assert out[asked.id] == round(0.8 * common * QUESTION_FACTOR, 6)
+    assert out[said_by_other.id] == round(0.8 * common * POLICY.other_speaker_factor, 6)
+    assert out[asked.id] == round(0.8 * common * POLICY.question_factor, 6)
 
 
 def test_untagged_memories_are_spoken_by_no_one() -> None:
@@ -218,10 +216,10 @@ def test_untagged_memories_are_spoken_by_no_one() -> None:
     asks = mem(4, "Who organised the charity race?")
     items = [hit(own, 0.8), hit(other, 0.6), hit(looks_like_a_turn, 0.9), hit(asks, 0.7)]
     out = {it.memory.id: it.score for it in attribute(items, query_terms("Caroline's race"))}
-    common = 1 - COMPETITION_WEIGHT * 0.6  # only the tagged statement competes
+    common = 1 - POLICY.competition_weight * 0.6  # only the tagged statement competes
     assert out[looks_like_a_turn.id] == round(0.9 * common, 6)
     assert out[asks.id] == round(0.7 * common, 6)
-    assert out[other.id] == round(0.6 * common * OTHER_SPEAKER_FACTOR, 6)
+    assert out[other.id] == round(0.6 * common * POLICY.other_speaker_factor, 6)
 
 
 def test_a_name_only_in_text_names_no_one() -> None:

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from graphsvc.recall import conversation as recall
 from graphsvc.tools.datasets import dataset_id
 from graphsvc.tools.eval.common import run_context
 from graphsvc.tools.eval.qa import (
@@ -157,14 +156,13 @@ def _tiny() -> Conversation:
     return Conversation("tiny", rows, questions, {f"tiny:{i}": "session-1" for i in range(5)})
 
 
-def test_a_tiny_conversation_through_lexical_and_plain_loadings(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_tiny_conversation_through_lexical_and_plain_loadings() -> None:
     with run_context(None, embed="off", neo4j_uri=None) as ctx:
         assert ctx.hybrid is None and ctx.embedder is None
         assert ctx.notes == ("dense-only and hybrid skipped: --embed off",)
         results = run_questions(ctx, "tiny", [_tiny()], 0.3, None, plain=True)
-        monkeypatch.setattr(recall, "NEXT_RECORDED_FOLLOWS", False)
+    declared: dict[str, float | int | bool] = {"NEXT_RECORDED_FOLLOWS": False}
+    with run_context(None, embed="off", neo4j_uri=None, tuning=declared) as ctx:
         declared_only = run_questions(ctx, "tiny", [_tiny()], 0.3, None, plain=True)
     assert systems_of(results) == ["bm25", "lexical", "plain lexical"]
     first = results[0]

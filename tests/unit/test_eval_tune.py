@@ -7,15 +7,19 @@ import uuid
 
 import pytest
 
-from graphsvc.recall import conversation as recall
+from graphsvc.recall.policy import RecallPolicy
 from graphsvc.tools.eval.common import (
+    SETTINGS_TUNABLE,
+    TUNABLE,
     TuneRequest,
+    _current,
     describe_config,
     parse_tune,
     parse_tuning,
     recall_part,
     settings_part,
-    tuned,
+    tuned_policy,
+    tuning_value,
 )
 from graphsvc.tools.eval.qa import resalted, without_links
 
@@ -52,15 +56,25 @@ def test_settings_are_checked_against_their_range() -> None:
         parse_tuning(["dense_weight=0.1,0.2"])
 
 
-def test_constants_and_settings_go_their_own_ways() -> None:
+def test_every_name_tunes_a_field_of_the_recall_policy() -> None:
     tuning = {"ANSWER_SHARE": 0.0, "dense_weight": 0.2}
     assert recall_part(tuning) == {"ANSWER_SHARE": 0.0}
     assert settings_part(tuning) == {"dense_weight": 0.2}
-    before = recall.ANSWER_SHARE
-    with tuned(tuning):
-        assert recall.ANSWER_SHARE == 0.0
-        assert not hasattr(recall, "dense_weight")
-    assert recall.ANSWER_SHARE == before
+    base = RecallPolicy()
+    policy = tuned_policy(base, tuning)
+    assert policy.conversation.answer_share == 0.0 and policy.fusion.weight == 0.2
+    assert base == RecallPolicy()  # a new policy: the one it came from is unchanged
+    assert policy.lexical == base.lexical and policy.fusion.k == base.fusion.k
+    for name in (*TUNABLE, *SETTINGS_TUNABLE):
+        assert tuning_value(base, name) == _current(name)  # the defaults agree with the settings
+    # dense_spread and dense_relative are one field, the fusion mode.
+    assert tuned_policy(base, {"dense_spread": True}).fusion.mode == "minmax"
+    assert tuned_policy(base, {"dense_relative": False}).fusion.mode == "raw"
+    minmax = tuned_policy(base, {"dense_spread": True})
+    assert tuned_policy(minmax, {"dense_spread": False}).fusion.mode == "relative"
+    assert tuning_value(minmax, "dense_spread") is True
+    with pytest.raises(ValueError, match="unknown recall policy field"):
+        base.replaced({"fusion.nothing": 1})
 
 
 ROWS = [

@@ -24,7 +24,7 @@ from graphsvc.recall import (
     length_prior,
     unlinked_seeds,
 )
-from graphsvc.recall import conversation as recall
+from graphsvc.recall.policy import ConversationPolicy
 from graphsvc.store.base import TermStats, Walk
 from tests.unit.test_recall import BASE, mem
 
@@ -111,17 +111,15 @@ def link(source: int, target: int, kind: LinkKind = LinkKind.PRECEDES) -> Link:
     return Link(source=UUID(int=source), target=UUID(int=target), kind=kind, created_at=BASE)
 
 
-def test_a_seed_that_precedes_nothing_is_followed_by_what_was_recorded_next(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_seed_that_precedes_nothing_is_followed_by_what_was_recorded_next() -> None:
     seeds = [Scored(mem(1, "Is it done?"), 0.9, ()), Scored(mem(2, "Who did it?"), 0.8, ())]
     # Only a PRECEDES link out of a seed counts as its follower: other kinds, or a link into it,
     # leave it to the memory recorded after it.
     links = [link(1, 3, LinkKind.CAUSES), link(4, 1), link(2, 5)]
     assert unlinked_seeds(seeds, links) == [UUID(int=1)]
     assert unlinked_seeds(seeds, []) == [UUID(int=1), UUID(int=2)]
-    monkeypatch.setattr(recall, "NEXT_RECORDED_FOLLOWS", False)
-    assert unlinked_seeds(seeds, []) == []
+    declared_only = ConversationPolicy(next_recorded_follows=False)
+    assert unlinked_seeds(seeds, [], declared_only) == []
 
 
 def test_expansion_treats_the_next_recorded_memory_as_a_precedes_target() -> None:
@@ -132,14 +130,14 @@ def test_expansion_treats_the_next_recorded_memory_as_a_precedes_target() -> Non
     out = expand_answers([question], [question], walk, ["hike"], [(question.memory.id, reply)])
     assert {(it.memory.id.int, it.score, it.matched) for it in out} == {
         (1, 0.9, ("hike",)),
-        (3, round(0.9 * recall.ANSWER_SHARE, 6), ()),
+        (3, round(0.9 * ConversationPolicy().answer_share, 6), ()),
     }
 
 
 def test_spread_maps_the_cosine_between_its_lowest_and_best() -> None:
     ranked = [scored(1, 0.8), scored(2, 0.6), scored(3, 0.4)]
     cosine = {UUID(int=1): 0.3, UUID(int=2): 0.5, UUID(int=3): 0.2, UUID(int=4): 0.45}
-    out = fuse(ranked, cosine, [mem(4, "found by meaning")], 0.5, ["alpha"], spread=True)
+    out = fuse(ranked, cosine, [mem(4, "found by meaning")], 0.5, ["alpha"], mode="minmax")
     # lexical 0.8 / 0.6 / 0.4 / 0 -> divided by the best: 1 / 0.75 / 0.5 / 0;
     # cosines 0.2 .. 0.5 -> min-max: 1/3 / 1 / 0 / 5/6
     assert [(it.memory.id.int, it.score) for it in out] == [
@@ -153,7 +151,7 @@ def test_spread_maps_the_cosine_between_its_lowest_and_best() -> None:
 def test_spread_never_drops_a_lexical_match_to_zero() -> None:
     # Two memories that match: the weaker by both words and meaning keeps its lexical share.
     out = fuse([scored(1, 0.9), scored(2, 0.3)], {UUID(int=1): 0.8, UUID(int=2): 0.7}, [], 0.7,
-               ["alpha"], spread=True)  # fmt: skip
+               ["alpha"], mode="minmax")  # fmt: skip
     assert [(it.memory.id.int, it.score) for it in out] == [
         (1, 1.0),
         (2, round(0.3 / 0.9 * 0.3, 6)),
@@ -163,10 +161,10 @@ def test_spread_never_drops_a_lexical_match_to_zero() -> None:
 def test_spread_gives_a_lone_memory_found_by_meaning_its_cosines_weight() -> None:
     # No query word in memory and one memory near enough by meaning: min-max has one value to
     # map, which then counts in full instead of nothing.
-    out = fuse([], {UUID(int=4): 0.41}, [mem(4, "found by meaning")], 0.7, ["alpha"], spread=True)
+    out = fuse([], {UUID(int=4): 0.41}, [mem(4, "found by meaning")], 0.7, ["alpha"], mode="minmax")
     assert [(it.memory.id.int, it.score) for it in out] == [(4, 0.7)]
     # Two lexical hits of the same score: each keeps the lexical part in full.
-    same = fuse([scored(1, 0.4), scored(2, 0.4)], {}, [], 0.3, ["alpha"], spread=True)
+    same = fuse([scored(1, 0.4), scored(2, 0.4)], {}, [], 0.3, ["alpha"], mode="minmax")
     assert [it.score for it in same] == [0.7, 0.7]
 
 
@@ -178,7 +176,7 @@ def test_spread_gives_a_lone_memory_found_by_meaning_its_cosines_weight() -> Non
 def test_spread_scores_stay_in_range(pairs: list[tuple[float, float]], w: float) -> None:
     ranked = [scored(i + 1, s) for i, (s, _) in enumerate(pairs)]
     cosine = {UUID(int=i + 1): c for i, (_, c) in enumerate(pairs)}
-    out = fuse(ranked, cosine, [], w, ["alpha"], spread=True)
+    out = fuse(ranked, cosine, [], w, ["alpha"], mode="minmax")
     assert all(0.0 <= it.score <= 1.0 for it in out)
     assert [it.score for it in out] == sorted((it.score for it in out), reverse=True)
 
@@ -191,12 +189,12 @@ def test_a_long_message_no_longer_outranks_a_short_exact_answer() -> None:
     short = Scored(mem(2, "alpha bravo in May"), 0.6, ("alpha", "bravo"))
     cosine = {UUID(int=1): 0.5, UUID(int=2): 0.5}
     average = 10.0  # analysed terms per memory in the namespace
-    off = fuse([long, short], cosine, [], 0.4, ["alpha", "bravo"], True)
+    off = fuse([long, short], cosine, [], 0.4, ["alpha", "bravo"], "relative")
     assert [it.memory.id.int for it in off] == [1, 2]
-    on = fuse([long, short], cosine, [], 0.4, ["alpha", "bravo"], True, False, 0.5, average)
+    on = fuse([long, short], cosine, [], 0.4, ["alpha", "bravo"], "relative", 0.5, average)
     assert [it.memory.id.int for it in on] == [2, 1]
     # The short memory is below the average length: its score is as without the prior.
-    plain = fuse([short], cosine, [], 0.4, ["alpha", "bravo"], True)
+    plain = fuse([short], cosine, [], 0.4, ["alpha", "bravo"], "relative")
     assert plain[0].score == next(it.score for it in on if it.memory.id.int == 2)
 
 
@@ -226,7 +224,7 @@ def test_length_prior_scores_stay_in_range_and_never_rise(
     ]
     cosine = {UUID(int=i + 1): c for i, (_, c, _) in enumerate(rows)}
     before = {it.memory.id: it.score for it in fuse(ranked, cosine, [], w, ["alpha"])}
-    out = fuse(ranked, cosine, [], w, ["alpha"], False, False, b, 8.0)
+    out = fuse(ranked, cosine, [], w, ["alpha"], "raw", b, 8.0)
     assert all(0.0 <= it.score <= before[it.memory.id] for it in out)
     assert [it.score for it in out] == sorted((it.score for it in out), reverse=True)
 

@@ -21,7 +21,6 @@ from pydantic import ValidationError
 
 from graphsvc.cli.common import TEMPORARY_DATA_DIR_HELP, data_dir_flag
 from graphsvc.errors import GraphsvcError
-from graphsvc.recall import conversation as recall
 from graphsvc.tools.datasets import eval_data_root
 from graphsvc.tools.eval.beam import beam_conversations
 from graphsvc.tools.eval.chunks import chunks
@@ -33,8 +32,7 @@ from graphsvc.tools.eval.common import (
     describe_tuning,
     parse_tune,
     run_context,
-    settings_part,
-    tuned,
+    tuning_value,
 )
 from graphsvc.tools.eval.crossval import crossval_tables
 from graphsvc.tools.eval.esc import build_esc_report, run_esc
@@ -254,12 +252,9 @@ def run_qa_eval(
 ) -> Report:
     """Run a question-answering evaluation end to end and write its report."""
     fixed = request.fixed
-    with (
-        tuned(fixed),
-        run_context(
-            data_dir, embed=embed, vector_cache=_cache(out, vector_cache), **settings_part(fixed)
-        ) as ctx,
-    ):
+    with run_context(
+        data_dir, embed=embed, vector_cache=_cache(out, vector_cache), tuning=fixed
+    ) as ctx:
         conversations = load(ctx)
         configs = request.configs()
         results = run_questions(
@@ -268,10 +263,7 @@ def run_qa_eval(
         memories = sum(sum(1 for r in c.rows if r["type"] == "memory") for c in conversations)
         environment = _environment(ctx, f"{ctx.namespace(dataset)}_<n>_<system>")
         reference = " ".join(
-            f"{name}={getattr(ctx.default.settings, name, None)!r}"
-            if name in SETTINGS_TUNABLE
-            else f"{name}={fixed.get(name, getattr(recall, name))!r}"
-            for name, _ in request.sweep
+            f"{name}={tuning_value(ctx.default.policy, name)!r}" for name, _ in request.sweep
         )
         preamble = _preamble(
             label,
@@ -437,15 +429,9 @@ def esc(
     fixed = tuning.fixed
 
     def action() -> None:
-        with (
-            tuned(fixed),
-            run_context(
-                data_dir,
-                embed=embed,
-                vector_cache=_cache(target, vector_cache),
-                **settings_part(fixed),
-            ) as ctx,
-        ):
+        with run_context(
+            data_dir, embed=embed, vector_cache=_cache(target, vector_cache), tuning=fixed
+        ) as ctx:
             results, memories, links = run_esc(ctx, path, only, limit, k, depth)
             preamble = _preamble(
                 str(path),

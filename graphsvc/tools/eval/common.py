@@ -26,7 +26,7 @@ from tqdm import tqdm
 from graphsvc.bootstrap import make_store, store_label
 from graphsvc.embed import Embedder, ModelUnavailableError
 from graphsvc.ingest import ingest, parse_jsonl
-from graphsvc.recall import conversation as recall
+from graphsvc.recall.policy import RecallPolicy
 from graphsvc.retrieval import DenseRecall, settings_embedder
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
@@ -151,19 +151,29 @@ def progress(total: int, desc: str, unit: str) -> Any:
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not sys.stderr.isatty())
 
 
-# Constants of graphsvc.recall that ``graphsvc eval --tune NAME=VALUE`` may change for one run: the
-# weights of the conversation features, so that each is measured on and off (docs/design.md).
-TUNABLE = (
-    "ANSWER_SHARE",
-    "ANSWER_SEEDS",
-    "SEEDS_ASK",
-    "NEXT_RECORDED_FOLLOWS",
-    "OTHER_SPEAKER_FACTOR",
-    "QUESTION_FACTOR",
-    "COMPETITION_WEIGHT",
-)
-# Settings that ``--tune name=VALUE`` may change (lower case, as the Settings fields): the fusion's
-# constants and the lexical core's length priors, read by the service at every query.
+# What ``graphsvc eval --tune NAME=VALUE`` may change for one run, each name with the recall
+# policy field it sets (graphsvc/recall/policy.py): the weights of the conversation features (upper
+# case, the names they had as constants), so that each is measured on and off (docs/design.md) ...
+TUNABLE_FIELDS = {
+    "ANSWER_SHARE": "conversation.answer_share",
+    "ANSWER_SEEDS": "conversation.answer_seeds",
+    "SEEDS_ASK": "conversation.seeds_ask",
+    "NEXT_RECORDED_FOLLOWS": "conversation.next_recorded_follows",
+    "OTHER_SPEAKER_FACTOR": "conversation.other_speaker_factor",
+    "QUESTION_FACTOR": "conversation.question_factor",
+    "COMPETITION_WEIGHT": "conversation.competition_weight",
+}
+TUNABLE = tuple(TUNABLE_FIELDS)
+# ... and the settings the policy is built from (lower case, as the Settings fields, checked against
+# their ranges): the fusion's constants and the lexical core's length prior. dense_relative and
+# dense_spread together set one field, fusion.mode (as RecallPolicy.from_settings reads them).
+SETTINGS_FIELDS = {
+    "dense_weight": "fusion.weight",
+    "dense_k": "fusion.k",
+    "dense_min_cosine": "fusion.min_cosine",
+    "bm25_b": "lexical.bm25_b",
+    "fused_length_b": "fusion.length_b",
+}
 SETTINGS_TUNABLE = (
     "dense_weight",
     "dense_k",
@@ -191,12 +201,37 @@ def _tuned_value(current: Value, raw: str) -> Value:
 
 
 def _current(name: str) -> Value:
-    """What ``name`` is now: the recall constant, or the setting's default."""
+    """What ``name`` is by default: the policy's field, or the setting's default."""
     if name in TUNABLE:
-        value: Value = getattr(recall, name)
-        return value
+        return tuning_value(RecallPolicy(), name)
     default: Value = Settings.model_fields[name].default
     return default
+
+
+def tuning_value(policy: RecallPolicy, name: str) -> Value:
+    """What the ``--tune`` name ``name`` is in ``policy``."""
+    mode = policy.fusion.mode
+    if name == "dense_spread":
+        return mode == "minmax"
+    if name == "dense_relative":
+        return mode != "raw"
+    value = policy.value({**TUNABLE_FIELDS, **SETTINGS_FIELDS}[name])
+    assert isinstance(value, float | int)  # bools are ints
+    return value
+
+
+def tuned_policy(policy: RecallPolicy, tuning: Tuning) -> RecallPolicy:
+    """``policy`` with the ``--tune`` names of ``tuning`` set (:meth:`RecallPolicy.replaced`, a
+    :func:`dataclasses.replace`): ``dense_spread`` true is fusion mode ``minmax``; otherwise
+    ``dense_relative`` true is ``relative``, false ``raw`` (each name left out keeps what the
+    policy's mode says of it)."""
+    fields = {**TUNABLE_FIELDS, **SETTINGS_FIELDS}
+    changes: dict[str, object] = {fields[k]: v for k, v in tuning.items() if k in fields}
+    if "dense_spread" in tuning or "dense_relative" in tuning:
+        spread = tuning.get("dense_spread", tuning_value(policy, "dense_spread"))
+        relative = tuning.get("dense_relative", tuning_value(policy, "dense_relative"))
+        changes["fusion.mode"] = "minmax" if spread else "relative" if relative else "raw"
+    return policy.replaced(changes)
 
 
 def _check_setting(name: str, value: Value) -> None:
@@ -285,29 +320,13 @@ def parse_tuning(values: Sequence[str]) -> Tuning:
 
 
 def recall_part(tuning: Tuning) -> Tuning:
-    """The :data:`TUNABLE` recall constants of ``tuning``."""
+    """The :data:`TUNABLE` conversation weights of ``tuning``."""
     return {k: v for k, v in tuning.items() if k in TUNABLE}
 
 
 def settings_part(tuning: Tuning) -> Tuning:
     """The :data:`SETTINGS_TUNABLE` settings of ``tuning``."""
     return {k: v for k, v in tuning.items() if k in SETTINGS_TUNABLE}
-
-
-@contextmanager
-def tuned(tuning: Tuning) -> Iterator[None]:
-    """Run with these :mod:`graphsvc.recall` constants changed, and put them back afterwards
-    (evaluation only: the service reads them at every query). Settings in ``tuning`` are left to
-    the service's settings (:func:`run_context`, :meth:`RunContext.variant`)."""
-    constants = recall_part(tuning)
-    saved = {name: getattr(recall, name) for name in constants}
-    try:
-        for name, value in constants.items():
-            setattr(recall, name, value)
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(recall, name, value)
 
 
 def describe_tuning(tuning: Tuning) -> str:
@@ -356,18 +375,17 @@ class RunContext:
         return f"eval_{dataset}_{self.run_id}{suffix}"[:64]
 
     def variant(self, base: MemoryService, changes: Tuning) -> MemoryService:
-        """A service on the same store as ``base``, with its embedder, and the settings of
-        ``changes`` (:data:`SETTINGS_TUNABLE` names) changed: for reading with other fusion
+        """A service on the same store as ``base``, with its embedder, and its recall policy
+        with ``changes`` (``--tune`` names) made (:func:`tuned_policy`): for reading with other
         constants. Nothing is written through it.
 
         Raises:
             ValueError: a setting is out of its range.
         """
-        update = settings_part(changes)
-        for name, value in update.items():
+        for name, value in settings_part(changes).items():
             _check_setting(name, value)
-        settings = base.settings.model_copy(update=update)
-        return make_service(base.store, settings, None, like=base)
+        policy = tuned_policy(base.policy, changes)
+        return make_service(base.store, base.settings, None, like=base, policy=policy)
 
 
 def make_service(
@@ -375,17 +393,19 @@ def make_service(
     settings: Settings,
     embedder: Embedder | None,
     like: MemoryService | None = None,
+    policy: RecallPolicy | None = None,
 ) -> MemoryService:
     """A service on ``store``: with ``embedder`` for dense recall, required (a model that cannot
     load is an error, as ``GRAPHSVC_EMBED=on``), else lexical-only. With ``like``, the service
-    shares ``like``'s encoder and its query cache instead.
+    shares ``like``'s encoder and its query cache instead. ``policy``: its recall policy (none:
+    the settings').
     """
     if like is not None:
-        return MemoryService(store, settings, dense=like.dense)
+        return MemoryService(store, settings, dense=like.dense, policy=policy)
     if embedder is None:
-        return MemoryService(store, settings)
+        return MemoryService(store, settings, policy=policy)
     encoder = DenseRecall(embedder, required=True, cache_size=settings.query_cache)
-    return MemoryService(store, settings, dense=encoder)
+    return MemoryService(store, settings, dense=encoder, policy=policy)
 
 
 def open_cached_embedder(
@@ -414,6 +434,7 @@ def run_context(
     *,
     embed: str | None = "off",
     vector_cache: Path | None = None,
+    tuning: Tuning | None = None,
     **overrides: Any,
 ) -> Iterator[RunContext]:
     """Services on the configured store (Neo4j when ``GRAPHSVC_NEO4J_URI`` is set, else the
@@ -423,7 +444,8 @@ def run_context(
     ``embed`` (``auto``, ``on``, ``off``; ``None``: the settings' ``GRAPHSVC_EMBED``) says whether
     to open the embedding model (behind a vector cache in ``vector_cache``, default a
     ``vector-cache`` folder beside the store) for the dense baseline and the hybrid service;
-    ``off`` gives the lexical-only service alone.
+    ``off`` gives the lexical-only service alone. ``tuning`` (``--tune`` names with one value)
+    changes both services' recall policy (:func:`tuned_policy`).
 
     Datasets are loaded into namespaces named with :data:`RUN_ID`, and memory ids are derived from
     it and each item's key, so two runs load the same memories under the same ids (and break
@@ -446,10 +468,16 @@ def run_context(
             )
             if why:
                 notes.append(why)
-            lexical = make_service(store, settings.model_copy(update={"embed": "off"}), None)
+            for name, value in settings_part(tuning or {}).items():
+                _check_setting(name, value)
+            policy = tuned_policy(RecallPolicy.from_settings(settings), tuning or {})
+            off, on = ({"embed": value} for value in ("off", "on"))
+            lexical = make_service(store, settings.model_copy(update=off), None, policy=policy)
             hybrid = None
             if embedder is not None:
-                hybrid = make_service(store, settings.model_copy(update={"embed": "on"}), embedder)
+                hybrid = make_service(
+                    store, settings.model_copy(update=on), embedder, policy=policy
+                )
             yield RunContext(lexical, store_label(settings), RUN_ID, hybrid, embedder, tuple(notes))
         finally:
             store.close()
@@ -460,8 +488,10 @@ def run_context(
 
 __all__ = [
     "RUN_ID",
+    "SETTINGS_FIELDS",
     "SETTINGS_TUNABLE",
     "TUNABLE",
+    "TUNABLE_FIELDS",
     "Bm25Baseline",
     "Corpus",
     "RunContext",
@@ -481,5 +511,6 @@ __all__ = [
     "run_context",
     "settings_part",
     "timed",
-    "tuned",
+    "tuned_policy",
+    "tuning_value",
 ]

@@ -59,7 +59,6 @@ from graphsvc.tools.eval.common import (
     pack_greedy,
     progress,
     timed,
-    tuned,
 )
 from graphsvc.tools.eval.metrics import (
     NAN,
@@ -268,8 +267,7 @@ def _baseline(
 def _sweep_point(
     service: MemoryService, namespace: str, q: Question, corpus: Corpus, config: Tuning
 ) -> SweepPoint:
-    with tuned(config):
-        bundle = service.bundle(namespace, q.text, budget_tokens=DEFAULT_BUDGET, min_score=0.0)
+    bundle = service.bundle(namespace, q.text, budget_tokens=DEFAULT_BUDGET, min_score=0.0)
     window = _ranked_window(bundle, corpus.recorded_us)
     return SweepPoint(
         ranked=[corpus.key_of[c.memory_id] for c in window[: max(CURVE_KS)]],
