@@ -1,6 +1,6 @@
 """promptBundle, reportTokens, recordContextEvent, contextEvents and drift through GraphQL (both
-stores), the client, the ``graphsvc drift`` command, and the README's worked example against a
-real uvicorn process (``slow``, both stores)."""
+stores), the client, the ``graphsvc drift`` command, and the worked example of docs/agent-turn.md
+against a real uvicorn process (``slow``, both stores)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ MEMORIES = [
 ]  # fmt: skip
 REMEMBER_MANY = "mutation($m: [MemoryInput!]!) { rememberMany(inputs: $m) { id } }"
 
-# The README's worked example, as sent there (turn.json).
+# The worked example of docs/agent-turn.md, as sent there (turn.json).
 TURN_JSON = r"""
 {"query": "query Turn($input: PromptInput!) { promptBundle(input: $input) { rendered messages projectContext { path contentHash visibility } memory { usedTokens evidenceCoverage uncoveredTerms } contextLedger { availableInputTokens estimatedInputTokens memoryBudgetTokens memoryTokens fits items { section name tokens visibility } } assembledEvent { seq kind estTokens } } }",
  "variables": {"input": {
@@ -406,7 +406,7 @@ def test_the_drift_command(
     assert "invalid run id" in bad.output
 
 
-# -- the README's worked example against a real server ----------------------------------------
+# -- the worked example of docs/agent-turn.md against a real server ---------------------------
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ sessions, its reads READ sessions. A standalone Neo4j 5.26 answers routing reque
 writer, reader and router), so the suite's server checks that every kind of call works through
 routing: writes, reads, walks, a mutation that reads and writes, a forget, in two workers and from
 the command line. What a cluster adds (reads on followers, and what holds for read-your-writes
-there) is in the README.
+there) is in docs/operations.md.
 """
 
 from __future__ import annotations
