@@ -12,7 +12,7 @@ import pytest
 
 from graphsvc.embed import ModelUnavailableError, OnnxEmbedder, open_embedder
 from graphsvc.settings import Settings
-from graphsvc.tools.datasets import eval_data_root
+from graphsvc_lab.datasets import eval_data_root
 
 STORES = ["mirror", pytest.param("neo4j", marks=pytest.mark.neo4j)]
 

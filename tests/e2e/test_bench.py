@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from graphsvc.cli import cli
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
 from tests.helpers import STORES, installed_model
+from tests.lab_support import lab_cli
 from tests.neo4j_server import neo4j_store_factory
 
 TINY = [
@@ -47,7 +47,7 @@ def where(
 
 def run_bench(args: list[str], tmp_path: Path) -> tuple[str, dict[str, Any]]:
     out = tmp_path / "bench.json"
-    result = CliRunner().invoke(cli, ["bench", *TINY, "--json", str(out), *args])
+    result = CliRunner().invoke(lab_cli, ["bench", *TINY, "--json", str(out), *args])
     assert result.exit_code == 0, result.output
     return result.output, json.loads(out.read_text(encoding="utf-8"))
 
@@ -184,6 +184,6 @@ def test_embed_synthetic_prices_queries_at_the_asked_token_length(
 
 
 def test_query_tokens_without_synthetic_vectors_is_refused_before_any_work() -> None:
-    result = CliRunner().invoke(cli, ["bench", "--memories", "10", "--query-tokens", "13"])
+    result = CliRunner().invoke(lab_cli, ["bench", "--memories", "10", "--query-tokens", "13"])
     assert result.exit_code == 2
     assert "--query-tokens" in result.output and "only with --embed synthetic" in result.output

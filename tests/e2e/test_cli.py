@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,8 +15,12 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from graphsvc.cli import COMMANDS, cli
+from graphsvc.cli import COMMANDS, LAB_COMMANDS, PLUGINS, LazyGroup, cli
 from tests.helpers import eval_data
+from tests.lab_support import LAB_COMMANDS as LAB_TABLE
+from tests.lab_support import lab_cli
+
+ROOT = Path(__file__).resolve().parents[2]
 
 Invoke = Callable[..., Result]
 
@@ -246,7 +251,7 @@ def test_demo_runs_as_a_process(tmp_path: Path) -> None:
 
 def test_locomo_conversation_ingests_and_bundles(invoke: Invoke, tmp_path: Path) -> None:
     locomo = eval_data("locomo", "locomo_dev.json")
-    converted = CliRunner().invoke(cli, ["convert", "locomo", str(locomo), "--only", "0"])
+    converted = CliRunner().invoke(lab_cli, ["convert", "locomo", str(locomo), "--only", "0"])
     assert converted.exit_code == 0
     path = tmp_path / "c0.jsonl"
     path.write_text(converted.stdout, encoding="utf-8")
@@ -283,9 +288,53 @@ def test_help_imports_neither_the_server_nor_the_stores() -> None:
 
 
 def test_every_lazy_command_loads_and_its_listed_help_is_its_own() -> None:
-    ctx = click.Context(cli)
-    for name, (target, listed) in COMMANDS.items():
-        command = cli.get_command(ctx, name)
+    ctx = click.Context(lab_cli)
+    for name, (target, listed) in {**COMMANDS, **LAB_TABLE}.items():
+        command = lab_cli.get_command(ctx, name)
         assert command is not None, target
         own = command.get_short_help_str(200)
         assert click.Command(name, help=listed).get_short_help_str(200) == own, name
+
+
+# -- the lab's commands (graphsvc-lab, lab/) ------------------------------------------------------
+
+
+def test_the_lab_brings_exactly_the_commands_graphsvc_names_for_it() -> None:
+    assert sorted(LAB_TABLE) == sorted(LAB_COMMANDS)
+    assert not set(LAB_TABLE) & set(COMMANDS)
+
+
+def test_the_lab_declares_its_commands_on_the_entry_point_graphsvc_reads() -> None:
+    project = tomllib.loads((ROOT / "lab" / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["entry-points"][PLUGINS] == {"lab": "graphsvc_lab.commands:COMMANDS"}
+
+
+def test_an_installed_plugin_adds_its_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A distribution's metadata on sys.path, as pip writes it, declaring the lab's table.
+    meta = tmp_path / "graphsvc_lab_probe-0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: graphsvc-lab-probe\nVersion: 0\n")
+    (meta / "entry_points.txt").write_text(
+        "[graphsvc.commands-probe]\nlab = graphsvc_lab.commands:COMMANDS\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    group = LazyGroup(name="graphsvc", lazy=COMMANDS, plugins="graphsvc.commands-probe")
+    listed = CliRunner().invoke(group, ["--help"])
+    assert listed.exit_code == 0
+    assert "eval " in listed.output and "not installed" not in listed.output
+    shown = CliRunner().invoke(group, ["bench", "--help"])
+    assert shown.exit_code == 0 and "--memories" in shown.output
+
+
+def test_without_the_lab_its_commands_say_how_to_install_it() -> None:
+    group = LazyGroup(name="graphsvc", lazy=COMMANDS, plugins="graphsvc.commands-absent")
+    for name in LAB_COMMANDS:
+        result = CliRunner().invoke(group, [name, "--help"])
+        assert result.exit_code == 2, name
+        assert "graphsvc-lab" in result.output and "pip install -e lab" in result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+    listed = CliRunner().invoke(group, ["--help"])
+    assert "not installed" in listed.output and "pip install -e lab" in listed.output
+    assert "No such command" in CliRunner().invoke(group, ["evaluate"]).output

@@ -30,8 +30,8 @@ from graphsvc.ingest import export_lines, ingest, parse_jsonl
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.neo4j import Neo4jStore
-from graphsvc.tools.bench import make_corpus
-from graphsvc.tools.launcher import LAUNCHER, OwnNeo4j
+from graphsvc_lab.bench import make_corpus
+from graphsvc_lab.own_neo4j import LAUNCHER, OwnNeo4j
 from tests.helpers import fixed_clock
 from tests.neo4j_server import neo4j_store_factory
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from graphsvc.model import LinkKind, MemoryInput
 from graphsvc.text import analyse
-from graphsvc.tools.bench import (
+from graphsvc_lab.bench import (
     Target,
     Timed,
     WordHashEmbedder,

@@ -1,4 +1,4 @@
-"""The side-by-side tables of the question-answering evaluation (graphsvc/tools/eval/qa.py):
+"""The side-by-side tables of the question-answering evaluation (lab/graphsvc_lab/eval/qa.py):
 hand-made outcomes for the arithmetic, and one tiny conversation through the real embedded store
 for the loadings (lexical, plain)."""
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from graphsvc import recall
-from graphsvc.tools.datasets import dataset_id
-from graphsvc.tools.eval.common import run_context
-from graphsvc.tools.eval.qa import (
+from graphsvc_lab.datasets import dataset_id
+from graphsvc_lab.eval.common import run_context
+from graphsvc_lab.eval.qa import (
     Conversation,
     Outcome,
     Question,

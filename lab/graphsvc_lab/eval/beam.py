@@ -2,7 +2,7 @@
 questions by ability.
 
 ``beam_rows`` is the converter (the BEAM counterpart of
-:func:`graphsvc.tools.datasets.locomo_rows`).
+:func:`graphsvc_lab.datasets.locomo_rows`).
 Abstention questions are unanswerable (the positives of the abstention figures); knowledge-update
 questions also say which messages hold the original and the updated fact.
 """
@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from graphsvc.tools.datasets import dataset_id, declared_speaker
-from graphsvc.tools.eval.qa import Conversation, Question
+from graphsvc_lab.datasets import dataset_id, declared_speaker
+from graphsvc_lab.eval.qa import Conversation, Question
 
 UNANSWERABLE = "abstention"
 # The generator's trailing "->-> batch,turn" marker on user messages: an annotation, not content.
@@ -39,9 +39,9 @@ def beam_rows(
     ``beam:<chat>:<message id>``, dated at its batch's time anchor (carried by the batch's first
     message) plus one second per message so that order within a batch survives; then a
     ``PRECEDES`` link from each message to the next one of its batch (a request to its reply), as
-    :func:`graphsvc.tools.datasets.locomo_rows` links turns. A message longer than ``max_chars``
+    :func:`graphsvc_lab.datasets.locomo_rows` links turns. A message longer than ``max_chars``
     (two of the 100K chats hold runaway generations of 50K-350K characters) is cut to fit, marked
-    ``[truncated]``. ``scope`` as for :func:`graphsvc.tools.datasets.locomo_rows`."""
+    ``[truncated]``. ``scope`` as for :func:`graphsvc_lab.datasets.locomo_rows`."""
     anchor: datetime | None = None
     links: list[dict[str, Any]] = []
     for batch in chat:

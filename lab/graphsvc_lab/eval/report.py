@@ -165,7 +165,7 @@ def write_report(report: Report, out: Path) -> Path:
         lines += [f"![{name}]({name})" for name in pictures]
         lines.append("")
     elif report.plots:
-        lines += ["(plots skipped: install matplotlib, `pip install 'graphsvc[eval]'`)", ""]
+        lines += ["(plots skipped: install matplotlib, `pip install -e lab`)", ""]
     if report.timings or report.environment:
         lines += ["## This run (varies run to run; everything above is deterministic)", ""]
         lines += [*report.environment, ""]

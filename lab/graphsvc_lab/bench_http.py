@@ -47,8 +47,8 @@ import httpx
 import orjson
 
 from graphsvc.settings import Settings
-from graphsvc.tools.bench import Corpus, make_corpus
-from graphsvc.tools.eval.metrics import percentile
+from graphsvc_lab.bench import Corpus, make_corpus
+from graphsvc_lab.eval.metrics import percentile
 
 START_SECONDS = 120.0
 LOAD_BATCH = 500

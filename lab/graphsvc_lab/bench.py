@@ -63,7 +63,7 @@ from graphsvc.retrieval import DenseRecall, settings_embedder
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.text import analyse
-from graphsvc.tools.eval.metrics import percentile
+from graphsvc_lab.eval.metrics import percentile
 
 R = TypeVar("R")
 MIB = 1024 * 1024
@@ -1022,7 +1022,7 @@ def bench(
         import bm25s  # noqa: F401 - checked before minutes of ingest, used in run_baseline
     except ImportError:
         raise click.ClickException(
-            "the baseline needs bm25s: pip install 'graphsvc[bench]'"
+            "the baseline needs bm25s: pip install -e lab (graphsvc-lab's dependencies)"
         ) from None
     if query_tokens and embed != "synthetic":
         raise click.BadParameter("only with --embed synthetic", param_hint="--query-tokens")

@@ -22,9 +22,9 @@ import numpy as np
 
 from graphsvc.embed import OnnxEmbedder
 from graphsvc.settings import Settings
-from graphsvc.tools.datasets import eval_data_root
-from graphsvc.tools.eval.beam import beam_conversations
-from graphsvc.tools.eval.metrics import mean, recall_at_k
+from graphsvc_lab.datasets import eval_data_root
+from graphsvc_lab.eval.beam import beam_conversations
+from graphsvc_lab.eval.metrics import mean, recall_at_k
 
 WAYS = ("truncate", "truncate-2x", "mean", "max")
 

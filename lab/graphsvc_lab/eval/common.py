@@ -32,7 +32,7 @@ from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store, micros
 from graphsvc.text import estimate_tokens
-from graphsvc.tools.eval.vectors import CachedEmbedder
+from graphsvc_lab.eval.vectors import CachedEmbedder
 
 R = TypeVar("R")
 P = ParamSpec("P")
@@ -217,7 +217,7 @@ def _check_setting(name: str, value: Value) -> None:
 class TuneRequest:
     """What ``--tune`` asked for: constants and settings with one value (``fixed``, for the whole
     run) and those with several (``sweep``: every combination is measured and chosen by
-    leave-one-conversation-out; see :mod:`graphsvc.tools.eval.crossval`)."""
+    leave-one-conversation-out; see :mod:`graphsvc_lab.eval.crossval`)."""
 
     fixed: Tuning = field(default_factory=dict)
     sweep: tuple[tuple[str, tuple[Value, ...]], ...] = ()

@@ -1,7 +1,7 @@
 """Choosing constants by leave-one-conversation-out cross-validation (``--tune NAME=V1,V2,...``).
 
 Every combination of the swept values is measured on every question (the main graphsvc system
-re-read with it: :attr:`graphsvc.tools.eval.qa.Result.sweep`). For each conversation in turn, the
+re-read with it: :attr:`graphsvc_lab.eval.qa.Result.sweep`). For each conversation in turn, the
 combination with the best mean evidence recall@5 over the answerable questions of the *other*
 conversations is chosen (pooled over their questions; a tie goes to the combination listed first)
 and measured on the held-out one. Reported: the choice and the held-out recall of every fold, their
@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from graphsvc.tools.eval.metrics import auroc, mean, recall_at_k, stdev
-from graphsvc.tools.eval.qa import HYBRID, LEXICAL, Result, SweepPoint
-from graphsvc.tools.eval.report import Table
+from graphsvc_lab.eval.metrics import auroc, mean, recall_at_k, stdev
+from graphsvc_lab.eval.qa import HYBRID, LEXICAL, Result, SweepPoint
+from graphsvc_lab.eval.report import Table
 
 K = 5
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from graphsvc.tools.datasets import esc_rows, load_esc, load_locomo, locomo_rows
+from graphsvc_lab.datasets import esc_rows, load_esc, load_locomo, locomo_rows
 
 
 @click.command("convert")

@@ -1,7 +1,7 @@
 """EventStoryLine: reconstruct's causal walk against the gold causal graph.
 
 Every event of every selected document is a memory (its trigger and sentence, dated), every causal
-pair a ``CAUSES`` link, all in one namespace (through :func:`graphsvc.tools.datasets.esc_rows`).
+pair a ``CAUSES`` link, all in one namespace (through :func:`graphsvc_lab.datasets.esc_rows`).
 For each event that takes part in a causal pair, the cue is that event's memory text; the belief's
 memories (sources and linked context, the queried event itself left out) are scored against the
 gold ancestors (causes, causes of causes, ...) and descendants within ``depth`` hops:
@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from graphsvc.text import estimate_tokens
-from graphsvc.tools.datasets import esc_rows, load_esc
-from graphsvc.tools.eval.common import Bm25Baseline, RunContext, load_rows, progress, timed
-from graphsvc.tools.eval.metrics import mean, median, percentile, precision_of, recall_of
-from graphsvc.tools.eval.report import Curve, Plot, Report, Table
+from graphsvc_lab.datasets import esc_rows, load_esc
+from graphsvc_lab.eval.common import Bm25Baseline, RunContext, load_rows, progress, timed
+from graphsvc_lab.eval.metrics import mean, median, percentile, precision_of, recall_of
+from graphsvc_lab.eval.report import Curve, Plot, Report, Table
 
 
 def within(graph: Mapping[str, Iterable[str]], start: str, depth: int) -> dict[str, int]:

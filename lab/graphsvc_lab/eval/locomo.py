@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from graphsvc.tools.datasets import load_locomo, locomo_rows
-from graphsvc.tools.eval.qa import Conversation, Question
+from graphsvc_lab.datasets import load_locomo, locomo_rows
+from graphsvc_lab.eval.qa import Conversation, Question
 
 CATEGORIES = {
     1: "1 multi-hop",
@@ -38,7 +38,7 @@ def normalise_evidence(values: Sequence[str]) -> list[str]:
 
 
 def conversation_of(item: dict[str, Any], index: int, scope: str) -> Conversation:
-    """A LoCoMo item as rows (through :func:`graphsvc.tools.datasets.locomo_rows`) and questions."""
+    """A LoCoMo item as rows (through :func:`graphsvc_lab.datasets.locomo_rows`) and questions."""
     sample = str(item.get("sample_id", index))
     rows = list(locomo_rows(item, sample, scope))
     session = {str(row["source"]): str(row["tags"][0]) for row in rows if row["type"] == "memory"}

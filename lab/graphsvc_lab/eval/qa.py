@@ -6,7 +6,7 @@ metrics need. The systems, side by side:
 - ``bm25``: bm25s over the memory texts (every memory scored, positive scores only, best first,
   ties by position);
 - ``dense``: the embedder's cosine with every memory, computed as the stores compute it (int8
-  codes, exact cosines; ties by position: :class:`graphsvc.tools.eval.vectors.DenseIndex`);
+  codes, exact cosines; ties by position: :class:`graphsvc_lab.eval.vectors.DenseIndex`);
 - ``lexical``: graphsvc without an embedder (``embed=off``): recall as it is without the model;
 - ``hybrid``: graphsvc with the embedder (lexical + dense fusion), when the model is available;
 - ``plain lexical`` / ``plain hybrid`` (with ``plain``): graphsvc on the same memories written as
@@ -32,7 +32,7 @@ namespace). What is measured, precisely:
   the evidence capsules in the rendered bundle (default budget, ``minScore = 0``) against their true
   order; the baselines render best first.
 - **Sweeps** (``--tune NAME=V1,V2,...``): the main graphsvc system (hybrid, else lexical) re-read
-  with each combination; see :mod:`graphsvc.tools.eval.crossval`.
+  with each combination; see :mod:`graphsvc_lab.eval.crossval`.
 - **Latency**: the wall time of the thresholded bundle call and of one baseline query (query
   vectors come from the evaluation's vector cache once cached, so model time is left out then).
 """
@@ -49,7 +49,7 @@ from typing import Any
 
 from graphsvc.model import ContextBundle
 from graphsvc.service import MemoryService
-from graphsvc.tools.eval.common import (
+from graphsvc_lab.eval.common import (
     Bm25Baseline,
     Corpus,
     RunContext,
@@ -61,7 +61,7 @@ from graphsvc.tools.eval.common import (
     timed,
     tuned,
 )
-from graphsvc.tools.eval.metrics import (
+from graphsvc_lab.eval.metrics import (
     NAN,
     all_hit_at_k,
     auroc,
@@ -75,8 +75,8 @@ from graphsvc.tools.eval.metrics import (
     recall_of,
     roc_curve,
 )
-from graphsvc.tools.eval.report import Cell, Curve, Plot, Report, Table
-from graphsvc.tools.eval.vectors import DenseIndex
+from graphsvc_lab.eval.report import Cell, Curve, Plot, Report, Table
+from graphsvc_lab.eval.vectors import DenseIndex
 
 KS = (1, 5, 10)
 CURVE_KS = tuple(range(1, 21))

@@ -3,7 +3,7 @@
 Each subcommand loads a dataset through the ingest path users have, into fresh namespaces of the
 configured store (Neo4j when ``GRAPHSVC_NEO4J_URI`` is set, else a temporary embedded store), asks
 its questions of every system side by side (LoCoMo and BEAM: bm25s, dense-only, lexical-only and
-hybrid graphsvc, and for LoCoMo graphsvc on plain turns; see :mod:`graphsvc.tools.eval.qa`),
+hybrid graphsvc, and for LoCoMo graphsvc on plain turns; see :mod:`graphsvc_lab.eval.qa`),
 prints the tables and writes ``report.md``, ``figures.json``, ``speed.json``,
 ``questions.jsonl`` (LoCoMo, BEAM) and PNG plots to ``--out``. Everything but the store, the
 namespaces and the latency (the report's last section and ``speed.json``) is deterministic.
@@ -22,10 +22,10 @@ from pydantic import ValidationError
 from graphsvc import recall
 from graphsvc.cli.common import TEMPORARY_DATA_DIR_HELP, data_dir_flag
 from graphsvc.errors import GraphsvcError
-from graphsvc.tools.datasets import eval_data_root
-from graphsvc.tools.eval.beam import beam_conversations
-from graphsvc.tools.eval.chunks import chunks
-from graphsvc.tools.eval.common import (
+from graphsvc_lab.datasets import eval_data_root
+from graphsvc_lab.eval.beam import beam_conversations
+from graphsvc_lab.eval.chunks import chunks
+from graphsvc_lab.eval.common import (
     SETTINGS_TUNABLE,
     TUNABLE,
     RunContext,
@@ -36,12 +36,12 @@ from graphsvc.tools.eval.common import (
     settings_part,
     tuned,
 )
-from graphsvc.tools.eval.crossval import crossval_tables
-from graphsvc.tools.eval.esc import build_esc_report, run_esc
-from graphsvc.tools.eval.joint import joint
-from graphsvc.tools.eval.locomo import CATEGORIES, locomo_conversations
-from graphsvc.tools.eval.qa import Conversation, build_report, run_questions, write_questions
-from graphsvc.tools.eval.report import Report, write_report
+from graphsvc_lab.eval.crossval import crossval_tables
+from graphsvc_lab.eval.esc import build_esc_report, run_esc
+from graphsvc_lab.eval.joint import joint
+from graphsvc_lab.eval.locomo import CATEGORIES, locomo_conversations
+from graphsvc_lab.eval.qa import Conversation, build_report, run_questions, write_questions
+from graphsvc_lab.eval.report import Report, write_report
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -222,7 +222,7 @@ def _run(action: Callable[[], None]) -> None:
         import bm25s  # noqa: F401 - the baseline; checked before any loading
     except ImportError:
         raise click.ClickException(
-            "the baseline needs bm25s: pip install 'graphsvc[bench]'"
+            "the baseline needs bm25s: pip install -e lab (graphsvc-lab's dependencies)"
         ) from None
     try:
         action()
@@ -282,7 +282,7 @@ def run_qa_eval(
                 + (f" (at most {limit} per conversation)" if limit else ""),
                 f"- abstention threshold: --min-score {min_score:g}",
                 "- ranking = the bundle's ranked window (capsules + excluded at minScore 0) by "
-                "score, then recordedAt (newest first), then id; see `graphsvc/tools/eval/qa.py`",
+                "score, then recordedAt (newest first), then id; see `lab/graphsvc_lab/eval/qa.py`",
                 *_systems(ctx),
             ]
             + (

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from graphsvc.tools.eval.metrics import mean, stdev
+from graphsvc_lab.eval.metrics import mean, stdev
 
 K = 5
 BASELINES = ("bm25", "dense", "lexical")
