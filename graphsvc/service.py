@@ -1146,19 +1146,7 @@ class MemoryService:
         self.check_namespace(namespace)
         return self.store.export(namespace)
 
-    def native_top_k(self, namespace: str, query: str, k: int) -> list[UUID]:
-        """The store's own lexical top ``k`` for a query, without graphsvc's scoring (the
-        embedded store's plain BM25, Neo4j's full-text index): the baseline benchmarks measure
-        bundles against. Not used by recall."""
-        self.check_namespace(namespace)
-        return self.store.native_top_k(namespace, query_terms(query), k)
-
     # -- the store's lifecycle ---------------------------------------------------------------------
-
-    @property
-    def store_kind(self) -> str:
-        """Which store this service runs on: ``embedded`` or ``neo4j``."""
-        return self.store.kind
 
     def ping(self) -> None:
         """Raise StoreUnavailableError unless the store answers now."""

@@ -498,12 +498,6 @@ class Store(ABC):
         index of ``(recordedAt, id)`` per namespace).
         """
 
-    def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
-        """The store's own lexical top ``k`` for analysed ``terms`` (a plain BM25 over its index,
-        or the database's full-text index), without graphsvc's scoring: the baseline of the
-        benchmarks. Not used by recall."""
-        raise NotImplementedError(f"{type(self).__name__} has no native top-k")
-
     # -- vectors (dense recall; graphsvc/dense.py) ------------------------------------------------
 
     @abstractmethod

@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import math
 import os
 import random
 import shutil
@@ -27,7 +26,6 @@ import textwrap
 import threading
 import time
 import zlib
-from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,7 +41,6 @@ from graphsvc.service import MemoryService
 from graphsvc.store import journal
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.repair import repair, repair_command
-from graphsvc.text import query_terms
 from tests.helpers import fixed_clock, make_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -1322,48 +1319,6 @@ def test_a_compaction_does_not_block_reads(tmp_path: Path) -> None:
     assert max(during) < 1.0
     assert write < 1.0
     assert journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.seq == 11
-
-
-# -- the native baseline ------------------------------------------------------------------------
-
-
-def test_native_top_k_is_plain_bm25(data_dir: Path, tmp_path: Path) -> None:
-    store = open_store(data_dir, fsync=False)
-    try:
-        service = service_on(store, tmp_path)
-        texts = [
-            "the kettle broke in the kitchen",
-            "kettle kettle kettle descaled",
-            "the boiler broke",
-            "a long note about the garden, the fence, the shed and also the kettle once",
-            "nothing relevant here at all",
-        ]
-        memories = service.remember_many("alpha", [MemoryInput(text=t) for t in texts])
-        service.remember("beta", MemoryInput(text="kettle in another namespace"))
-        terms = query_terms("kettle broke")
-        n = len(memories)
-        avg = sum(len(m.terms) for m in memories) / n
-
-        def bm25(memory: Memory) -> float:
-            counts = Counter(memory.terms)
-            score = 0.0
-            for term in terms:
-                df = sum(term in m.terms for m in memories)
-                tf = counts[term]
-                if tf:
-                    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                    norm = 1.2 * (1 - 0.75 + 0.75 * len(memory.terms) / avg)
-                    score += idf * tf * 2.2 / (tf + norm)
-            return score
-
-        ranked = sorted((m for m in memories if bm25(m) > 0), key=lambda m: (-bm25(m), str(m.id)))
-        assert store.native_top_k("alpha", terms, 10) == [m.id for m in ranked]
-        assert store.native_top_k("alpha", [*terms, *terms], 2) == [m.id for m in ranked[:2]]
-        assert store.native_top_k("alpha", ["zebra"], 3) == []
-        assert store.native_top_k("alpha", terms, 0) == []
-        assert store.native_top_k("empty", terms, 3) == []
-    finally:
-        store.close()
 
 
 # -- kill -9 ------------------------------------------------------------------------------------

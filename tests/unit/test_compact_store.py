@@ -125,7 +125,6 @@ def state(store: MirrorStore) -> dict[str, Any]:
             "term_stats": store.term_stats(ns, terms),
             "candidates": store.candidates(ns, terms[:3], terms),
             "recent": [store.recent_candidates(ns, t, 5, terms[:2]) for t in terms],
-            "top": [store.native_top_k(ns, [t, terms[0]], 7) for t in terms],
             "pages": [
                 store.list_memories(
                     ns, after=None, limit=50, kind=kind, tag=tag, since=since, until=None

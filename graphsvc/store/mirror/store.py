@@ -4,7 +4,6 @@ state under the store's lock, and writes that check, log and apply one record ea
 from __future__ import annotations
 
 import heapq
-import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -66,10 +65,6 @@ from graphsvc.store.mirror.state import _Namespace
 from graphsvc.store.mirror.table import NO_TIME, LinkTuple, from_micros, make_link
 
 _id_of = attrgetter("id")
-
-# BM25 parameters of native_top_k (Lucene's defaults).
-BM25_K1 = 1.2
-BM25_B = 0.75
 
 
 class MirrorStore(MirrorLoader, Store):
@@ -741,36 +736,6 @@ class MirrorStore(MirrorLoader, Store):
                 if len(page) == limit:
                     break
             return page
-
-    def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
-        """A plain BM25 top ``k`` over the inverted index (k1 1.2, b 0.75, BM25's IDF
-        ``ln(1 + (N - df + 0.5) / (df + 0.5))``; each distinct term counted once), ties by id:
-        the embedded store's own baseline for benchmarks. Not used by recall."""
-        with self._lock:
-            space = self._space(namespace)
-            n_docs = len(space.memories)
-            if not n_docs or k <= 0:
-                return []
-            avg_length = space.total_length / n_docs or 1.0
-            table = space.memories
-            lengths, ids, keys = table.lengths, table.ids, table.keys
-            scores: dict[int, float] = {}
-            for term in dict.fromkeys(terms):
-                posting = space.postings.get(term)
-                if not posting:
-                    continue
-                df = len(posting)
-                idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-                for row, tf in zip(posting.rows, posting.tfs, strict=True):
-                    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[row] / avg_length)
-                    gain = idf * tf * (BM25_K1 + 1.0) / (tf + norm)
-                    scores[row] = scores.get(row, 0.0) + gain
-            best = heapq.nsmallest(
-                k,
-                scores.items(),
-                key=lambda item: (-item[1], keys[item[0]]),
-            )
-            return [ids[row] for row, _ in best]  # type: ignore[misc]
 
     def export(self, namespace: str) -> Iterator[Memory | Link]:
         """As :meth:`Store.export`: the state at the call, copied under the lock (a few memory

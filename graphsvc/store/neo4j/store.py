@@ -683,15 +683,6 @@ class Neo4jStore(Neo4jVectors, Store):
         rows = self._read("recent_candidates", query=_lucene(namespace, [term]), limit=limit)
         return _candidates(rows[0]["rows"], score_terms)
 
-    def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
-        """The full-text index's own top ``k`` (Lucene's BM25) for analysed terms: the raw
-        baseline of ``graphsvc bench`` on Neo4j. Not used by recall."""
-        if not terms:
-            return []
-        query = _lucene(namespace, list(dict.fromkeys(terms))[:TERMS_PER_QUERY])
-        rows = self._read("fulltext_top_k", query=query, k=k)
-        return [UUID(row["id"]) for row in rows]
-
     def window(
         self, namespace: str, ids: Sequence[UUID], ahead: ReadAhead | None = None
     ) -> tuple[list[Memory], list[tuple[UUID, UUID]]]:
