@@ -818,13 +818,13 @@ def _encode(loaded: _Loaded, batch: list[Sequence[int]]) -> Vectors:
     if loaded.pooling == "cls":
         pooled = hidden[:, 0].astype(np.float64)
     else:
-        pooled = _mean_pool(hidden, lengths)
+        pooled = mean_pool(hidden, lengths)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
     unit: NDArray[np.float64] = pooled / np.maximum(norms, 1e-12)
     return unit.astype(np.float32)
 
 
-def _mean_pool(hidden: NDArray[np.float32], lengths: list[int]) -> NDArray[np.float64]:
+def mean_pool(hidden: NDArray[np.float32], lengths: list[int]) -> NDArray[np.float64]:
     """The mean of each row's first ``lengths[row]`` token vectors, in float64.
 
     The tokens are added one after the other, in order (:func:`_sum_tokens`), and each row only

@@ -26,7 +26,7 @@ from graphsvc.store import cypher as named
 from graphsvc.store.base import EPOCH, Candidate, CandidateColumns, Store, micros
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.neo4j import Neo4jStore
-from graphsvc.store.neo4j.store import _Ahead
+from graphsvc.store.neo4j.store import RowsAhead
 from graphsvc.text import analyse, estimate_tokens, query_terms
 from tests.neo4j_server import cypher, neo4j_store_factory, profiled_rows
 
@@ -433,7 +433,7 @@ def test_reading_ahead_scores_the_candidates_as_the_ranking_does(
             for limit in (1, 5, 12):
                 guess = replace(window_guess(stage, limit, 0.75, coverage_b), size=limit)
                 recalled = neo.recall_window(ns, terms, 1_000, guess)
-                assert isinstance(recalled.ahead, _Ahead)
+                assert isinstance(recalled.ahead, RowsAhead)
                 every = rank_columns(terms, recalled.stats, recalled.columns, stage, None, 0.75,
                                      coverage_b)  # fmt: skip
                 ranked = [str(memory_id) for memory_id, _, _ in every[:limit]]

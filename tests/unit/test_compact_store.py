@@ -27,7 +27,7 @@ from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.store import journal
 from graphsvc.store.mirror import MirrorStore, loader
-from graphsvc.store.mirror.rows import _memory_row
+from graphsvc.store.mirror.rows import log_memory_row
 from graphsvc.store.mirror.table import (
     LinkGraph,
     LinkTuple,
@@ -388,7 +388,7 @@ def test_memory_rows_added_in_a_batch_equal_those_added_one_by_one() -> None:
     """A log record's memories replayed as one batch (``add_rows``) give the columns and term
     numbers that adding its rows one by one gives."""
     rng = random.Random(9)
-    rows = [_memory_row(make_memory(NS, n, rng)) for n in range(80)]
+    rows = [log_memory_row(make_memory(NS, n, rng)) for n in range(80)]
     one_by_one, batched = MemoryTable(NS), MemoryTable(NS)
     for first in (0, 30):
         chunk = rows[first : first + 30] if first == 0 else rows[first:]

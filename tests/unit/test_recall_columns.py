@@ -33,7 +33,7 @@ from graphsvc.store import journal
 from graphsvc.store.base import CandidateColumns
 from graphsvc.store.journal import isoformats
 from graphsvc.store.mirror import MirrorStore
-from graphsvc.store.mirror.rows import _memory_row, _memory_rows, memory_fields
+from graphsvc.store.mirror.rows import log_memory_row, log_memory_rows, memory_fields
 from graphsvc.store.mirror.table import MemoryTable
 from graphsvc.text import analyse, estimate_tokens, query_terms
 
@@ -266,8 +266,8 @@ def test_log_rows_of_a_batch_encode_as_the_row_of_each_memory() -> None:
     zoned = [m.model_copy(update={"occurred_at": BASE.astimezone(odd)}) for m in memories[:3]]
     for batch in (memories, memories + zoned, zoned, []):
         fields = [memory_fields(m) for m in batch]
-        rows = _memory_rows(fields, list(zip(*fields, strict=True)))
-        assert orjson.dumps(rows) == orjson.dumps([_memory_row(m) for m in batch])
+        rows = log_memory_rows(fields, list(zip(*fields, strict=True)))
+        assert orjson.dumps(rows) == orjson.dumps([log_memory_row(m) for m in batch])
 
 
 def test_a_frame_in_parts_is_the_frame(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -239,7 +239,7 @@ def load_columns(table: MemoryTable, value: dict[str, Any]) -> range:
     held.update(zip(keys, range(first, first + count), strict=True))
     if len(held) != known + count:  # a repeat: the load fails and its state is dropped
         raise ValueError("a memory is stored twice")
-    share = table._shared.setdefault
+    share = table.shared.setdefault
     tags = list(map(tuple, tags))  # () is one object: shared as it is
     table.ids.extend(uuids_of(keys))
     table.keys.extend(keys)

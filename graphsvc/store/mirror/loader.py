@@ -36,8 +36,8 @@ from graphsvc.store.journal import (
     Problem,
 )
 from graphsvc.store.mirror import columns
-from graphsvc.store.mirror.rows import _model_from_row
-from graphsvc.store.mirror.state import _Namespace
+from graphsvc.store.mirror.rows import model_from_log_row
+from graphsvc.store.mirror.state import MirrorNamespace
 from graphsvc.store.mirror.table import Posting, link_tuples_from_rows
 from graphsvc.store.mirror.vectors import VectorTable
 from graphsvc.store.mirror.writer import FORMAT_VERSION, MirrorWriter
@@ -233,7 +233,7 @@ class MirrorLoader(MirrorWriter):
             if chain.refusal is not None:
                 raise StoreCorruptError(f"cannot open {root}: {chain.refusal}; {repair_hint(root)}")
             if chain.snapshot is not None:
-                self._load_snapshot(chain.snapshot)
+                self.load_snapshot(chain.snapshot)
             replayed = self.replay(chain)
             self._check_replay(chain, replayed)
             if not self._read_only:
@@ -296,7 +296,7 @@ class MirrorLoader(MirrorWriter):
 
     # -- loading ---------------------------------------------------------------------------------
 
-    def _load_snapshot(self, snapshot: journal.Snapshot) -> None:
+    def load_snapshot(self, snapshot: journal.Snapshot) -> None:
         """Load a verified snapshot into an empty store.
 
         Raises:
@@ -321,7 +321,7 @@ class MirrorLoader(MirrorWriter):
                     self._load_column_record(space, op, value, first_rows, order)
                     continue
                 if op == "vectorModel":
-                    space.model = _model_from_row(value["model"])
+                    space.model = model_from_log_row(value["model"])
                     continue
                 if op == "vectors":
                     self._load_vectors(space, value)
@@ -351,7 +351,7 @@ class MirrorLoader(MirrorWriter):
 
     @staticmethod
     def _load_column_record(
-        space: _Namespace,
+        space: MirrorNamespace,
         op: str,
         value: dict[str, Any],
         first_rows: dict[str, int],
@@ -385,7 +385,7 @@ class MirrorLoader(MirrorWriter):
             space.graph.add_many(columns.load_links(value, table))
 
     @staticmethod
-    def _load_vectors(space: _Namespace, value: dict[str, Any]) -> None:
+    def _load_vectors(space: MirrorNamespace, value: dict[str, Any]) -> None:
         """Load a snapshot's chunk of vectors (ids as 16 bytes each, int8 codes, base64; the first
         chunk of a namespace says how many there are in all).
 

@@ -53,15 +53,15 @@ from graphsvc.store.base import (
 from graphsvc.store.journal import LogHead
 from graphsvc.store.mirror.loader import MirrorLoader
 from graphsvc.store.mirror.rows import (
-    _belief_row,
-    _event_row,
-    _link_row,
-    _memory_rows,
-    _model_row,
-    _vector_rows,
+    log_belief_row,
+    log_event_row,
+    log_link_row,
+    log_memory_rows,
+    log_model_row,
+    log_vector_rows,
     memory_fields,
 )
-from graphsvc.store.mirror.state import _Namespace
+from graphsvc.store.mirror.state import MirrorNamespace
 from graphsvc.store.mirror.table import NO_TIME, LinkTuple, from_micros, make_link
 
 _id_of = attrgetter("id")
@@ -94,7 +94,7 @@ class MirrorStore(MirrorLoader, Store):
         self._snapshot_bytes = snapshot_bytes
         self._read_only = read_only
         self._lock = threading.RLock()
-        self._spaces: dict[str, _Namespace] = {}
+        self._spaces: dict[str, MirrorNamespace] = {}
         self._seq = 0
         self._gen = 0
         self._log_fd: int | None = None
@@ -175,11 +175,11 @@ class MirrorStore(MirrorLoader, Store):
             if created or evict or given:
                 record: dict[str, Any] = {
                     "op": "upsert", "ns": namespace,
-                    "memories": _memory_rows(fields, columns),
+                    "memories": log_memory_rows(fields, columns),
                     "evict": [str(mid) for mid in evict],
                 }  # fmt: skip
                 if given:  # in the same record as the memories: one atomic write
-                    record["vectors"] = _vector_rows(given.items())
+                    record["vectors"] = log_vector_rows(given.items())
                 self._write(record, apply)
             return WriteResult(
                 created=tuple(m.id for m in created), unchanged=tuple(unchanged),
@@ -199,12 +199,12 @@ class MirrorStore(MirrorLoader, Store):
                 old = space.graph.find(link.source.int, link.target.int, link.kind.value)
                 if old is not None:  # keep the original creation time
                     link = link.model_copy(update={"created_at": from_micros(old[4])})
-                rows.append(_link_row(link))
+                rows.append(log_link_row(link))
             if rows:
                 self._write({"op": "link", "ns": namespace, "links": rows})
 
     @staticmethod
-    def _check_supersedes_acyclic(space: _Namespace, links: Sequence[Link]) -> None:
+    def _check_supersedes_acyclic(space: MirrorNamespace, links: Sequence[Link]) -> None:
         pending: dict[int, set[int]] = {}
         for link in links:
             if link.kind is LinkKind.SUPERSEDES:
@@ -307,7 +307,7 @@ class MirrorStore(MirrorLoader, Store):
             ]  # fmt: skip
             if missing:
                 raise belief_memory_missing(missing[0])
-            self._write({"op": "belief", "ns": belief.namespace, "belief": _belief_row(belief)})
+            self._write({"op": "belief", "ns": belief.namespace, "belief": log_belief_row(belief)})
 
     def append_event(
         self,
@@ -332,7 +332,7 @@ class MirrorStore(MirrorLoader, Store):
                 reported_tokens=None,
                 recorded_at=at,
             )
-            self._write({"op": "event", "ns": namespace, "event": _event_row(event)})
+            self._write({"op": "event", "ns": namespace, "event": log_event_row(event)})
             return event
 
     def set_reported_tokens(
@@ -357,7 +357,9 @@ class MirrorStore(MirrorLoader, Store):
     # -- vectors ---------------------------------------------------------------------------------
 
     @staticmethod
-    def _check_vectors(namespace: str, space: _Namespace, vectors: Mapping[UUID, bytes]) -> None:
+    def _check_vectors(
+        namespace: str, space: MirrorNamespace, vectors: Mapping[UUID, bytes]
+    ) -> None:
         """Raise BadInputError unless every vector fits the namespace's model."""
         model = space.model
         if model is None:
@@ -386,7 +388,9 @@ class MirrorStore(MirrorLoader, Store):
             def apply() -> None:
                 space.model = model
 
-            self._write({"op": "vectorModel", "ns": namespace, "model": _model_row(model)}, apply)
+            self._write(
+                {"op": "vectorModel", "ns": namespace, "model": log_model_row(model)}, apply
+            )
 
     def clear_vectors(self, namespace: str, limit: int) -> int:
         with self._lock:
@@ -411,7 +415,7 @@ class MirrorStore(MirrorLoader, Store):
             self._check_vectors(namespace, space, vectors)
             known = [(mid, codes) for mid, codes in vectors.items() if mid.int in space.memories]
             if known:
-                record = {"op": "vectors", "ns": namespace, "vectors": _vector_rows(known)}
+                record = {"op": "vectors", "ns": namespace, "vectors": log_vector_rows(known)}
                 self._write(record, lambda: self._put_vectors(space, known))
             return len(known)
 
@@ -483,7 +487,7 @@ class MirrorStore(MirrorLoader, Store):
 
     @staticmethod
     def _candidates(
-        space: _Namespace, rows: Sequence[int], score_terms: Sequence[str]
+        space: MirrorNamespace, rows: Sequence[int], score_terms: Sequence[str]
     ) -> list[Candidate]:
         """The candidates of ``rows`` (in that order)."""
         table = space.memories
@@ -557,7 +561,7 @@ class MirrorStore(MirrorLoader, Store):
             return stats, self._columns(space, rows, terms)
 
     @staticmethod
-    def _rows_with(space: _Namespace, terms: Sequence[str]) -> NDArray[np.int64]:
+    def _rows_with(space: MirrorNamespace, terms: Sequence[str]) -> NDArray[np.int64]:
         """The rows holding one of ``terms``, ascending (the postings' buffers are released
         before this returns: nothing may grow them while a view is held)."""
         parts = [
@@ -570,7 +574,7 @@ class MirrorStore(MirrorLoader, Store):
         return np.unique(np.concatenate(parts)).astype(np.int64)
 
     @staticmethod
-    def _newest_rows(space: _Namespace, term: str, limit: int) -> NDArray[np.int64]:
+    def _newest_rows(space: MirrorNamespace, term: str, limit: int) -> NDArray[np.int64]:
         """The ``limit`` newest rows holding ``term`` (``recordedAt`` descending, then id), as
         :meth:`recent_candidates` picks them; only the rows recorded no earlier than the
         limit-th newest are ordered in Python."""
@@ -590,7 +594,7 @@ class MirrorStore(MirrorLoader, Store):
 
     @staticmethod
     def _columns(
-        space: _Namespace, rows: NDArray[np.int64], terms: Sequence[str]
+        space: MirrorNamespace, rows: NDArray[np.int64], terms: Sequence[str]
     ) -> CandidateColumns:
         """The candidate columns of ``rows`` (copies: no view of a growing array escapes)."""
         table = space.memories

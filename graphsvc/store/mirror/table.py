@@ -142,7 +142,7 @@ class MemoryTable:
         self.term_data = array("i")  # term numbers, row after row (repeats kept)
         self.term_names: list[str] = []  # term number -> term
         self.term_numbers: dict[str, int] = {}
-        self._shared: dict[Any, Any] = {}  # one object for each repeated kind, source, tag tuple
+        self.shared: dict[Any, Any] = {}  # one object for each repeated kind, source, tag tuple
 
     # -- the mapping ----------------------------------------------------------------------------
 
@@ -216,7 +216,7 @@ class MemoryTable:
     # -- changes --------------------------------------------------------------------------------
 
     def _share(self, value: Any) -> Any:
-        return self._shared.setdefault(value, value)
+        return self.shared.setdefault(value, value)
 
     def _append(
         self,
@@ -283,7 +283,7 @@ class MemoryTable:
             terms = columns  # fmt: skip
         count = len(ids)
         keys = list(map(_int_of, ids))
-        share = self._shared.setdefault
+        share = self.shared.setdefault
         kinds = list(map(share, kinds, kinds))
         sources = list(map(share, sources, sources))  # None stays None
         tags = list(map(tuple, tags))
@@ -329,7 +329,7 @@ class MemoryTable:
         return range(first, first + count)
 
     def add_row(self, row: Sequence[Any]) -> int:
-        """Add a memory from its log row (:func:`~graphsvc.store.mirror.rows._memory_row`)."""
+        """Add a memory from its log row (:func:`~graphsvc.store.mirror.rows.log_memory_row`)."""
         mid, text, kind, occ, rec, inv, tags, source, conf, tokens, terms = row
         if not isinstance(text, str) or not isinstance(kind, str) or not isinstance(rec, str):
             raise TypeError(f"not a memory row: {row!r}"[:200])
@@ -375,7 +375,7 @@ class MemoryTable:
         return Counter(self.term_data[start : start + self.lengths[row]])
 
     def row_form(self, row: int) -> list[Any]:
-        """A live row in the log's form (:func:`~graphsvc.store.mirror.rows._memory_row`)."""
+        """A live row in the log's form (:func:`~graphsvc.store.mirror.rows.log_memory_row`)."""
         occurred, invalidated = self.occurred[row], self.invalidated[row]
         return [
             str(self.ids[row]), self.texts[row], self.kinds[row],
@@ -399,7 +399,7 @@ class MemoryTable:
                      "term_start", "term_data"):  # fmt: skip
             setattr(other, name, getattr(self, name)[:])
         other.term_numbers = {}
-        other._shared = {}
+        other.shared = {}
         return other
 
     def rows(self) -> list[int]:
@@ -528,7 +528,7 @@ def link_tuple(link: Link) -> LinkTuple:
 
 
 def link_tuple_from_row(row: Sequence[Any]) -> LinkTuple:
-    """A link from its log row (:func:`~graphsvc.store.mirror.rows._link_row`)."""
+    """A link from its log row (:func:`~graphsvc.store.mirror.rows.log_link_row`)."""
     src, dst, kind, weight, created, note = row
     if kind not in _KINDS or not isinstance(created, str):
         raise ValueError(f"not a link row: {row!r}"[:200])
@@ -578,7 +578,7 @@ def make_link(link: LinkTuple, table: MemoryTable) -> Link:
 
 
 def link_row(link: LinkTuple) -> list[Any]:
-    """A link tuple in the log's form (:func:`~graphsvc.store.mirror.rows._link_row`)."""
+    """A link tuple in the log's form (:func:`~graphsvc.store.mirror.rows.log_link_row`)."""
     source, target, kind, weight, created, note = link
     return [
         str(UUID(int=source)), str(UUID(int=target)), kind, weight,

@@ -33,7 +33,7 @@ from graphsvc.store.journal import (
     SnapshotHead,
 )
 from graphsvc.store.mirror import columns
-from graphsvc.store.mirror.rows import _belief_row, _event_row, _model_row
+from graphsvc.store.mirror.rows import log_belief_row, log_event_row, log_model_row
 from graphsvc.store.mirror.state import MirrorState
 from graphsvc.store.mirror.table import LinkTuple, MemoryTable, link_row
 from graphsvc.store.mirror.vectors import VectorShare
@@ -108,6 +108,12 @@ class MirrorWriter(MirrorState):
         """Whether a background compaction is running."""
         thread = self._compactor
         return thread is not None and thread.is_alive()
+
+    @property
+    def seq(self) -> int:
+        """The ``seq`` of the last record applied (loaded from the snapshot, replayed or written);
+        0 before any."""
+        return self._seq
 
     # -- the log ---------------------------------------------------------------------------------
 
@@ -426,10 +432,10 @@ class MirrorWriter(MirrorState):
         parts: list[tuple[bytes, Sequence[Any], Callable[[Any], Any]]] = [
             (b'"op":"memories","ns":%b' % dumps(ns), memory_rows, list),
             (b'"op":"links","ns":%b' % dumps(ns), links, link_row),
-            (b'"op":"beliefs","ns":%b' % dumps(ns), beliefs, _belief_row),
+            (b'"op":"beliefs","ns":%b' % dumps(ns), beliefs, log_belief_row),
         ]
         parts += [
-            (b'"op":"events","ns":%b,"run":%b' % (dumps(ns), dumps(run)), rows, _event_row)
+            (b'"op":"events","ns":%b,"run":%b' % (dumps(ns), dumps(run)), rows, log_event_row)
             for run, rows in events.items()
         ]
         for head, items, row in parts:
@@ -442,7 +448,7 @@ class MirrorWriter(MirrorState):
         """Frames of each namespace's vector model and vectors."""
         for ns, model, share in capture.vectors:
             if model is not None:
-                yield journal.encode({"op": "vectorModel", "ns": ns, "model": _model_row(model)})
+                yield journal.encode({"op": "vectorModel", "ns": ns, "model": log_model_row(model)})
             if share is None:
                 continue
             # Compact and fast to load: per chunk of rows, the ids as 16 bytes each and the int8

@@ -102,7 +102,7 @@ FULLTEXT_CONFIG = {"labels": ["Memory"], "properties": ["namespace", "termText"]
                    "analyzer": "whitespace"}  # fmt: skip
 
 
-def _check_fulltext(found: list[dict[str, Any]]) -> None:
+def check_fulltext(found: list[dict[str, Any]]) -> None:
     """Refuse a database whose memory_terms index was made otherwise (by hand, or by another
     program): with another analyser a namespace could match another's memories."""
     if found != [FULLTEXT_CONFIG]:
@@ -395,7 +395,7 @@ class Neo4jBoundary:
                     session.run(statement).consume()
                 session.run("CALL db.awaitIndexes(120)").consume()
                 found = [record.data() for record in session.run(query("fulltext_config"))]
-            _check_fulltext(found)
+            check_fulltext(found)
 
         self._call(attempt, write=False)
 

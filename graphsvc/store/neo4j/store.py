@@ -59,18 +59,19 @@ from graphsvc.store.neo4j.boundary import DEFAULT_TIMEOUT, PING_TIMEOUT
 from graphsvc.store.neo4j.rows import (
     KEY_SEP,
     NO_OCCURRED,
-    _candidates,
-    _columns,
-    _event,
-    _key,
-    _link,
-    _lucene,
-    _memory,
-    _memory_props,
-    _native,
-    _stored_terms,
+    candidates_from_rows,
+    columns_from_row,
+    event_from_props,
+    link_from_row,
+    lucene_query,
+    memory_from_props,
+    memory_props,
+    namespaced_key,
+    stored_terms,
+    term_deltas,
+    utc_datetime,
 )
-from graphsvc.store.neo4j.vectors import Neo4jVectors, _model
+from graphsvc.store.neo4j.vectors import Neo4jVectors, vector_model_from_row
 
 # Terms per full-text query: Lucene refuses more than 1024 clauses, and some versions return
 # nothing for very long queries; chunks stay well below both.
@@ -103,7 +104,7 @@ class _Recalled:
     ahead: ReadAhead | None = None
 
 
-class _Ahead(ReadAhead):
+class RowsAhead(ReadAhead):
     """The memories recall_columns.cypher read ahead of the window, as window.cypher's rows,
     by id."""
 
@@ -201,19 +202,6 @@ class Neo4jStore(Neo4jVectors, Store):
 
     # -- writes ----------------------------------------------------------------------------------
 
-    @staticmethod
-    def _term_deltas(
-        added: Sequence[Sequence[str]], removed: Sequence[Sequence[str]]
-    ) -> tuple[list[str], list[int]]:
-        """The terms whose document frequency changes (sorted) and by how much."""
-        counts: Counter[str] = Counter()
-        for terms in added:
-            counts.update(set(terms))
-        for terms in removed:
-            counts.subtract(set(terms))
-        changed = sorted(term for term, delta in counts.items() if delta != 0)
-        return changed, [counts[term] for term in changed]
-
     def _apply_stats(
         self,
         tx: Transaction,
@@ -241,7 +229,7 @@ class Neo4jStore(Neo4jVectors, Store):
         removed: Sequence[Sequence[str]],
     ) -> int:
         """Add to the TermStats; how many more (or fewer) terms the namespace then holds."""
-        terms, deltas = self._term_deltas(added, removed)
+        terms, deltas = term_deltas(added, removed)
         if not terms:
             return 0
         rows = self._tx(tx, "bump_term_stats", ns=ns, sep=KEY_SEP, terms=terms, deltas=deltas)
@@ -277,7 +265,7 @@ class Neo4jStore(Neo4jVectors, Store):
         and what delete_memories answered (how many had a vector, the links and beliefs that
         went). The caller adjusts the namespace's statistics."""
         rows = self._tx(tx, "oldest_memories", ns=ns, skip=list(skip), limit=count)
-        evicted = [_memory(ns, row["memory"]) for row in rows]
+        evicted = [memory_from_props(ns, row["memory"]) for row in rows]
         gone = self._tx(tx, "delete_memories", ns=ns, ids=[str(m.id) for m in evicted])[0]
         return evicted, dict(gone)
 
@@ -295,7 +283,9 @@ class Neo4jStore(Neo4jVectors, Store):
             here = {props["id"]: props for props in found}
             created, unchanged = split_upsert(
                 memories,
-                stored=lambda mid: _memory(namespace, here[str(mid)]) if str(mid) in here else None,
+                stored=lambda mid: (
+                    memory_from_props(namespace, here[str(mid)]) if str(mid) in here else None
+                ),
             )
             self._create_memories(tx, namespace, created)
             added = [m.terms for m in created]
@@ -340,7 +330,7 @@ class Neo4jStore(Neo4jVectors, Store):
         transaction."""
         text = query("create_memories")
         for start in range(0, len(created), CREATE_PART):
-            rows = [_memory_props(m) for m in created[start : start + CREATE_PART]]
+            rows = [memory_props(m) for m in created[start : start + CREATE_PART]]
             tx.run(text, {"ns": namespace, "rows": rows})
 
     def add_links(self, namespace: str, links: Sequence[Link]) -> None:
@@ -380,7 +370,7 @@ class Neo4jStore(Neo4jVectors, Store):
             if not rows:
                 raise memory_missing(memory_id, namespace)
             row = rows[0]
-            memory = _memory(namespace, row["memory"])
+            memory = memory_from_props(namespace, row["memory"])
             refs = sorted(
                 (LinkRef(source=UUID(r["source"]), target=UUID(r["target"]), kind=r["kind"])
                  for r in row["links"] if r["kind"] is not None),
@@ -498,7 +488,7 @@ class Neo4jStore(Neo4jVectors, Store):
             tx,
             namespace,
             [],
-            [_stored_terms(memory["terms"]) for memory in batch],
+            [stored_terms(memory["terms"]) for memory in batch],
             -int(gone["vectors"]),
             gone,
         )
@@ -508,7 +498,7 @@ class Neo4jStore(Neo4jVectors, Store):
         if new:
             rows = [{"key": key, "seq": seq, "detail": d} for (key, seq), d in new.items()]
             self._tx(tx, "erase_rewrite_events", rows=rows)
-        last = _native(batch[-1]["recordedAt"]) or after
+        last = utc_datetime(batch[-1]["recordedAt"]) or after
         return len(ids), int(row["links"]), int(row["beliefs"]), last, new
 
     def _erase_nodes(self, what: str, namespace: str, limit: int, tx: Transaction) -> int:
@@ -566,8 +556,8 @@ class Neo4jStore(Neo4jVectors, Store):
 
         def work(tx: Transaction) -> int:
             rows = self._tx(
-                tx, "append_event", ns=namespace, key=_key(namespace, run_id), runId=run_id,
-                event=props,
+                tx, "append_event", ns=namespace, key=namespaced_key(namespace, run_id),
+                runId=run_id, event=props,
             )  # fmt: skip
             return int(rows[0]["seq"])
 
@@ -582,11 +572,15 @@ class Neo4jStore(Neo4jVectors, Store):
     ) -> ContextEvent:
         def work(tx: Transaction) -> ContextEvent:
             rows = self._tx(
-                tx, "report_tokens", key=_key(namespace, run_id), step=step, tokens=reported_tokens
+                tx,
+                "report_tokens",
+                key=namespaced_key(namespace, run_id),
+                step=step,
+                tokens=reported_tokens,
             )
             if not rows:
                 raise no_assembled_event(run_id, step)
-            return _event(rows[0]["event"])
+            return event_from_props(rows[0]["event"])
 
         return self._write(work)
 
@@ -596,11 +590,11 @@ class Neo4jStore(Neo4jVectors, Store):
         if not ids:
             return []
         found = self._read("get_memories", ns=namespace, ids=[str(i) for i in ids])[0]["memories"]
-        by_id = {props["id"]: _memory(namespace, props) for props in found}
+        by_id = {props["id"]: memory_from_props(namespace, props) for props in found}
         return [by_id[str(i)] for i in ids if str(i) in by_id]
 
     def term_stats(self, namespace: str, terms: Sequence[str]) -> TermStats:
-        keys = [_key(namespace, t) for t in dict.fromkeys(terms)]
+        keys = [namespaced_key(namespace, t) for t in dict.fromkeys(terms)]
         row = self._read("term_stats", ns=namespace, keys=keys)[0]
         df = {item["key"].split(KEY_SEP, 1)[1]: int(item["df"]) for item in row["df"]}
         return TermStats(int(row["memories"]), int(row["totalLength"]), df)
@@ -612,10 +606,10 @@ class Neo4jStore(Neo4jVectors, Store):
         found: dict[str, list[Any]] = {}
         for start in range(0, len(unique), TERMS_PER_QUERY):
             chunk = unique[start : start + TERMS_PER_QUERY]
-            rows = self._read("candidates", query=_lucene(namespace, chunk))
+            rows = self._read("candidates", query=lucene_query(namespace, chunk))
             for row in rows[0]["rows"]:
                 found.setdefault(row[0], row)
-        return _candidates([found[key] for key in sorted(found)], score_terms)
+        return candidates_from_rows([found[key] for key in sorted(found)], score_terms)
 
     def recall_candidates(
         self, namespace: str, terms: Sequence[str], limit: int
@@ -673,15 +667,15 @@ class Neo4jStore(Neo4jVectors, Store):
         stats = TermStats(
             int(row["memories"]), int(row["totalLength"]), {t: df[t] for t in distinct}
         )
-        ahead = _Ahead(row["ahead"]) if row["ahead"] else None
-        recalled = _Recalled(row["fallback"] is not None, _model(row), ahead)
-        return stats, _columns(row, asked, terms), recalled
+        ahead = RowsAhead(row["ahead"]) if row["ahead"] else None
+        recalled = _Recalled(row["fallback"] is not None, vector_model_from_row(row), ahead)
+        return stats, columns_from_row(row, asked, terms), recalled
 
     def recent_candidates(
         self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
     ) -> list[Candidate]:
-        rows = self._read("recent_candidates", query=_lucene(namespace, [term]), limit=limit)
-        return _candidates(rows[0]["rows"], score_terms)
+        rows = self._read("recent_candidates", query=lucene_query(namespace, [term]), limit=limit)
+        return candidates_from_rows(rows[0]["rows"], score_terms)
 
     def window(
         self, namespace: str, ids: Sequence[UUID], ahead: ReadAhead | None = None
@@ -689,13 +683,13 @@ class Neo4jStore(Neo4jVectors, Store):
         if not ids:
             return [], []
         asked = [str(i) for i in ids]
-        read = ahead.rows if isinstance(ahead, _Ahead) else {}
+        read = ahead.rows if isinstance(ahead, RowsAhead) else {}
         by_id = {key: read[key] for key in asked if key in read}
         missing = [key for key in asked if key not in by_id]
         if missing:
             found = self._read("window", ns=namespace, ids=missing)[0]["memories"]
             by_id.update((props["id"], props) for props in found)
-        memories = [_memory(namespace, by_id[key]) for key in asked if key in by_id]
+        memories = [memory_from_props(namespace, by_id[key]) for key in asked if key in by_id]
         pairs = sorted(
             {(props["id"], older) for props in by_id.values() for older in props["supersedes"]
              if older in by_id}
@@ -735,8 +729,8 @@ class Neo4jStore(Neo4jVectors, Store):
                 break
             if not frontier or len(reached) >= max_nodes:
                 left = 0  # nothing more to reach: one more round trip reads the members
-        memories = {props["id"]: _memory(namespace, props) for props in row["memories"]}
-        links = [_link(link) for link in row["links"]]
+        memories = {props["id"]: memory_from_props(namespace, props) for props in row["memories"]}
+        links = [link_from_row(link) for link in row["links"]]
         return Walk(
             reached=tuple((memories[n], d) for n, d in reached),
             links=sort_links(links),
@@ -747,21 +741,21 @@ class Neo4jStore(Neo4jVectors, Store):
         if not asked:
             return []
         rows = self._read("next_recorded", ns=namespace, ids=[str(i) for i in asked])
-        after = {row["seed"]: _memory(namespace, row["memory"]) for row in rows}
+        after = {row["seed"]: memory_from_props(namespace, row["memory"]) for row in rows}
         return [(mid, after[key]) for mid in asked if (key := str(mid)) in after]
 
     def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
         if not ids:
             return []
         found = self._read("links_touching", ns=namespace, ids=[str(i) for i in ids])[0]["links"]
-        return list(sort_links([_link(link) for link in found]))
+        return list(sort_links([link_from_row(link) for link in found]))
 
     def get_belief(self, namespace: str, belief_id: UUID) -> Belief | None:
         rows = self._read("get_belief", ns=namespace, id=str(belief_id))
         if not rows:
             return None
         props = rows[0]["belief"]
-        created = _native(props["createdAt"])
+        created = utc_datetime(props["createdAt"])
         if created is None:
             raise GraphsvcError(f"belief {belief_id} has no createdAt")
         return Belief(
@@ -772,8 +766,8 @@ class Neo4jStore(Neo4jVectors, Store):
         )  # fmt: skip
 
     def events(self, namespace: str, run_id: str) -> list[ContextEvent]:
-        rows = self._read("run_events", key=_key(namespace, run_id))
-        return [_event(row["event"]) for row in rows]
+        rows = self._read("run_events", key=namespaced_key(namespace, run_id))
+        return [event_from_props(row["event"]) for row in rows]
 
     def stats(self, namespace: str) -> NamespaceStats:
         """The namespace's counts as its NamespaceStat keeps them (no read grows with the
@@ -803,7 +797,7 @@ class Neo4jStore(Neo4jVectors, Store):
             afterId=after[1] if after else "", limit=limit, kind=kind, tag=tag, since=since,
             until=until,
         )  # fmt: skip
-        return [_memory(namespace, row["memory"]) for row in rows]
+        return [memory_from_props(namespace, row["memory"]) for row in rows]
 
     def memories_without_vectors(
         self, namespace: str, after: UUID | None, limit: int
@@ -814,7 +808,7 @@ class Neo4jStore(Neo4jVectors, Store):
             "memories_without_vectors", ns=namespace, after="" if after is None else str(after),
             limit=limit,
         )  # fmt: skip
-        return [_memory(namespace, row["memory"]) for row in rows]
+        return [memory_from_props(namespace, row["memory"]) for row in rows]
 
     def export(self, namespace: str) -> Iterator[Memory | Link]:
         after: datetime | None = None
@@ -824,10 +818,10 @@ class Neo4jStore(Neo4jVectors, Store):
                 "export_memories", ns=namespace, after=after, afterId=after_id, limit=EXPORT_PAGE
             )
             for row in rows:
-                memory = _memory(namespace, row["memory"])
+                memory = memory_from_props(namespace, row["memory"])
                 after, after_id = memory.recorded_at, str(memory.id)
                 yield memory
             if len(rows) < EXPORT_PAGE:
                 break
         for row in self._read("export_links", ns=namespace):
-            yield _link(row)
+            yield link_from_row(row)

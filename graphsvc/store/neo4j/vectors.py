@@ -91,7 +91,7 @@ def vector_index(dimension: int) -> str:
     return f"memory_vector_{dimension}"
 
 
-def _model(row: Any) -> VectorModel | None:
+def vector_model_from_row(row: Any) -> VectorModel | None:
     """The model a ``vector_state`` row names, or None."""
     if row["modelId"] is None or row["dimension"] is None:
         return None
@@ -213,7 +213,7 @@ class Neo4jVectors(Neo4jBoundary):
             self._ensure_vector_index(int(row["dimension"]))
 
     def vector_model(self, namespace: str) -> VectorModel | None:
-        return _model(self._read("vector_state", ns=namespace)[0])
+        return vector_model_from_row(self._read("vector_state", ns=namespace)[0])
 
     def vector_count(self, namespace: str) -> int:
         return int(self._read("vector_state", ns=namespace)[0]["vectors"])
@@ -234,7 +234,7 @@ class Neo4jVectors(Neo4jBoundary):
 
         def work(tx: Transaction) -> None:
             state = self._tx(tx, "lock_vector_state", ns=namespace)[0]
-            current = _model(state)
+            current = vector_model_from_row(state)
             if current == model:
                 return
             if model is not None and int(state["vectors"]) > 0:
@@ -261,7 +261,7 @@ class Neo4jVectors(Neo4jBoundary):
         """Store vectors in ``tx`` (locking the namespace's vector state first): the memories
         that got one and how many of them had none. ``only``: ids to store (others are checked
         and left out). BadInputError without a model or for a wrong length."""
-        model = _model(self._tx(tx, "lock_vector_state", ns=namespace)[0])
+        model = vector_model_from_row(self._tx(tx, "lock_vector_state", ns=namespace)[0])
         if model is None:
             raise no_vector_model(namespace)
         dimension = model.dimension
@@ -336,7 +336,7 @@ class Neo4jVectors(Neo4jBoundary):
         wanted = list(dict.fromkeys(str(i) for i in ids))
         row = self._read("similar", **base, mode="auto" if k else "given", fetch=first,
                          floor=None, ids=wanted)[0]  # fmt: skip
-        model = _model(row)
+        model = vector_model_from_row(row)
         if model is None:
             return []
         if model.dimension != dimension:
