@@ -258,9 +258,12 @@ class McpHttp:
     async def _endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
         if manager is None:
-            body = {"error": "unavailable", "code": "UNAVAILABLE",
-                    "error_description": "the MCP endpoint is not running (the server is "
-                    "starting or stopping): retry shortly"}  # fmt: skip
+            body = {
+                "error": "unavailable",
+                "code": "UNAVAILABLE",
+                "error_description": "the MCP endpoint is not running (the server is "
+                "starting or stopping): retry shortly",
+            }
             await _json(503, body)(scope, receive, send)
             return
         if scope.get("method") == "GET":  # an event stream, or a quick refusal of one
@@ -299,8 +302,11 @@ class McpHttp:
                     if message["type"] == "http.response.start":
                         started = True
                         # the connection ends with the stream, and frees its descriptor
-                        headers = [(n, v) for n, v in message.get("headers", [])
-                                   if n.lower() != b"connection"]  # fmt: skip
+                        headers = [
+                            (n, v)
+                            for n, v in message.get("headers", [])
+                            if n.lower() != b"connection"
+                        ]
                         message = {**message, "headers": [*headers, (b"connection", b"close")]}
                     elif message["type"] == "http.response.body":
                         if not message.get("body", b"").startswith(b":"):  # not a ping

@@ -336,19 +336,30 @@ async def bundle(call: Call, args: BundleArgs) -> Reply:
     if args.run_id is not None:
         call.principal.require_write("bundle with runId (it records a memory_recall event)")
     result = await call.run(
-        call.service.bundle, call.namespace, args.query, budget_tokens=args.budget_tokens,
-        stage=args.stage, min_score=args.min_score, max_capsules=args.max_capsules,
-        run_id=args.run_id, step=args.step,
-    )  # fmt: skip
+        call.service.bundle,
+        call.namespace,
+        args.query,
+        budget_tokens=args.budget_tokens,
+        stage=args.stage,
+        min_score=args.min_score,
+        max_capsules=args.max_capsules,
+        run_id=args.run_id,
+        step=args.step,
+    )
     return Reply(result.to_json_dict(), bundle_text(result))
 
 
 async def reconstruct(call: Call, args: ReconstructArgs) -> Reply:
     call.principal.require_write("reconstruct (it stores the belief)")
     belief = await call.run(
-        call.service.reconstruct_and_store, call.namespace, args.cue, k=args.k, depth=args.depth,
-        run_id=args.run_id, step=args.step,
-    )  # fmt: skip
+        call.service.reconstruct_and_store,
+        call.namespace,
+        args.cue,
+        k=args.k,
+        depth=args.depth,
+        run_id=args.run_id,
+        step=args.step,
+    )
     return Reply(belief.to_json_dict(), belief_text(belief))
 
 
@@ -363,9 +374,15 @@ async def memories(call: Call, args: MemoriesArgs) -> Reply:
         )
     key = None if args.after is None else decode_cursor(args.after)
     rows = await call.run(
-        call.service.list_memories, call.namespace, after=key, limit=size + 1, kind=args.kind,
-        tag=args.tag, since=args.since, until=args.until,
-    )  # fmt: skip
+        call.service.list_memories,
+        call.namespace,
+        after=key,
+        limit=size + 1,
+        kind=args.kind,
+        tag=args.tag,
+        since=args.since,
+        until=args.until,
+    )
     page = rows[:size]
     more = len(rows) > size
     end = encode_cursor(page[-1]) if page else None

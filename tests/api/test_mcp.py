@@ -107,8 +107,19 @@ def start_http(tmp_path: Path, store: str, tenants: dict[str, tuple[str, str]]) 
         },
     )
     log_path = tmp_path / f"uvicorn-{secrets.token_hex(4)}.log"
-    command = [sys.executable, "-m", "uvicorn", "tests.api.test_mcp:http_app", "--factory",
-               "--host", "127.0.0.1", "--port", "0", "--log-level", "info"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "tests.api.test_mcp:http_app",
+        "--factory",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--log-level",
+        "info",
+    ]
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     server = Server(process, "", log_path, keys, {n: ns for n, (ns, _) in tenants.items()})
@@ -265,9 +276,10 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
             assert tool.input_schema["type"] == "object"
             assert tool.output_schema is not None and tool.output_schema["type"] == "object"
             undescribed = [
-                name for name, prop in tool.input_schema["properties"].items()
+                name
+                for name, prop in tool.input_schema["properties"].items()
                 if not prop.get("description")
-            ]  # fmt: skip
+            ]
             assert not undescribed, (tool.name, undescribed)
         bundle_tool = next(tool for tool in listed if tool.name == "bundle")
         for word in ("skipped", "topScore", "minScore", "evidenceCoverage", "uncoveredTerms"):
@@ -276,19 +288,41 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         assert {t.uri_template for t in templates} == {MEMORY_URI, BELIEF_URI}
 
         # Writes: content ids, idempotent rewrites, all-or-nothing batches.
-        many = await ok(session, "remember_many", {"inputs": [
-            {"text": BACKUP_FAILED, "kind": "event", "occurredAt": "2024-05-01T02:00:00Z",
-             "tags": ["ops"]},
-            {"text": BACKUP_FIXED, "kind": "event", "occurredAt": "2024-05-02T02:00:00Z",
-             "tags": ["ops"]},
-        ]})  # fmt: skip
+        many = await ok(
+            session,
+            "remember_many",
+            {
+                "inputs": [
+                    {
+                        "text": BACKUP_FAILED,
+                        "kind": "event",
+                        "occurredAt": "2024-05-01T02:00:00Z",
+                        "tags": ["ops"],
+                    },
+                    {
+                        "text": BACKUP_FIXED,
+                        "kind": "event",
+                        "occurredAt": "2024-05-02T02:00:00Z",
+                        "tags": ["ops"],
+                    },
+                ]
+            },
+        )
         failed, fixed = (m["id"] for m in many["memories"])
         assert [m["namespace"] for m in many["memories"]] == [ns, ns]
         cafe = await ok(session, "remember", {"text": CAFE, "kind": "fact", "runId": "run-1"})
         again = await ok(session, "remember", {"text": CAFE, "kind": "fact"})
         assert again["id"] == cafe["id"] and again["recordedAt"] == cafe["recordedAt"]
-        link = await ok(session, "link", {"source": failed, "target": fixed, "kind": "CAUSES",
-                                          "note": "cleanup after the failure"})  # fmt: skip
+        link = await ok(
+            session,
+            "link",
+            {
+                "source": failed,
+                "target": fixed,
+                "kind": "CAUSES",
+                "note": "cleanup after the failure",
+            },
+        )
         assert (link["source"], link["target"], link["kind"]) == (failed, fixed, "CAUSES")
 
         # Reads: a page at a time with a cursor, filters.
@@ -311,8 +345,9 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         ]
 
         # A belief about the cafe, removed with the memory it used.
-        cafe_belief = await ok(session, "reconstruct", {"cue": "What milk does the cafe use?",
-                                                        "k": 1})  # fmt: skip
+        cafe_belief = await ok(
+            session, "reconstruct", {"cue": "What milk does the cafe use?", "k": 1}
+        )
         assert cafe_belief["sourceIds"] == [cafe["id"]] and cafe_belief["beliefId"]
         stored = await read_json(session, belief_uri(cafe_belief["beliefId"]))
         assert stored["summary"] == cafe_belief["summary"] and stored["sourceIds"] == [cafe["id"]]
@@ -323,25 +358,34 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         await read_refused(session, memory_uri(cafe["id"]), "NOT_FOUND")
 
         # Prompt assembly and the provider's count for the step.
-        prompt = await ok(session, "prompt_bundle", {
-            "userTurn": QUESTION, "runId": "run-1", "step": 3,
-            "fragments": [{"name": "persona", "text": "You are the on-call assistant."}],
-        })  # fmt: skip
+        prompt = await ok(
+            session,
+            "prompt_bundle",
+            {
+                "userTurn": QUESTION,
+                "runId": "run-1",
+                "step": 3,
+                "fragments": [{"name": "persona", "text": "You are the on-call assistant."}],
+            },
+        )
         assert prompt["memory"] is not None and not prompt["memory"]["skipped"]
         assert failed in {c["memoryId"] for c in prompt["memory"]["capsules"]}
         assert prompt["assembledEvent"]["step"] == 3
-        event = await ok(session, "report_tokens", {"runId": "run-1", "step": 3,
-                                                    "reportedTokens": 1234})  # fmt: skip
+        event = await ok(
+            session, "report_tokens", {"runId": "run-1", "step": 3, "reportedTokens": 1234}
+        )
         assert event["reportedTokens"] == 1234
         assert event["estTokens"] == prompt["contextLedger"]["estimatedInputTokens"]
 
         # Typed errors: the service's codes and messages, invalid arguments as BAD_INPUT.
         text = await refused(session, "bundle", {"query": QUESTION, "budgetTokens": 0}, "BAD_INPUT")
         assert text == "BAD_INPUT: budgetTokens must be at least 1, got 0"
-        await refused(session, "bundle", {"query": QUESTION, "budgetTokens": 10**9},
-                      "LIMIT_EXCEEDED")  # fmt: skip
-        text = await refused(session, "bundle", {"query": QUESTION, "budgetTokens": "lots"},
-                             "BAD_INPUT")  # fmt: skip
+        await refused(
+            session, "bundle", {"query": QUESTION, "budgetTokens": 10**9}, "LIMIT_EXCEEDED"
+        )
+        text = await refused(
+            session, "bundle", {"query": QUESTION, "budgetTokens": "lots"}, "BAD_INPUT"
+        )
         assert "budgetTokens" in text
         text = await refused(session, "bundle", {"query": QUESTION, "bogus": 1}, "BAD_INPUT")
         assert "bogus" in text
@@ -351,10 +395,15 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         await refused(session, "memories", {"after": "not-a-cursor"}, "BAD_INPUT")
         await refused(session, "memories", {"first": 10_000}, "LIMIT_EXCEEDED")
         await refused(session, "forget", {"id": str(uuid.uuid4())}, "NOT_FOUND")
-        await refused(session, "link", {"source": failed, "target": str(uuid.uuid4()),
-                                        "kind": "CAUSES"}, "NOT_FOUND")  # fmt: skip
-        await refused(session, "link", {"source": failed, "target": failed, "kind": "CAUSES"},
-                      "BAD_INPUT")  # fmt: skip
+        await refused(
+            session,
+            "link",
+            {"source": failed, "target": str(uuid.uuid4()), "kind": "CAUSES"},
+            "NOT_FOUND",
+        )
+        await refused(
+            session, "link", {"source": failed, "target": failed, "kind": "CAUSES"}, "BAD_INPUT"
+        )
         unassembled = {"runId": "run-1", "step": 9, "reportedTokens": 1}
         text = await refused(session, "report_tokens", unassembled, "NOT_FOUND")
         assert "step 9" in text
@@ -388,9 +437,14 @@ def test_stdio_refuses_to_start_without_the_key_of_configured_keys(tmp_path: Pat
     env = server_env("mirror", {"GRAPHSVC_API_KEYS": f"{secrets.token_urlsafe(24)}=team-a:write"})
     done = subprocess.run(
         [sys.executable, "-m", "graphsvc.mcp", "--data-dir", str(tmp_path / "d")],
-        env=env, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=120, check=False,
-    )  # fmt: skip
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 2, done.stderr
     assert "GRAPHSVC_MCP_API_KEY" in done.stderr
     assert done.stdout == ""  # stdout is the protocol's: nothing else is ever written there
@@ -479,30 +533,43 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
     url = f"{server.base_url}/mcp"
     try:
         # No key, a malformed or an unknown one: 401 before any MCP handling.
-        for headers in ({}, {"Authorization": "Basic abc"},
-                        {"Authorization": f"Bearer {secrets.token_urlsafe(24)}"}):  # fmt: skip
+        for headers in (
+            {},
+            {"Authorization": "Basic abc"},
+            {"Authorization": f"Bearer {secrets.token_urlsafe(24)}"},
+        ):
             response = httpx.post(
-                url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                headers={"Accept": "application/json, text/event-stream", **headers}, timeout=30,
-            )  # fmt: skip
+                url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Accept": "application/json, text/event-stream", **headers},
+                timeout=30,
+            )
             assert response.status_code == 401, response.text
             assert response.headers["www-authenticate"].startswith("Bearer")
             assert response.json()["code"] == "UNAUTHENTICATED"
         # A loopback bind checks Host (DNS rebinding): a page on another name cannot call it.
         response = httpx.post(
-            url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-            headers={"Accept": "application/json, text/event-stream", "Host": "rebound.example",
-                     "Authorization": f"Bearer {server.keys['b']}"},
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "Host": "rebound.example",
+                "Authorization": f"Bearer {server.keys['b']}",
+            },
             timeout=30,
-        )  # fmt: skip
+        )
         assert response.status_code == 421, response.text
         # The access log line of an /mcp request names the key's namespace.
         response = httpx.post(
-            url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-            headers={"Accept": "application/json, text/event-stream",
-                     "Authorization": f"Bearer {server.keys['b']}", "X-Request-Id": "mcp-log-1"},
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {server.keys['b']}",
+                "X-Request-Id": "mcp-log-1",
+            },
             timeout=30,
-        )  # fmt: skip
+        )
         assert response.status_code == 200, response.text
         assert {t["name"] for t in response.json()["result"]["tools"]} == TOOLS
         logged = [line for line in server.wait_for_log("mcp-log-1") if line.get("path") == "/mcp"]
@@ -513,10 +580,24 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
         async def main() -> None:
             async with http_session(url, server.keys["a"]) as a:
                 assert {t.name for t in (await a.list_tools()).tools} == TOOLS
-                many = await ok(a, "remember_many", {"inputs": [
-                    {"text": BACKUP_FAILED, "kind": "event", "occurredAt": "2024-05-01T02:00:00Z"},
-                    {"text": BACKUP_FIXED, "kind": "event", "occurredAt": "2024-05-02T02:00:00Z"},
-                ]})  # fmt: skip
+                many = await ok(
+                    a,
+                    "remember_many",
+                    {
+                        "inputs": [
+                            {
+                                "text": BACKUP_FAILED,
+                                "kind": "event",
+                                "occurredAt": "2024-05-01T02:00:00Z",
+                            },
+                            {
+                                "text": BACKUP_FIXED,
+                                "kind": "event",
+                                "occurredAt": "2024-05-02T02:00:00Z",
+                            },
+                        ]
+                    },
+                )
                 failed, fixed = (m["id"] for m in many["memories"])
                 await ok(a, "link", {"source": failed, "target": fixed, "kind": "CAUSES"})
                 seen["a_ids"] = {failed, fixed}
@@ -538,8 +619,12 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
                 assert ns_a not in message
                 await read_refused(b, belief_uri(seen["belief"]["beliefId"]), "NOT_FOUND")
                 await refused(b, "forget", {"id": theirs}, "NOT_FOUND")
-                await refused(b, "link", {"source": mine["id"], "target": theirs,
-                                          "kind": "RELATES_TO"}, "NOT_FOUND")  # fmt: skip
+                await refused(
+                    b,
+                    "link",
+                    {"source": mine["id"], "target": theirs, "kind": "RELATES_TO"},
+                    "NOT_FOUND",
+                )
             async with http_session(url, server.keys["reader"]) as reader:
                 text = await refused(reader, "remember", {"text": "a note"}, "FORBIDDEN")
                 assert "read-only" in text
@@ -547,8 +632,9 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
                 await refused(reader, "reconstruct", {"cue": CUE}, "FORBIDDEN")
                 await refused(reader, "forget", {"id": sorted(seen["a_ids"])[0]}, "FORBIDDEN")
                 await refused(reader, "bundle", {"query": QUESTION, "runId": "r"}, "FORBIDDEN")
-                await refused(reader, "prompt_bundle", {"userTurn": QUESTION, "runId": "r"},
-                              "FORBIDDEN")  # fmt: skip
+                await refused(
+                    reader, "prompt_bundle", {"userTurn": QUESTION, "runId": "r"}, "FORBIDDEN"
+                )
                 tokens = {"runId": "r", "step": 0, "reportedTokens": 1}
                 await refused(reader, "report_tokens", tokens, "FORBIDDEN")
                 # Reading is allowed: the reader sees namespace A.

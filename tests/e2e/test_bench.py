@@ -22,9 +22,17 @@ from tests.lab_support import lab_cli
 from tests.neo4j_server import neo4j_store_factory
 
 TINY = [
-    "--memories", "200", "--queries", "5", "--rounds", "2", "--vocabulary", "400",
-    "--warmup-memories", "60",
-]  # fmt: skip
+    "--memories",
+    "200",
+    "--queries",
+    "5",
+    "--rounds",
+    "2",
+    "--vocabulary",
+    "400",
+    "--warmup-memories",
+    "60",
+]
 
 
 @pytest.fixture(params=STORES)
@@ -71,11 +79,20 @@ def test_bench_reports_every_figure_with_its_settings_and_erases_its_namespace(
     assert config["retrieval"] == "lexical" and config["store"] == environment["store_kind"]
     assert len(environment["load_averages_start"]) == len(environment["load_averages_end"]) == 3
     for key in (
-        "ingest_memories_per_s", "ingest_links_per_s", "restart_open_s", "restart_s",
+        "ingest_memories_per_s",
+        "ingest_links_per_s",
+        "restart_open_s",
+        "restart_s",
         "restart_cpu_s",
-        "bundle_p50_ms", "bundle_p95_ms", "reconstruct_p50_ms", "bm25s_p50_ms",
-        "native_top10_p50_ms", "erase_s", "rss_before_ingest_mib", "rss_after_ingest_mib",
-    ):  # fmt: skip
+        "bundle_p50_ms",
+        "bundle_p95_ms",
+        "reconstruct_p50_ms",
+        "bm25s_p50_ms",
+        "native_top10_p50_ms",
+        "erase_s",
+        "rss_before_ingest_mib",
+        "rss_after_ingest_mib",
+    ):
         assert figures[key] > 0, key
     assert figures["ingest_links"] == config["links"] > 150
     assert figures["bundle_p50_min_ms"] <= figures["bundle_p50_max_ms"]

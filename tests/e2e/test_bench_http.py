@@ -23,8 +23,20 @@ from tests.neo4j_server import neo4j_store_factory
 
 pytestmark = pytest.mark.slow
 
-TINY = ["--memories", "40", "--requests", "20", "--seconds", "5", "--warmup", "4",
-        "--clients", "4", "--operations", "bundle"]  # fmt: skip
+TINY = [
+    "--memories",
+    "40",
+    "--requests",
+    "20",
+    "--seconds",
+    "5",
+    "--warmup",
+    "4",
+    "--clients",
+    "4",
+    "--operations",
+    "bundle",
+]
 
 
 @pytest.fixture(params=STORES)

@@ -28,9 +28,18 @@ Invoke = Callable[..., Result]
 # Field names of the GraphQL contract (docs/design.md) (clients depend on them).
 CAPSULE_FIELDS = {"memoryId", "text", "kind", "score", "tokens", "occurredAt", "matchedTerms"}
 BUNDLE_FIELDS = {
-    "stage", "budgetTokens", "usedTokens", "capsules", "excluded", "skipped", "topScore",
-    "evidenceCoverage", "uncoveredTerms", "chronological", "rendered",
-}  # fmt: skip
+    "stage",
+    "budgetTokens",
+    "usedTokens",
+    "capsules",
+    "excluded",
+    "skipped",
+    "topScore",
+    "evidenceCoverage",
+    "uncoveredTerms",
+    "chronological",
+    "rendered",
+}
 BELIEF_FIELDS = {"cue", "summary", "sourceIds", "linkedContextIds", "confidence", "memories"}
 
 
@@ -133,19 +142,23 @@ _GOOD_LINE = json.dumps(ROWS[0]).encode() + b"\n"
 # the line, and what the message says.
 UNREADABLE_FILES = {
     "latin-1": (
-        _GOOD_LINE + '{"type": "memory", "text": "un café"}\n'.encode("latin-1"), 2,
+        _GOOD_LINE + '{"type": "memory", "text": "un café"}\n'.encode("latin-1"),
+        2,
         "not UTF-8 text: byte 0xe9 at column 35",
     ),
     "utf-16": (_GOOD_LINE.decode().encode("utf-16"), 1, "UTF-16"),
     "binary": (gzip.compress(_GOOD_LINE * 50), 1, "not UTF-8 text"),
     "nested-100000-deep": (
-        _GOOD_LINE + b"[" * 100_000 + b"]" * 100_000 + b"\n", 2, "nested too deeply",
+        _GOOD_LINE + b"[" * 100_000 + b"]" * 100_000 + b"\n",
+        2,
+        "nested too deeply",
     ),
     "5000-digit-integer": (
         _GOOD_LINE + b'{"type": "memory", "text": "x", "confidence": ' + b"7" * 5000 + b"}\n",
-        2, "5000 digits",
+        2,
+        "5000 digits",
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("kind", list(UNREADABLE_FILES))
@@ -163,8 +176,12 @@ def test_unreadable_files_exit_2_naming_file_and_line(tmp_path: Path, kind: str)
     ):
         done = subprocess.run(
             [sys.executable, "-m", "graphsvc.cli", *args],
-            capture_output=True, text=True, env=env, timeout=120, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 2, (args[0], done.stderr[-2000:])
         assert f"error: {path}:{line}: " in done.stderr and message in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
@@ -241,8 +258,12 @@ def test_demo_runs_as_a_process(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHSVC_")}
     proc = subprocess.run(
         [sys.executable, "-m", "graphsvc.cli", "demo"],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "chronological (oldest first)" in proc.stdout
     assert "Causal chains (cause -> effect, oldest first):" in proc.stdout

@@ -207,13 +207,17 @@ def test_locomo_rows_declare_speakers_and_keep_the_text() -> None:
             "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [
                 {"speaker": "Caroline", "dia_id": "D1:1", "text": "How was the race?"},
-                {"speaker": long_name, "dia_id": "D1:2", "text": "Great!",
-                 "blip_caption": "a medal"},
+                {
+                    "speaker": long_name,
+                    "dia_id": "D1:2",
+                    "text": "Great!",
+                    "blip_caption": "a medal",
+                },
             ],
             "session_2_date_time": "2:00 pm on 9 May, 2023",
             "session_2": [{"speaker": "Caroline", "dia_id": "D2:1", "text": "Hi"}],
         }
-    }  # fmt: skip
+    }
     every = list(locomo_rows(conversation, "conv-x", scope="s"))
     rows = [r for r in every if r["type"] == "memory"]
     assert rows[0]["text"] == "Caroline: How was the race?"

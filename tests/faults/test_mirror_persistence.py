@@ -228,9 +228,12 @@ def test_snapshot_compaction_then_reopen_is_equal(data_dir: Path, tmp_path: Path
     assert snapshot.head.gen >= 1  # compacted (how often depends on the thread's pace)
     assert snapshot.head.log == head.log and snapshot.head.seq >= head.base > 0
     assert sorted(p.name for p in data_dir.iterdir()) == [
-        journal.LOCK_NAME, journal.CLEAN_NAME, journal.LOG_NAME, journal.SNAPSHOT_NAME,
+        journal.LOCK_NAME,
+        journal.CLEAN_NAME,
+        journal.LOG_NAME,
+        journal.SNAPSHOT_NAME,
         journal.STORE_NAME,
-    ]  # fmt: skip
+    ]
     store_id = journal.read_store_id(data_dir / journal.STORE_NAME)
     assert store_id is not None and snapshot.head.store == head.store == store_id
 
@@ -595,10 +598,23 @@ def test_a_log_emptied_after_kill_9_is_refused_by_the_command_line(tmp_path: Pat
     env.pop("GRAPHSVC_NEO4J_URI", None)
     for command in (["stats"], ["remember", "after the loss"]):
         done = subprocess.run(
-            [sys.executable, "-m", "graphsvc.cli", *command, "--data-dir", str(data_dir),
-             "--namespace", "crash"],
-            capture_output=True, text=True, env=env, cwd=REPO, timeout=120, check=False,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "graphsvc.cli",
+                *command,
+                "--data-dir",
+                str(data_dir),
+                "--namespace",
+                "crash",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 3, (done.stdout, done.stderr)
         assert "lost its header" in done.stderr and f"{REPAIR} {data_dir}" in done.stderr
         assert "Traceback" not in done.stderr and "migrating" not in done.stderr
@@ -690,8 +706,10 @@ def test_a_log_from_another_store_without_snapshot_or_marker_is_refused(
     foreign = (other / journal.LOG_NAME).read_bytes()
     (data_dir / journal.LOG_NAME).write_bytes(foreign)
     assert {p.name for p in data_dir.iterdir()} == {
-        journal.LOCK_NAME, journal.LOG_NAME, journal.STORE_NAME
-    }  # fmt: skip
+        journal.LOCK_NAME,
+        journal.LOG_NAME,
+        journal.STORE_NAME,
+    }
     refuses(data_dir, r"is a log of store [0-9a-f]{32}, but .*store\.json says .*another store")
     refuses(data_dir, r"another store", read_only=True)
 

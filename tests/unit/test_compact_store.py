@@ -52,14 +52,19 @@ def open_store(path: Path, **kwargs: Any) -> MirrorStore:
 def make_memory(ns: str, n: int, rng: random.Random) -> Memory:
     text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9))) + f" item{n % 7}"
     return Memory(
-        id=uuid4(), namespace=ns, text=text, kind=rng.choice(["note", "event", "fact"]),
+        id=uuid4(),
+        namespace=ns,
+        text=text,
+        kind=rng.choice(["note", "event", "fact"]),
         recorded_at=BASE + timedelta(seconds=n, microseconds=n * 7),
         occurred_at=None if n % 3 else BASE - timedelta(days=n, microseconds=3),
         invalidated_at=BASE + timedelta(days=400) if n % 11 == 0 else None,
         tags=tuple(rng.sample(["ops", "home", "x", "y"], rng.randint(0, 3))),
-        source=None if n % 2 else f"src{n % 4}", confidence=rng.choice([1.0, 0.5, 0.123456789]),
-        tokens=estimate_tokens(text), terms=tuple(analyse(text)),
-    )  # fmt: skip
+        source=None if n % 2 else f"src{n % 4}",
+        confidence=rng.choice([1.0, 0.5, 0.123456789]),
+        tokens=estimate_tokens(text),
+        terms=tuple(analyse(text)),
+    )
 
 
 def populate(store: MirrorStore, count: int = 120, seed: int = 3) -> list[Memory]:
@@ -343,10 +348,16 @@ def test_links_added_in_a_batch_equal_those_added_one_by_one() -> None:
 
 def test_link_rows_read_in_a_batch_equal_those_read_one_by_one() -> None:
     rows: list[list[Any]] = [
-        [str(uuid4()), str(uuid4()), kind.value, 0.5 * n,
-         (BASE + timedelta(hours=n % 3)).isoformat(), None if n % 2 else f"note {n}"]
+        [
+            str(uuid4()),
+            str(uuid4()),
+            kind.value,
+            0.5 * n,
+            (BASE + timedelta(hours=n % 3)).isoformat(),
+            None if n % 2 else f"note {n}",
+        ]
         for n, kind in enumerate(list(LinkKind) * 4)
-    ]  # fmt: skip
+    ]
     rows.append([rows[0][1], rows[0][0].upper(), "RELATES_TO", 1, BASE.isoformat(), None])
     assert link_tuples_from_rows(rows) == [link_tuple_from_row(row) for row in rows]
     with pytest.raises(ValueError, match="not a link row"):
@@ -396,9 +407,25 @@ def test_memory_rows_added_in_a_batch_equal_those_added_one_by_one() -> None:
             one_by_one.add_row(row)
         assert batched.add_rows(chunk) == range(first, first + len(chunk))
     assert batched.add_rows([]) == range(len(rows), len(rows))
-    for name in ("row_of", "ids", "keys", "texts", "kinds", "sources", "tags", "recorded",
-                 "occurred", "invalidated", "confidence", "tokens", "lengths", "term_start",
-                 "term_data", "term_names", "term_numbers"):  # fmt: skip
+    for name in (
+        "row_of",
+        "ids",
+        "keys",
+        "texts",
+        "kinds",
+        "sources",
+        "tags",
+        "recorded",
+        "occurred",
+        "invalidated",
+        "confidence",
+        "tokens",
+        "lengths",
+        "term_start",
+        "term_data",
+        "term_names",
+        "term_numbers",
+    ):
         assert getattr(batched, name) == getattr(one_by_one, name), name
     assert [batched.row_form(r) for r in range(len(rows))] == rows
     bad = [*rows[:2], [*rows[2][:1], None, *rows[2][2:]]]

@@ -275,5 +275,11 @@ def test_analyse_many_is_analyse_of_each_text(texts: list[str]) -> None:
 
 def test_analyse_many_of_ascii_texts_cuts_the_batch_back_into_its_texts() -> None:
     texts = ["The pump failed.", "", "  ", "pump-valve_42 ran", "x", "Running pumps"]
-    assert analyse_many(texts) == [("pump", "fail"), (), (), ("pump", "valv", "42", "ran"), (),
-                                   ("run", "pump")]  # fmt: skip
+    assert analyse_many(texts) == [
+        ("pump", "fail"),
+        (),
+        (),
+        ("pump", "valv", "42", "ran"),
+        (),
+        ("run", "pump"),
+    ]

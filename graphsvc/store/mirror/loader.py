@@ -188,8 +188,10 @@ class MirrorLoader(MirrorWriter):
                         logger.warning(
                             "could not write %s in %s (%s): the next open cannot tell a torn "
                             "write from damage at the end of the log",
-                            CLEAN_NAME, self._dir, exc.strerror,
-                        )  # fmt: skip
+                            CLEAN_NAME,
+                            self._dir,
+                            exc.strerror,
+                        )
             if self._lock_file is not None:
                 self._lock_file.close()  # releases the flock
                 self._lock_file = None
@@ -242,8 +244,10 @@ class MirrorLoader(MirrorWriter):
                 logger.info(
                     "%s ends with an incomplete record (%s, line %d): a write in progress or one "
                     "that was never acknowledged; a read-only open leaves it",
-                    chain.active.path, replayed.problem.reason, replayed.problem.line,
-                )  # fmt: skip
+                    chain.active.path,
+                    replayed.problem.reason,
+                    replayed.problem.line,
+                )
         except LogError as exc:
             self._abandon()
             hint = _snapshot_hint(exc.path) if exc.path.name == SNAPSHOT_NAME else repair_hint(root)
@@ -455,9 +459,11 @@ class MirrorLoader(MirrorWriter):
                 problem = scan.problem
                 if problem.kind == "torn" and index != last:
                     problem = Problem(
-                        "damaged", problem.line, problem.offset,
+                        "damaged",
+                        problem.line,
+                        problem.offset,
                         f"{problem.reason}, in a segment that is not the last one",
-                    )  # fmt: skip
+                    )
                 out.problem = problem
                 out.problem_segment = index
                 out.after = list(scan.after)
@@ -520,25 +526,31 @@ class MirrorLoader(MirrorWriter):
                 )
             if marker is not None:
                 raise LogError(
-                    path, problem.line, problem.offset,
+                    path,
+                    problem.line,
+                    problem.offset,
                     f"damaged: {problem.reason} at the end of a log that was closed cleanly at "
                     f"seq {marker.seq}: it is not a torn write, the file was changed after close",
-                )  # fmt: skip
+                )
         active = chain.active
         if marker is not None and active is not None:
             if active.head.log != marker.log:
                 raise LogError(
-                    active.path, 1, 0,
+                    active.path,
+                    1,
+                    0,
                     f"the store was closed cleanly with log {marker.log}, but this is "
                     f"{active.describe()}: the log was replaced",
-                )  # fmt: skip
+                )
             if self._seq != marker.seq:
                 scan = active.scan
                 raise LogError(
-                    active.path, len(scan.frames) + 1, scan.end,
+                    active.path,
+                    len(scan.frames) + 1,
+                    scan.end,
                     f"the log ends at seq {self._seq} but the store was closed cleanly at seq "
                     f"{marker.seq}: acknowledged records are missing (the file was cut)",
-                )  # fmt: skip
+                )
 
     def _prepare_writes(self, chain: Chain, replayed: Replayed) -> None:
         """Make the directory ready for appends: give the store an id if it has none, drop the
@@ -568,8 +580,10 @@ class MirrorLoader(MirrorWriter):
             journal.fsync_dir(root)
             logger.warning(
                 "finished an interrupted log switch in %s: %s is now %s",
-                root, NEW_LOG_NAME, LOG_NAME,
-            )  # fmt: skip
+                root,
+                NEW_LOG_NAME,
+                LOG_NAME,
+            )
             chain.segments[-1].path = root / LOG_NAME
         if chain.leftover_new is not None:
             chain.leftover_new.unlink()
@@ -595,8 +609,13 @@ class MirrorLoader(MirrorWriter):
             logger.warning(
                 "cut a torn last record from %s: %d bytes from byte %d (line %d), a write that "
                 "was never acknowledged (%s); the %d records replayed before it are intact",
-                log_path, scan.size - end, end, problem.line, problem.reason, replayed.applied,
-            )  # fmt: skip
+                log_path,
+                scan.size - end,
+                end,
+                problem.line,
+                problem.reason,
+                replayed.applied,
+            )
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
         self._log_fd = fd
         if problem is None and scan.missing_newline:

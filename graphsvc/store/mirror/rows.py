@@ -27,13 +27,31 @@ def log_memory_row(m: Memory) -> list[Any]:
 
 #: A memory's fields in its log row's order (:func:`log_memory_row`), as the memory holds them.
 MemoryFields = tuple[
-    UUID, str, str, datetime | None, datetime, datetime | None, tuple[str, ...], str | None,
-    float, int, tuple[str, ...],
-]  # fmt: skip
+    UUID,
+    str,
+    str,
+    datetime | None,
+    datetime,
+    datetime | None,
+    tuple[str, ...],
+    str | None,
+    float,
+    int,
+    tuple[str, ...],
+]
 memory_fields: Callable[[Memory], MemoryFields] = attrgetter(
-    "id", "text", "kind", "occurred_at", "recorded_at", "invalidated_at", "tags", "source",
-    "confidence", "tokens", "terms",
-)  # fmt: skip
+    "id",
+    "text",
+    "kind",
+    "occurred_at",
+    "recorded_at",
+    "invalidated_at",
+    "tags",
+    "source",
+    "confidence",
+    "tokens",
+    "terms",
+)
 
 
 def log_memory_rows(
@@ -52,9 +70,18 @@ def log_memory_rows(
 def _memory_row_of(row: MemoryFields) -> list[Any]:
     mid, text, kind, occurred, recorded, invalidated, tags, source, confidence, tokens, terms = row
     return [
-        str(mid), text, kind, _dt(occurred), recorded.isoformat(), _dt(invalidated), list(tags),
-        source, confidence, tokens, list(terms),
-    ]  # fmt: skip
+        str(mid),
+        text,
+        kind,
+        _dt(occurred),
+        recorded.isoformat(),
+        _dt(invalidated),
+        list(tags),
+        source,
+        confidence,
+        tokens,
+        list(terms),
+    ]
 
 
 def log_link_row(lk: Link) -> list[Any]:

@@ -172,9 +172,11 @@ class MirrorState:
         tf_bytes = tfs.data.cast("B")
         width = posted.itemsize
         for number, low, high in zip(
-            numbers[starts].tolist(), (starts * width).tolist(), (ends * width).tolist(),
+            numbers[starts].tolist(),
+            (starts * width).tolist(),
+            (ends * width).tolist(),
             strict=True,
-        ):  # fmt: skip
+        ):
             term = names[number]
             posting = postings.get(term)
             if posting is None:

@@ -174,17 +174,19 @@ class MirrorStore(MirrorLoader, Store):
 
             if created or evict or given:
                 record: dict[str, Any] = {
-                    "op": "upsert", "ns": namespace,
+                    "op": "upsert",
+                    "ns": namespace,
                     "memories": log_memory_rows(fields, columns),
                     "evict": [str(mid) for mid in evict],
-                }  # fmt: skip
+                }
                 if given:  # in the same record as the memories: one atomic write
                     record["vectors"] = log_vector_rows(given.items())
                 self._write(record, apply)
             return WriteResult(
-                created=tuple(m.id for m in created), unchanged=tuple(unchanged),
+                created=tuple(m.id for m in created),
+                unchanged=tuple(unchanged),
                 evicted=tuple(evict),
-            )  # fmt: skip
+            )
 
     def add_links(self, namespace: str, links: Sequence[Link]) -> None:
         with self._lock:
@@ -261,9 +263,15 @@ class MirrorStore(MirrorLoader, Store):
         del batch_size, time_budget
         with self._lock:
             receipt = EraseReceipt(
-                namespace=namespace, filter=spec, memories=0, links=0, beliefs=0, events=0,
-                erased_at=at, complete=True,
-            )  # fmt: skip
+                namespace=namespace,
+                filter=spec,
+                memories=0,
+                links=0,
+                beliefs=0,
+                events=0,
+                erased_at=at,
+                complete=True,
+            )
             space = self._spaces.get(namespace)
             if space is None:
                 return receipt
@@ -272,10 +280,11 @@ class MirrorStore(MirrorLoader, Store):
                     return receipt
                 links = space.graph.count
                 counts = {
-                    "memories": len(space.memories), "links": links,
+                    "memories": len(space.memories),
+                    "links": links,
                     "beliefs": len(space.beliefs),
                     "events": sum(len(events) for events in space.events.values()),
-                }  # fmt: skip
+                }
                 self._write({"op": "drop", "ns": namespace})
             else:
                 order = [key for _, key in space.order]  # oldest first: the log names them so
@@ -291,8 +300,12 @@ class MirrorStore(MirrorLoader, Store):
 
                 self._write(record, apply)
                 links, beliefs, events = removed
-                counts = {"memories": len(keys), "links": links, "beliefs": beliefs,
-                          "events": events}  # fmt: skip
+                counts = {
+                    "memories": len(keys),
+                    "links": links,
+                    "beliefs": beliefs,
+                    "events": events,
+                }
             receipt = receipt.model_copy(update=counts)
         if progress is not None:
             progress(receipt)
@@ -302,9 +315,10 @@ class MirrorStore(MirrorLoader, Store):
         with self._lock:
             space = self._space(belief.namespace)
             missing = [
-                m for m in (*belief.source_ids, *belief.linked_context_ids)
+                m
+                for m in (*belief.source_ids, *belief.linked_context_ids)
                 if m.int not in space.memories
-            ]  # fmt: skip
+            ]
             if missing:
                 raise belief_memory_missing(missing[0])
             self._write({"op": "belief", "ns": belief.namespace, "belief": log_belief_row(belief)})
@@ -343,10 +357,15 @@ class MirrorStore(MirrorLoader, Store):
             target = self._assembled(events, step)
             if target is None:
                 raise no_assembled_event(run_id, step)
-            self._write({
-                "op": "report", "ns": namespace, "run": run_id,
-                "eventSeq": target.seq, "tokens": reported_tokens,
-            })  # fmt: skip
+            self._write(
+                {
+                    "op": "report",
+                    "ns": namespace,
+                    "run": run_id,
+                    "eventSeq": target.seq,
+                    "tokens": reported_tokens,
+                }
+            )
             return events[target.seq]
 
     @staticmethod
@@ -507,10 +526,14 @@ class MirrorStore(MirrorLoader, Store):
             occ = occurred[row]
             found.append(
                 Candidate(
-                    ids[row], tf, lengths[row], recorded[row],  # type: ignore[arg-type]
-                    None if occ == NO_TIME else occ, confidence[row],
+                    ids[row],  # type: ignore[arg-type]
+                    tf,
+                    lengths[row],
+                    recorded[row],
+                    None if occ == NO_TIME else occ,
+                    confidence[row],
                 )
-            )  # fmt: skip
+            )
         return found
 
     def candidates(

@@ -247,8 +247,10 @@ class MirrorWriter(MirrorState):
             logger.error(
                 "could not start a compaction in %s (%s); the log keeps every write, next "
                 "attempt past %d bytes",
-                self._dir, exc.strerror, self._compact_after,
-            )  # fmt: skip
+                self._dir,
+                exc.strerror,
+                self._compact_after,
+            )
 
     def _compact(
         self,
@@ -271,9 +273,11 @@ class MirrorWriter(MirrorState):
         capture = self._capture(version)
         if background:
             thread = threading.Thread(
-                target=self._write_snapshot, args=(capture, False),
-                name="graphsvc-compaction", daemon=True,
-            )  # fmt: skip
+                target=self._write_snapshot,
+                args=(capture, False),
+                name="graphsvc-compaction",
+                daemon=True,
+            )
             self._compactor = thread
             thread.start()
         else:
@@ -318,9 +322,12 @@ class MirrorWriter(MirrorState):
         root = self._dir
         prev = self._log_head.log or LEGACY_PREV
         head = LogHead(
-            journal.new_log_id(), gen=self._gen + 1, base=self._seq, prev=prev,
+            journal.new_log_id(),
+            gen=self._gen + 1,
+            base=self._seq,
+            prev=prev,
             store=self._store_id,
-        )  # fmt: skip
+        )
         new_path, log_path, old_path = root / NEW_LOG_NAME, root / LOG_NAME, root / OLD_LOG_NAME
         frame = journal.encode(head.record())
         fd = os.open(new_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
@@ -456,12 +463,16 @@ class MirrorWriter(MirrorState):
             for start in range(0, len(share.ids), SNAPSHOT_CHUNK):
                 stop = min(start + SNAPSHOT_CHUNK, len(share.ids))
                 ids = b"".join([mid.bytes for mid in share.ids[start:stop]])
-                yield journal.encode({
-                    "op": "vectors", "ns": ns, "dimension": share.matrix.shape[1],
-                    "total": len(share.ids),
-                    "ids": base64.b64encode(ids).decode("ascii"),
-                    "codes": base64.b64encode(share.codes(start, stop)).decode("ascii"),
-                })  # fmt: skip
+                yield journal.encode(
+                    {
+                        "op": "vectors",
+                        "ns": ns,
+                        "dimension": share.matrix.shape[1],
+                        "total": len(share.ids),
+                        "ids": base64.b64encode(ids).decode("ascii"),
+                        "codes": base64.b64encode(share.codes(start, stop)).decode("ascii"),
+                    }
+                )
 
     def _write_snapshot(self, capture: _Capture, raise_errors: bool) -> None:
         """Write the captured state to ``snapshot.json`` (temporary file, fsync, rename), then
@@ -498,7 +509,9 @@ class MirrorWriter(MirrorState):
             logger.error(
                 "compaction in %s failed (%s); the log keeps every write, next attempt past %d "
                 "bytes",
-                root, getattr(exc, "strerror", None) or repr(exc), self._compact_after,
-            )  # fmt: skip
+                root,
+                getattr(exc, "strerror", None) or repr(exc),
+                self._compact_after,
+            )
         else:
             self._compact_after = 0

@@ -98,8 +98,11 @@ def _commit(tx: Transaction) -> None:
 # How the schema makes the full-text index memory_terms (cypher/schema.cypher). Its namespace
 # field is then one exact token, so `+namespace:"ns"` matches exactly one namespace and the
 # candidate queries read no namespace property to check what the index found.
-FULLTEXT_CONFIG = {"labels": ["Memory"], "properties": ["namespace", "termText"],
-                   "analyzer": "whitespace"}  # fmt: skip
+FULLTEXT_CONFIG = {
+    "labels": ["Memory"],
+    "properties": ["namespace", "termText"],
+    "analyzer": "whitespace",
+}
 
 
 def check_fulltext(found: list[dict[str, Any]]) -> None:

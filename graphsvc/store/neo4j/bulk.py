@@ -68,13 +68,21 @@ MEMORY_TYPES: dict[str, str] = {
     "occurredAt": "datetime",
 }
 LINK_HEADER = (
-    ":START_ID(Memory)", ":END_ID(Memory)", ":TYPE", "weight:double", "note:string",
-    "createdUs:long", "createdAt:datetime",
-)  # fmt: skip
+    ":START_ID(Memory)",
+    ":END_ID(Memory)",
+    ":TYPE",
+    "weight:double",
+    "note:string",
+    "createdUs:long",
+    "createdAt:datetime",
+)
 TERM_STAT_HEADER = ("key:string", "namespace:string", "term:string", "df:long")
 NAMESPACE_STAT_HEADER = (
-    "namespace:string", "memories:long", "totalLength:long", "vectors:long",
-)  # fmt: skip
+    "namespace:string",
+    "memories:long",
+    "totalLength:long",
+    "vectors:long",
+)
 #: Array delimiters tried in turn (the first that no tag holds): control characters.
 ARRAY_DELIMITERS = ("\x1f", "\x1e", "\x1d", "\x1c", "\x07", "\x01")
 
@@ -169,10 +177,14 @@ def link_row(link: Link) -> dict[str, Any]:
     """A link as ``merge_links.cypher`` receives it from :meth:`Neo4jStore.add_links`, plus the
     DateTime ``createdAt`` that query makes from ``createdUs``."""
     return {
-        "source": str(link.source), "target": str(link.target), "kind": link.kind.value,
-        "weight": link.weight, "note": link.note, "createdUs": micros(link.created_at),
+        "source": str(link.source),
+        "target": str(link.target),
+        "kind": link.kind.value,
+        "weight": link.weight,
+        "note": link.note,
+        "createdUs": micros(link.created_at),
         "createdAt": link.created_at,
-    }  # fmt: skip
+    }
 
 
 def _delimiter(memories: Sequence[Memory]) -> str:
@@ -274,8 +286,17 @@ def _write(
             rows = _Rows(out, LINK_HEADER, delimiter)
             for link in links:
                 r = link_row(link)
-                rows.write([r["source"], r["target"], r["kind"], r["weight"], r["note"],
-                            r["createdUs"], r["createdAt"]])  # fmt: skip
+                rows.write(
+                    [
+                        r["source"],
+                        r["target"],
+                        r["kind"],
+                        r["weight"],
+                        r["note"],
+                        r["createdUs"],
+                        r["createdAt"],
+                    ]
+                )
         if rows.multiline:
             multiline.append("links.csv")
     terms, dfs = term_deltas([m.terms for m in memories], [])

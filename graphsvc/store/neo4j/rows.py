@@ -160,9 +160,13 @@ def candidates_from_rows(
             tf = tuple(counts)
         occurred_us = None if occurred is None else int(occurred)
         candidate = Candidate(
-            id=UUID(memory_id), tf=tf, length=int(length), recorded_us=int(recorded),
-            occurred_us=occurred_us, confidence=float(confidence),
-        )  # fmt: skip
+            id=UUID(memory_id),
+            tf=tf,
+            length=int(length),
+            recorded_us=int(recorded),
+            occurred_us=occurred_us,
+            confidence=float(confidence),
+        )
         found.append(candidate)
     return found
 

@@ -120,12 +120,19 @@ def _guess_params(guess: WindowGuess | None, asked: Sequence[str], terms: Sequen
         return {"size": 0}
     count, stage = Counter(terms), guess.stage
     return {
-        "size": guess.size, "dayUs": guess.day_us, "mult": [count[term] for term in asked],
-        "k1": guess.k1, "b": guess.bm25_b, "coverageB": guess.coverage_b,
-        "coverage": stage.coverage, "bm25": stage.bm25, "freshness": stage.freshness,
-        "confidence": stage.confidence, "keep": 1.0 - stage.freshness - stage.confidence,
+        "size": guess.size,
+        "dayUs": guess.day_us,
+        "mult": [count[term] for term in asked],
+        "k1": guess.k1,
+        "b": guess.bm25_b,
+        "coverageB": guess.coverage_b,
+        "coverage": stage.coverage,
+        "bm25": stage.bm25,
+        "freshness": stage.freshness,
+        "confidence": stage.confidence,
+        "keep": 1.0 - stage.freshness - stage.confidence,
         "halfLife": stage.half_life_days,
-    }  # fmt: skip
+    }
 
 
 class Neo4jStore(Neo4jVectors, Store):
@@ -197,8 +204,12 @@ class Neo4jStore(Neo4jVectors, Store):
             row = rows[0]
             logger.info(
                 "namespace %r: counted %d links, %d beliefs and %d terms once; writes keep them "
-                "from now on", row["namespace"], row["links"], row["beliefs"], row["terms"],
-            )  # fmt: skip
+                "from now on",
+                row["namespace"],
+                row["links"],
+                row["beliefs"],
+                row["terms"],
+            )
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -250,9 +261,15 @@ class Neo4jStore(Neo4jVectors, Store):
         exact: every write changes them under this lock."""
         length = sum(len(t) for t in added) - sum(len(t) for t in removed)
         return self._bump_counts(
-            tx, ns, memories=len(added) - len(removed), length=length, vectors=vectors,
-            terms=terms, links=links, beliefs=beliefs,
-        )  # fmt: skip
+            tx,
+            ns,
+            memories=len(added) - len(removed),
+            length=length,
+            vectors=vectors,
+            terms=terms,
+            links=links,
+            beliefs=beliefs,
+        )
 
     def _count(self, tx: Transaction, ns: str) -> int:
         """The namespace's memories, read without a lock."""
@@ -339,10 +356,16 @@ class Neo4jStore(Neo4jVectors, Store):
 
         def work(tx: Transaction) -> None:
             rows = [
-                {"source": str(lk.source), "target": str(lk.target), "kind": lk.kind.value,
-                 "weight": lk.weight, "note": lk.note, "createdUs": micros(lk.created_at)}
+                {
+                    "source": str(lk.source),
+                    "target": str(lk.target),
+                    "kind": lk.kind.value,
+                    "weight": lk.weight,
+                    "note": lk.note,
+                    "createdUs": micros(lk.created_at),
+                }
                 for lk in links
-            ]  # fmt: skip
+            ]
             row = self._tx(tx, "merge_links", ns=namespace, links=rows)[0]
             # Fewer merged than sent: an end is missing; name the first (the write rolls back).
             if row["merged"] < len(links):
@@ -372,10 +395,13 @@ class Neo4jStore(Neo4jVectors, Store):
             row = rows[0]
             memory = memory_from_props(namespace, row["memory"])
             refs = sorted(
-                (LinkRef(source=UUID(r["source"]), target=UUID(r["target"]), kind=r["kind"])
-                 for r in row["links"] if r["kind"] is not None),
+                (
+                    LinkRef(source=UUID(r["source"]), target=UUID(r["target"]), kind=r["kind"])
+                    for r in row["links"]
+                    if r["kind"] is not None
+                ),
                 key=lambda lk: (str(lk.source), str(lk.target), lk.kind.value),
-            )  # fmt: skip
+            )
             gone = self._tx(tx, "delete_memories", ns=namespace, ids=[str(memory_id)])[0]
             self._apply_stats(tx, namespace, [], [memory.terms], -int(gone["vectors"]), gone)
             return ForgetReceipt(
@@ -406,9 +432,15 @@ class Neo4jStore(Neo4jVectors, Store):
         finishes the work; no transaction grows with the namespace."""
         started = time.monotonic()
         receipt = EraseReceipt(
-            namespace=namespace, filter=spec, memories=0, links=0, beliefs=0, events=0,
-            erased_at=at, complete=False,
-        )  # fmt: skip
+            namespace=namespace,
+            filter=spec,
+            memories=0,
+            links=0,
+            beliefs=0,
+            events=0,
+            erased_at=at,
+            complete=False,
+        )
 
         def done(**more: int) -> None:
             nonlocal receipt
@@ -434,9 +466,14 @@ class Neo4jStore(Neo4jVectors, Store):
         after = ERASE_START
         while True:
             batch = functools.partial(
-                self._erase_batch, namespace=namespace, spec=spec, after=after,
-                limit=batch_size, details=details, naming=naming,
-            )  # fmt: skip
+                self._erase_batch,
+                namespace=namespace,
+                spec=spec,
+                after=after,
+                limit=batch_size,
+                details=details,
+                naming=naming,
+            )
             count, links, beliefs, last, new = self._write(batch)
             if count == 0:
                 break
@@ -476,9 +513,16 @@ class Neo4jStore(Neo4jVectors, Store):
         transaction, so a retry is safe). Returns the memories, links and beliefs removed, the
         newest recordedAt of the batch, and the events rewritten with their new details."""
         row = self._tx(
-            tx, "erase_select", ns=namespace, after=after, limit=limit, tag=spec.tag,
-            source=spec.source, since=spec.since, until=spec.until,
-        )[0]  # fmt: skip
+            tx,
+            "erase_select",
+            ns=namespace,
+            after=after,
+            limit=limit,
+            tag=spec.tag,
+            source=spec.source,
+            since=spec.since,
+            until=spec.until,
+        )[0]
         batch = row["memories"]
         if not batch:
             return 0, 0, 0, after, {}
@@ -526,14 +570,20 @@ class Neo4jStore(Neo4jVectors, Store):
             if missing:
                 raise belief_memory_missing(missing[0])
             props = {
-                "id": str(belief.id), "cue": belief.cue, "summary": belief.summary,
-                "confidence": belief.confidence, "createdAt": belief.created_at,
-            }  # fmt: skip
+                "id": str(belief.id),
+                "cue": belief.cue,
+                "summary": belief.summary,
+                "confidence": belief.confidence,
+                "createdAt": belief.created_at,
+            }
             self._tx(
-                tx, "save_belief", ns=ns, belief=props,
+                tx,
+                "save_belief",
+                ns=ns,
+                belief=props,
                 sources=[str(m) for m in belief.source_ids],
                 context=[str(m) for m in belief.linked_context_ids],
-            )  # fmt: skip
+            )
             self._bump_counts(tx, ns, beliefs=1)
 
         self._write(work)
@@ -550,22 +600,36 @@ class Neo4jStore(Neo4jVectors, Store):
         at: datetime,
     ) -> ContextEvent:
         props = {
-            "step": step, "kind": ContextEventKind(kind).value, "detail": detail,
-            "estTokens": est_tokens, "reportedTokens": None, "recordedAt": at,
-        }  # fmt: skip
+            "step": step,
+            "kind": ContextEventKind(kind).value,
+            "detail": detail,
+            "estTokens": est_tokens,
+            "reportedTokens": None,
+            "recordedAt": at,
+        }
 
         def work(tx: Transaction) -> int:
             rows = self._tx(
-                tx, "append_event", ns=namespace, key=namespaced_key(namespace, run_id),
-                runId=run_id, event=props,
-            )  # fmt: skip
+                tx,
+                "append_event",
+                ns=namespace,
+                key=namespaced_key(namespace, run_id),
+                runId=run_id,
+                event=props,
+            )
             return int(rows[0]["seq"])
 
         seq = self._write(work)
         return ContextEvent(
-            run_id=run_id, seq=seq, step=step, kind=ContextEventKind(kind), detail=detail,
-            est_tokens=est_tokens, reported_tokens=None, recorded_at=at,
-        )  # fmt: skip
+            run_id=run_id,
+            seq=seq,
+            step=step,
+            kind=ContextEventKind(kind),
+            detail=detail,
+            est_tokens=est_tokens,
+            reported_tokens=None,
+            recorded_at=at,
+        )
 
     def set_reported_tokens(
         self, namespace: str, run_id: str, step: int, reported_tokens: int
@@ -659,10 +723,16 @@ class Neo4jStore(Neo4jVectors, Store):
         distinct = list(dict.fromkeys(terms))
         asked = sorted(distinct)
         row = self._read(
-            "recall_columns", ns=namespace, sep=KEY_SEP, terms=asked, limit=limit,
-            chunk=TERMS_PER_QUERY, none=NO_OCCURRED, needles=[f" {term} " for term in asked],
+            "recall_columns",
+            ns=namespace,
+            sep=KEY_SEP,
+            terms=asked,
+            limit=limit,
+            chunk=TERMS_PER_QUERY,
+            none=NO_OCCURRED,
+            needles=[f" {term} " for term in asked],
             guess=_guess_params(guess, asked, terms),
-        )[0]  # fmt: skip
+        )[0]
         df = {asked[i]: int(count) for i, count in row["known"]}
         stats = TermStats(
             int(row["memories"]), int(row["totalLength"]), {t: df[t] for t in distinct}
@@ -691,9 +761,13 @@ class Neo4jStore(Neo4jVectors, Store):
             by_id.update((props["id"], props) for props in found)
         memories = [memory_from_props(namespace, by_id[key]) for key in asked if key in by_id]
         pairs = sorted(
-            {(props["id"], older) for props in by_id.values() for older in props["supersedes"]
-             if older in by_id}
-        )  # fmt: skip
+            {
+                (props["id"], older)
+                for props in by_id.values()
+                for older in props["supersedes"]
+                if older in by_id
+            }
+        )
         return memories, [(UUID(a), UUID(b)) for a, b in pairs]
 
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
@@ -715,9 +789,16 @@ class Neo4jStore(Neo4jVectors, Store):
             hops = min(left, HOPS_PER_QUERY)
             last = left <= HOPS_PER_QUERY
             row = self._read(
-                "walk", ns=namespace, frontier=frontier, seen=seen, room=max_nodes - len(reached),
-                hops=hops, members=last, reached=[n for n, _ in reached], starts=starts,
-            )[0]  # fmt: skip
+                "walk",
+                ns=namespace,
+                frontier=frontier,
+                seen=seen,
+                room=max_nodes - len(reached),
+                hops=hops,
+                members=last,
+                reached=[n for n, _ in reached],
+                starts=starts,
+            )[0]
             distance = depth - left
             for layer in row["layers"][:hops]:
                 distance += 1
@@ -759,11 +840,15 @@ class Neo4jStore(Neo4jVectors, Store):
         if created is None:
             raise GraphsvcError(f"belief {belief_id} has no createdAt")
         return Belief(
-            id=UUID(props["id"]), namespace=namespace, cue=props["cue"],
-            summary=props["summary"], confidence=float(props["confidence"]),
-            created_at=created, source_ids=tuple(UUID(s) for s in rows[0]["sources"]),
+            id=UUID(props["id"]),
+            namespace=namespace,
+            cue=props["cue"],
+            summary=props["summary"],
+            confidence=float(props["confidence"]),
+            created_at=created,
+            source_ids=tuple(UUID(s) for s in rows[0]["sources"]),
             linked_context_ids=tuple(UUID(s) for s in rows[0]["context"]),
-        )  # fmt: skip
+        )
 
     def events(self, namespace: str, run_id: str) -> list[ContextEvent]:
         rows = self._read("run_events", key=namespaced_key(namespace, run_id))
@@ -777,9 +862,13 @@ class Neo4jStore(Neo4jVectors, Store):
         if any(row[name] is None for name in ("links", "beliefs", "terms")):
             row.update(self._read("namespace_counted_stats", ns=namespace)[0])
         return NamespaceStats(
-            namespace=namespace, memories=row["memories"], links=row["links"],
-            beliefs=row["beliefs"], terms=row["terms"], events=row["events"],
-        )  # fmt: skip
+            namespace=namespace,
+            memories=row["memories"],
+            links=row["links"],
+            beliefs=row["beliefs"],
+            terms=row["terms"],
+            events=row["events"],
+        )
 
     def list_memories(
         self,
@@ -793,10 +882,16 @@ class Neo4jStore(Neo4jVectors, Store):
         until: datetime | None,
     ) -> list[Memory]:
         rows = self._read(
-            "list_memories", ns=namespace, after=after[0] if after else None,
-            afterId=after[1] if after else "", limit=limit, kind=kind, tag=tag, since=since,
+            "list_memories",
+            ns=namespace,
+            after=after[0] if after else None,
+            afterId=after[1] if after else "",
+            limit=limit,
+            kind=kind,
+            tag=tag,
+            since=since,
             until=until,
-        )  # fmt: skip
+        )
         return [memory_from_props(namespace, row["memory"]) for row in rows]
 
     def memories_without_vectors(
@@ -805,9 +900,11 @@ class Neo4jStore(Neo4jVectors, Store):
         if limit <= 0:
             return []
         rows = self._read(
-            "memories_without_vectors", ns=namespace, after="" if after is None else str(after),
+            "memories_without_vectors",
+            ns=namespace,
+            after="" if after is None else str(after),
             limit=limit,
-        )  # fmt: skip
+        )
         return [memory_from_props(namespace, row["memory"]) for row in rows]
 
     def export(self, namespace: str) -> Iterator[Memory | Link]:
