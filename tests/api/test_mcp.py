@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import httpx
@@ -66,6 +66,7 @@ CAFE = "The office cafe switched to oat milk for every coffee"
 QUESTION = "What happened after the nightly backup failed?"
 CUE = "Why did the nightly backup fail?"
 Json = dict[str, Any]
+T = TypeVar("T")
 
 
 # -- the app graphsvc serve will run (/graphql and /mcp), for the uvicorn process ----------------
@@ -545,7 +546,7 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
                 timeout=30,
             )
             assert response.status_code == 401, response.text
-            assert response.headers["www-authenticate"].startswith("Bearer")
+            assert response.headers["www-authenticate"] == 'ApiKey realm="graphsvc"'
             assert response.json()["code"] == "UNAUTHENTICATED"
         # A loopback bind checks Host (DNS rebinding): a page on another name cannot call it.
         response = httpx.post(
@@ -662,7 +663,8 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
 @pytest.mark.slow
 def test_http_refusals_of_the_sdk_carry_a_code(tmp_path: Path) -> None:
     # The SDK's own refusals were plain text ("Invalid Host header") or JSON-RPC errors without
-    # graphsvc's code; every refusal of /mcp is now {"error", "error_description", "code"}.
+    # graphsvc's code; every refusal of /mcp is now a JSON-RPC error that starts with the code,
+    # with "error_description" and "code" beside it.
     server = start_http(tmp_path, "mirror", {"a": (f"t{uuid.uuid4().hex[:12]}", "write")})
     url = f"{server.base_url}/mcp"
     listing = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -689,7 +691,9 @@ def test_http_refusals_of_the_sdk_carry_a_code(tmp_path: Path) -> None:
             body = response.json()
             assert body["code"] == code, body
             assert fragment in body["error_description"], body
-            assert body["error"] == "refused"
+            assert body["error"]["message"] == f"{code}: {body['error_description']}"
+            assert body["error"]["data"] == {"code": code, "status": status}
+            assert body["jsonrpc"] == "2.0"
         plain = {**key, "Accept": both, "Content-Type": "application/json"}
         put = httpx.put(url, content=listing, timeout=30, headers=plain)
         assert put.headers["allow"] == "GET, POST, DELETE"
@@ -697,3 +701,46 @@ def test_http_refusals_of_the_sdk_carry_a_code(tmp_path: Path) -> None:
         assert ok.status_code == 200 and "result" in ok.json()  # answers pass unchanged
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+def test_http_refusals_reach_the_sdk_client_by_name(tmp_path: Path) -> None:
+    # A missing or unknown key reached the SDK's client as "Server returned an error response"
+    # (-32603): the body was not a JSON-RPC error. And the 401 challenged Bearer, which sends an
+    # MCP host looking for OAuth metadata graphsvc does not serve.
+    server = start_http(tmp_path, "mirror", {"a": (f"t{uuid.uuid4().hex[:12]}", "write")})
+    url = f"{server.base_url}/mcp"
+    wrong = secrets.token_urlsafe(24)
+    try:
+        for key, fragment in [
+            (None, "UNAUTHENTICATED: no API key: send the header 'Authorization: Bearer <key>'"),
+            (wrong, "UNAUTHENTICATED: unknown API key"),
+        ]:
+            message = run_async_value(lambda key=key: initialize_error(url, key))
+            assert message.startswith(fragment), message
+        response = httpx.post(
+            url, json={"jsonrpc": "2.0", "id": 7, "method": "tools/list"},
+            headers={"Accept": "application/json, text/event-stream"}, timeout=30,
+        )  # fmt: skip
+        assert response.status_code == 401
+        assert not response.headers["www-authenticate"].lower().startswith("bearer")
+        assert "resource_metadata" not in response.headers["www-authenticate"]
+    finally:
+        server.stop()
+
+
+async def initialize_error(url: str, key: str | None) -> str:
+    """The message of the error the SDK's client raises on ``initialize`` with ``key``."""
+    headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120)) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        with pytest.raises(MCPError) as caught:
+            await session.initialize()
+    return str(caught.value.error.message)
+
+
+def run_async_value(main: Callable[[], Awaitable[T]]) -> T:
+    return anyio.run(main)
