@@ -38,10 +38,11 @@ def mcp_api_key(settings: Settings) -> str | None:
 def mcp_command(data_dir: Path | None, namespace: str | None, log_level: str) -> None:
     """Serve the memory tools over MCP on stdin/stdout, for an agent host.
 
-    Tools: remember, remember_many, link, forget, bundle, reconstruct, memories, prompt_bundle,
-    report_tokens; resources graphsvc://memory/{id} and graphsvc://belief/{id}. Uses Neo4j when
-    GRAPHSVC_NEO4J_URI is set, the embedded store otherwise (which one process opens at a time:
-    not the data dir of a running `graphsvc serve`).
+    Tools: remember, remember_many, link, forget, bundle, recall, explain, get_memory,
+    reconstruct, memories, prompt_bundle, report_tokens; resources graphsvc://memory/{id} and
+    graphsvc://belief/{id}. Uses Neo4j when GRAPHSVC_NEO4J_URI is set, the embedded store
+    otherwise (which one process opens at a time: not the data dir of a running `graphsvc
+    serve`).
 
     With API keys configured (GRAPHSVC_API_KEYS or GRAPHSVC_API_KEYS_FILE), set
     GRAPHSVC_MCP_API_KEY to one of them: the server works in its namespace, with its role.

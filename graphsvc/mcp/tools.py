@@ -102,6 +102,34 @@ class BundleArgs(Model):
     step: int = 0
 
 
+class RecallArgs(Model):
+    """A question, and how much memory may offer for it (a bundle that records nothing)."""
+
+    query: str
+    budget_tokens: int | None = None
+    stage: str | None = None
+    min_score: float | None = None
+    max_capsules: int | None = None
+
+
+class ExplainArgs(Model):
+    """A cue, how many direct hits and how far to walk the graph (a belief that is not stored)."""
+
+    cue: str
+    k: int | None = None
+    depth: int | None = None
+
+
+class GetMemoryArgs(Model):
+    """Memories to read by id."""
+
+    ids: tuple[UUID, ...] = Field(
+        min_length=1,
+        description="Ids of memories of your namespace (from remember, memories, bundle "
+        "capsules' `memoryId`, reconstruct's `sourceIds` and `linkedContextIds`).",
+    )
+
+
 class ReconstructArgs(Model):
     """A cue, how many direct hits and how far to walk the graph from them."""
 
@@ -138,6 +166,19 @@ class RememberManyResult(Model):
     """The memories as stored, in input order."""
 
     memories: tuple[Memory, ...] = Field(description="The memories as stored, in input order.")
+
+
+class GetMemoryResult(Model):
+    """The memories found, the links touching them, and the ids not found."""
+
+    memories: tuple[Memory, ...] = Field(
+        description="The memories found, in the order asked (each id once)."
+    )
+    links: tuple[Link, ...] = Field(description="Every link touching a memory found.")
+    not_found: tuple[UUID, ...] = Field(
+        description="Ids asked for that your namespace has no memory with (never written, "
+        "forgotten, or another namespace's)."
+    )
 
 
 class PageInfo(Model):
@@ -228,6 +269,12 @@ def _day(value: datetime | None) -> str:
 def memory_line(memory: Memory) -> str:
     """One memory on one line: id, day, kind and text."""
     return f"- {memory.id} [{_day(memory.occurred_at)}] {memory.kind}: {short(memory.text)}"
+
+
+def full_memory_line(memory: Memory) -> str:
+    """One memory with its whole text: id, day, kind, tags and text."""
+    tags = f" #{' #'.join(memory.tags)}" if memory.tags else ""
+    return f"- {memory.id} [{_day(memory.occurred_at)}] {memory.kind}{tags}: {memory.text}"
 
 
 def bundle_text(bundle: ContextBundle) -> str:
@@ -347,6 +394,46 @@ async def bundle(call: Call, args: BundleArgs) -> Reply:
         step=args.step,
     )
     return Reply(result.to_json_dict(), bundle_text(result))
+
+
+async def recall(call: Call, args: RecallArgs) -> Reply:
+    result = await call.run(
+        call.service.bundle, call.namespace, args.query, budget_tokens=args.budget_tokens,
+        stage=args.stage, min_score=args.min_score, max_capsules=args.max_capsules,
+    )  # fmt: skip
+    return Reply(result.to_json_dict(), bundle_text(result))
+
+
+async def explain(call: Call, args: ExplainArgs) -> Reply:
+    belief = await call.run(
+        call.service.reconstruct, call.namespace, args.cue, k=args.k, depth=args.depth
+    )
+    return Reply(belief.to_json_dict(), belief_text(belief))
+
+
+async def get_memory(call: Call, args: GetMemoryArgs) -> Reply:
+    limit = Limits.from_settings(call.service.settings).max_page_size
+    ids = tuple(dict.fromkeys(args.ids))  # each once, in the order asked
+    if len(ids) > limit:
+        raise LimitExceededError(
+            f"{len(ids)} ids in one call; the limit is {limit} (GRAPHSVC_MAX_PAGE_SIZE): "
+            "ask in smaller groups"
+        )
+    found = await call.run(call.service.get_memories, call.namespace, ids)
+    by_id = {memory.id: memory for memory in found}
+    kept = tuple(by_id[i] for i in ids if i in by_id)
+    links = await call.run(call.service.links_of, call.namespace, [m.id for m in kept])
+    missing = tuple(i for i in ids if i not in by_id)
+    result = GetMemoryResult(memories=kept, links=tuple(links), not_found=missing)
+    lines = [f"{len(kept)} of {len(ids)} memory(ies) found:"] if kept else []
+    lines += [full_memory_line(memory) for memory in kept]
+    lines += [f"- link {lk.source} -[{lk.kind.value}]-> {lk.target}" for lk in links]
+    lines += [
+        f"- not found: {i} (no memory with this id in your namespace: never written, "
+        "forgotten, or another namespace's)"
+        for i in missing
+    ]
+    return Reply(result.to_json_dict(), "\n".join(lines))
 
 
 async def reconstruct(call: Call, args: ReconstructArgs) -> Reply:
@@ -503,13 +590,56 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
         description="Ask memory what belongs in your prompt for a question, under a token "
         "budget (`budgetTokens`). Call it before answering anything that may depend on what was "
         "remembered, and put `rendered` (the offered memories as prompt text) into your "
-        f"context. {_ABSTENTION} Reads only, unless you pass `runId` (then it records a "
-        "memory_recall event for the run, which needs a write key).",
+        f"context. {_ABSTENTION} With `runId` it records a memory_recall event for the run, "
+        "which needs a write key; without it, it reads only, as recall does (recall is "
+        "declared read-only, so hosts may run it without asking).",
         args=BundleArgs,
         result=ContextBundle,
         graphql=("Query", "bundle"),
         annotations=_hints("Memory for a question"),
         handler=bundle,
+    ),
+    ToolSpec(
+        name="recall",
+        description="Ask memory what belongs in your prompt for a question, under a token "
+        "budget (`budgetTokens`): the same answer as bundle, and it only reads (it records no "
+        "event, so a read-only key may call it). Call it before answering anything that may "
+        "depend on what was remembered, and put `rendered` (the offered memories as prompt "
+        f"text) into your context. {_ABSTENTION}",
+        args=RecallArgs,
+        result=ContextBundle,
+        graphql=("Query", "bundle"),
+        annotations=_hints("Recall for a question", read_only=True, idempotent=True),
+        handler=recall,
+    ),
+    ToolSpec(
+        name="explain",
+        description="Explain what memory supports about a cue, and why, without storing "
+        "anything (a read-only key may call it): the top `k` matching memories (`sourceIds`) "
+        "plus the causes, effects and related memories reached by walking links up to `depth` "
+        "hops (`linkedContextIds`), summarised by rules in `summary` (direct evidence, then "
+        "causal chains cause -> effect oldest first, then other linked context). `confidence` "
+        "is the mean score of the sources, in [0, 1]; `beliefId` is always null. Use it for "
+        "'why' and 'what led to' questions; reconstruct gives the same answer and stores it "
+        "as a belief (write key).",
+        args=ExplainArgs,
+        result=ReconstructedBelief,
+        graphql=("Query", "reconstruct"),
+        annotations=_hints("Explain a belief", read_only=True, idempotent=True),
+        handler=explain,
+    ),
+    ToolSpec(
+        name="get_memory",
+        description="Read memories of your namespace by id, with their whole text and every "
+        "link touching them: use it to look at memories another answer named (remember, "
+        "memories, bundle and recall capsules' `memoryId`, reconstruct and explain "
+        "`sourceIds` and `linkedContextIds`). An id with no memory is listed in `notFound` "
+        "(never written, forgotten, or another namespace's); the others are still returned.",
+        args=GetMemoryArgs,
+        result=GetMemoryResult,
+        graphql=("Query", "memory"),
+        annotations=_hints("Read memories by id", read_only=True, idempotent=True),
+        handler=get_memory,
     ),
     ToolSpec(
         name="reconstruct",
@@ -644,6 +774,7 @@ __all__ = [
     "TOOLS",
     "TOOL_NAMES",
     "Call",
+    "GetMemoryResult",
     "MemoryConnection",
     "PageInfo",
     "RememberManyResult",

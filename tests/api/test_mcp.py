@@ -1,7 +1,7 @@
 """The MCP server (graphsvc.mcp) through the official SDK's own client, on both stores.
 
 - Over stdio: a ``python -m graphsvc.mcp`` process, as an agent host starts it. Its tools are
-  exactly the nine of the contract; each is called; errors carry their codes; after the session
+  exactly the twelve of the contract; each is called; errors carry their codes; after the session
   the same store is opened in this process and the service answers the same bundle and the same
   belief as the tools did.
 - Over streamable HTTP: a real uvicorn process serving ``/graphql`` and ``/mcp`` from one app
@@ -55,6 +55,9 @@ TOOLS = {
     "link",
     "forget",
     "bundle",
+    "recall",
+    "explain",
+    "get_memory",
     "reconstruct",
     "memories",
     "prompt_bundle",
@@ -345,6 +348,22 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
             (failed, fixed, "CAUSES")
         ]
 
+        # Reads by id: the memories found, their links, and the ids not found.
+        missing = str(uuid.uuid4())
+        got = await ok(session, "get_memory", {"ids": [failed, missing, failed]})
+        assert [m["id"] for m in got["memories"]] == [failed]
+        assert got["memories"][0]["text"] == BACKUP_FAILED
+        assert [(lk["source"], lk["target"]) for lk in got["links"]] == [(failed, fixed)]
+        assert got["notFound"] == [missing]
+        await refused(session, "get_memory", {"ids": []}, "BAD_INPUT")
+        await refused(session, "get_memory", {"ids": ["not-a-uuid"]}, "BAD_INPUT")
+        # What a host may run without asking: the tools that only read say so.
+        hints = {tool.name: tool.annotations for tool in listed}
+        for name in ("recall", "explain", "get_memory", "memories"):
+            assert hints[name] is not None and hints[name].read_only_hint is True, name
+        for name in ("bundle", "reconstruct", "remember"):
+            assert hints[name] is not None and hints[name].read_only_hint is False, name
+
         # A belief about the cafe, removed with the memory it used.
         cafe_belief = await ok(
             session, "reconstruct", {"cue": "What milk does the cafe use?", "k": 1}
@@ -415,7 +434,9 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
 
         # Last: the answers compared with the service's below, on the same state.
         seen["bundle"] = await ok(session, "bundle", {"query": QUESTION, "budgetTokens": 200})
+        seen["recall"] = await ok(session, "recall", {"query": QUESTION, "budgetTokens": 200})
         seen["belief"] = await ok(session, "reconstruct", {"cue": CUE, "k": 1, "depth": 2})
+        seen["explain"] = await ok(session, "explain", {"cue": CUE, "k": 1, "depth": 2})
         seen["ids"] = (failed, fixed)
 
     run_async(main)
@@ -425,6 +446,8 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
     assert not bundle["skipped"] and bundle["chronological"] is True
     assert [c["memoryId"] for c in bundle["capsules"]] == [failed, fixed]  # oldest first
     assert belief["sourceIds"] == [failed] and belief["linkedContextIds"] == [fixed]
+    assert seen["recall"] == bundle  # the same answer, read only
+    assert seen["explain"] == {**belief, "beliefId": None}  # the same belief, not stored
     with opened_store(store, data_dir) as service:
         assert service.bundle(ns, QUESTION, budget_tokens=200).to_json_dict() == bundle
         read_only = service.reconstruct(ns, CUE, k=1, depth=2).to_json_dict()
@@ -619,6 +642,9 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
                 message = await read_refused(b, memory_uri(theirs), "NOT_FOUND")
                 assert ns_a not in message
                 await read_refused(b, belief_uri(seen["belief"]["beliefId"]), "NOT_FOUND")
+                got = await ok(b, "get_memory", {"ids": [theirs, mine["id"]]})
+                assert [m["id"] for m in got["memories"]] == [mine["id"]]
+                assert got["notFound"] == [theirs]
                 await refused(b, "forget", {"id": theirs}, "NOT_FOUND")
                 await refused(
                     b,
@@ -644,6 +670,13 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
                 page = await ok(reader, "memories", {})
                 assert {m["id"] for m in page["nodes"]} == seen["a_ids"]
                 await ok(reader, "prompt_bundle", {"userTurn": QUESTION})
+                # A read key recalls, explains and reads by id: the tools declared read-only.
+                recalled = await ok(reader, "recall", {"query": QUESTION, "budgetTokens": 200})
+                assert recalled == seen["bundle"]
+                explained = await ok(reader, "explain", {"cue": CUE, "k": 1, "depth": 2})
+                assert explained == {**seen["belief"], "beliefId": None}
+                got = await ok(reader, "get_memory", {"ids": sorted(seen["a_ids"])})
+                assert {m["id"] for m in got["memories"]} == seen["a_ids"]
 
         run_async(main)
 
