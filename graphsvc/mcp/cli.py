@@ -12,7 +12,14 @@ from pathlib import Path
 
 import click
 
-from graphsvc.cli.common import data_dir_option, fail, make_settings, namespace_option
+from graphsvc.cli.common import (
+    check_data_dir,
+    create_option,
+    data_dir_option,
+    fail,
+    make_settings,
+    namespace_option,
+)
 from graphsvc.errors import BadInputError, GraphsvcError
 from graphsvc.settings import Settings
 
@@ -27,6 +34,7 @@ def mcp_api_key(settings: Settings) -> str | None:
 
 @click.command("mcp", short_help=SHORT_HELP)
 @data_dir_option
+@create_option
 @namespace_option
 @click.option(
     "--log-level",
@@ -35,7 +43,7 @@ def mcp_api_key(settings: Settings) -> str | None:
     show_default=True,
     help="Log level of the messages written to stderr.",
 )
-def mcp_command(data_dir: Path | None, namespace: str | None, log_level: str) -> None:
+def mcp_command(data_dir: Path | None, create: bool, namespace: str | None, log_level: str) -> None:
     """Serve the memory tools over MCP on stdin/stdout, for an agent host.
 
     Tools: remember, remember_many, link, forget, bundle, recall, explain, get_memory,
@@ -54,6 +62,7 @@ def mcp_command(data_dir: Path | None, namespace: str | None, log_level: str) ->
     logging.basicConfig(stream=sys.stderr, level=log_level.upper())
     try:
         settings = make_settings(data_dir, namespace)
+        check_data_dir(settings, data_dir, create)
         api_key = mcp_api_key(settings)
         if namespace is not None and api_key is not None:
             principal = stdio_principal(settings, configured_keys(settings), api_key)

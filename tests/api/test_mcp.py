@@ -148,11 +148,9 @@ def stdio_params(
 ) -> StdioServerParameters:
     """``python -m graphsvc.mcp`` on ``store`` (the environment of a server test: no GRAPHSVC_
     variable of this shell, the Neo4j ones for the Neo4j store)."""
+    args = ["-m", "graphsvc.mcp", "--data-dir", str(data_dir), "--create", "--namespace", namespace]
     return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "graphsvc.mcp", "--data-dir", str(data_dir), "--namespace", namespace],
-        env=server_env(store, extra_env),
-        cwd=ROOT,
+        command=sys.executable, args=args, env=server_env(store, extra_env), cwd=ROOT
     )
 
 
@@ -460,7 +458,7 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
 def test_stdio_refuses_to_start_without_the_key_of_configured_keys(tmp_path: Path) -> None:
     env = server_env("mirror", {"GRAPHSVC_API_KEYS": f"{secrets.token_urlsafe(24)}=team-a:write"})
     done = subprocess.run(
-        [sys.executable, "-m", "graphsvc.mcp", "--data-dir", str(tmp_path / "d")],
+        [sys.executable, "-m", "graphsvc.mcp", "--data-dir", str(tmp_path / "d"), "--create"],
         env=env,
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
@@ -482,7 +480,7 @@ def test_stdio_works_as_the_key_it_is_given(tmp_path: Path) -> None:
     env = {"GRAPHSVC_API_KEYS": f"{key}={namespace}:read", "GRAPHSVC_MCP_API_KEY": key}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "graphsvc.mcp", "--data-dir", str(tmp_path / "d")],
+        args=["-m", "graphsvc.mcp", "--data-dir", str(tmp_path / "d"), "--create"],
         env=server_env("mirror", env),
         cwd=ROOT,
     )

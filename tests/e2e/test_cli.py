@@ -359,3 +359,19 @@ def test_without_the_lab_its_commands_say_how_to_install_it() -> None:
     listed = CliRunner().invoke(group, ["--help"])
     assert "not installed" in listed.output and "pip install -e lab" in listed.output
     assert "No such command" in CliRunner().invoke(group, ["evaluate"]).output
+
+
+@pytest.mark.parametrize("command", ["mcp", "serve"])
+def test_a_missing_data_dir_is_refused_unless_create(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `graphsvc mcp --data-dir /typo` opened a new, empty store there: the host's agent then
+    # found no memories and nothing said why.
+    monkeypatch.delenv("GRAPHSVC_NEO4J_URI", raising=False)
+    monkeypatch.delenv("GRAPHSVC_API_KEYS", raising=False)
+    typo = tmp_path / "no-such-store"
+    result = CliRunner().invoke(cli, [command, "--data-dir", str(typo)])
+    assert result.exit_code == 2, result.output
+    assert f"--data-dir {typo}: no such folder" in result.output
+    assert "--create" in result.output
+    assert not typo.exists()
