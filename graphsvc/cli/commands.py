@@ -292,4 +292,4 @@ def stats(as_json: bool, data_dir: Path | None, namespace: str | None) -> None:
         click.echo(f"{label}, namespace {ns!r}")
         for key, value in result.to_json_dict().items():
             if key != "namespace":
-                click.echo(f"  {key:<14} {value}")
+                click.echo(f"  {key:<14} {'-' if value is None else value}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -375,3 +376,13 @@ def test_a_missing_data_dir_is_refused_unless_create(
     assert f"--data-dir {typo}: no such folder" in result.output
     assert "--create" in result.output
     assert not typo.exists()
+
+
+def test_stats_prints_a_dash_for_an_absent_value(invoke: Invoke) -> None:
+    # `graphsvc stats` printed "retrievalNote  None" (Python's None, for "no note").
+    result = invoke("stats")
+    assert result.exit_code == 0, result.output
+    assert "None" not in result.output
+    absent = [k for k, v in json.loads(invoke("stats", "--json").output).items() if v is None]
+    for key in absent:  # retrievalNote, unless the encoder is missing here
+        assert re.search(rf"^  {key} +-$", result.output, re.MULTILINE), result.output
