@@ -61,7 +61,7 @@ from graphsvc.errors import (
     StoreUnavailableError,
     validation_message,
 )
-from graphsvc.mcp.tools import TOOLS, Call, input_schema, output_schema
+from graphsvc.mcp.tools import TOOLS, Call, input_schema, output_schema, to_json
 from graphsvc.service import MemoryService
 
 logger = logging.getLogger("graphsvc.mcp")
@@ -283,7 +283,7 @@ class GraphsvcMcp:
                     "(remember, memories and bundle return ids)"
                 )
             links = await call.run(call.service.links_of, call.namespace, [wanted])
-            return {**memory.to_json_dict(), "links": [lk.to_json_dict() for lk in links]}
+            return {**to_json(memory), "links": [lk.to_json_dict() for lk in links]}
         belief = await call.run(call.service.get_belief, call.namespace, wanted)
         if belief is None:
             raise NotFoundError(

@@ -2,9 +2,10 @@
 
 Every tool calls :class:`~graphsvc.service.MemoryService` in the caller's namespace, exactly as the
 GraphQL resolver of the same operation does (same service method, same write-key rule, same
-validation and limits), and answers the same camelCase JSON (``Model.to_json_dict()``) plus a
-short text rendering. Argument names are the GraphQL argument names (the fields of ``input``
-arguments are flattened to the top level: ``remember`` takes ``text``, ``kind``, ... directly).
+validation and limits), and answers the same camelCase JSON (``Model.to_json_dict()``, without a
+memory's stemmed ``terms``: :func:`to_json`) plus a short text rendering. Argument names are the
+GraphQL argument names (the fields of ``input`` arguments are flattened to the top level:
+``remember`` takes ``text``, ``kind``, ... directly).
 
 The descriptions of arguments and results come from the GraphQL schema (the contract), so the two
 surfaces never describe the same field in two ways; the tool descriptions themselves are written
@@ -195,6 +196,39 @@ class MemoryConnection(Model):
     page_info: PageInfo
 
 
+# -- what the tools answer -----------------------------------------------------------------------
+
+#: Memory fields the tools leave out: ``terms`` is the stemmed text graphsvc indexes, noise in an
+#: agent's context (GraphQL's Memory keeps the field, for compatibility).
+HIDDEN_MEMORY_FIELDS = frozenset({"terms"})
+
+
+def to_json(result: BaseModel) -> dict[str, Any]:
+    """A tool result's JSON (camelCase, as ``Model.to_json_dict``) without
+    :data:`HIDDEN_MEMORY_FIELDS`, wherever the result holds memories."""
+    hidden = set(HIDDEN_MEMORY_FIELDS)
+    exclude: Any = None
+    if isinstance(result, Memory):
+        exclude = hidden
+    elif isinstance(result, MemoryConnection):
+        exclude = {"nodes": {"__all__": hidden}}
+    elif isinstance(result, RememberManyResult | GetMemoryResult | ReconstructedBelief):
+        exclude = {"memories": {"__all__": hidden}}
+    data: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude=exclude)
+    return data
+
+
+def _hide_memory_fields(schema: dict[str, Any]) -> None:
+    """Drop :data:`HIDDEN_MEMORY_FIELDS` from the Memory object(s) of a JSON schema."""
+    for definition in (schema, *schema.get("$defs", {}).values()):
+        if definition.get("title") != Memory.__name__:
+            continue
+        for name in HIDDEN_MEMORY_FIELDS:
+            definition.get("properties", {}).pop(name, None)
+            if name in definition.get("required", []):
+                definition["required"].remove(name)
+
+
 # -- one call -------------------------------------------------------------------------------------
 
 
@@ -332,7 +366,7 @@ async def remember(call: Call, args: RememberArgs) -> Reply:
     stored = await call.run(
         call.service.remember, call.namespace, args.item(), run_id=args.run_id, step=args.step
     )
-    return Reply(stored.to_json_dict(), f"Remembered {stored.id}: {short(stored.text)}")
+    return Reply(to_json(stored), f"Remembered {stored.id}: {short(stored.text)}")
 
 
 def _check_batch(service: MemoryService, arguments: Mapping[str, Any]) -> None:
@@ -359,7 +393,7 @@ async def remember_many(call: Call, args: RememberManyArgs) -> Reply:
     result = RememberManyResult(memories=tuple(stored))
     lines = [f"Remembered {len(stored)} memory(ies), in input order:"]
     lines += [memory_line(memory) for memory in stored]
-    return Reply(result.to_json_dict(), "\n".join(lines))
+    return Reply(to_json(result), "\n".join(lines))
 
 
 async def link(call: Call, args: LinkArgs) -> Reply:
@@ -408,7 +442,7 @@ async def explain(call: Call, args: ExplainArgs) -> Reply:
     belief = await call.run(
         call.service.reconstruct, call.namespace, args.cue, k=args.k, depth=args.depth
     )
-    return Reply(belief.to_json_dict(), belief_text(belief))
+    return Reply(to_json(belief), belief_text(belief))
 
 
 async def get_memory(call: Call, args: GetMemoryArgs) -> Reply:
@@ -433,7 +467,7 @@ async def get_memory(call: Call, args: GetMemoryArgs) -> Reply:
         "forgotten, or another namespace's)"
         for i in missing
     ]
-    return Reply(result.to_json_dict(), "\n".join(lines))
+    return Reply(to_json(result), "\n".join(lines))
 
 
 async def reconstruct(call: Call, args: ReconstructArgs) -> Reply:
@@ -447,7 +481,7 @@ async def reconstruct(call: Call, args: ReconstructArgs) -> Reply:
         run_id=args.run_id,
         step=args.step,
     )
-    return Reply(belief.to_json_dict(), belief_text(belief))
+    return Reply(to_json(belief), belief_text(belief))
 
 
 async def memories(call: Call, args: MemoriesArgs) -> Reply:
@@ -478,7 +512,7 @@ async def memories(call: Call, args: MemoriesArgs) -> Reply:
     )
     lines = [f"{len(page)} memory(ies), newest first:"] + [memory_line(m) for m in page]
     lines.append(f"More: call again with after={end!r}." if more else "No more memories.")
-    return Reply(result.to_json_dict(), "\n".join(lines))
+    return Reply(to_json(result), "\n".join(lines))
 
 
 async def prompt_bundle(call: Call, args: PromptInput) -> Reply:
@@ -764,6 +798,7 @@ def input_schema(spec: ToolSpec[Any]) -> dict[str, Any]:
 def output_schema(spec: ToolSpec[Any]) -> dict[str, Any]:
     """The JSON schema of the tool's structured result, described by GraphQL's types."""
     schema: dict[str, Any] = spec.result.model_json_schema(by_alias=True, mode="serialization")
+    _hide_memory_fields(schema)
     gql_name = get_named_type(_field(*spec.graphql).type).name
     fields = _type_fields(spec.result.__name__) or _type_fields(gql_name)
     _describe(schema, fields)
@@ -771,6 +806,7 @@ def output_schema(spec: ToolSpec[Any]) -> dict[str, Any]:
 
 
 __all__ = [
+    "HIDDEN_MEMORY_FIELDS",
     "TOOLS",
     "TOOL_NAMES",
     "Call",
@@ -782,4 +818,5 @@ __all__ = [
     "ToolSpec",
     "input_schema",
     "output_schema",
+    "to_json",
 ]

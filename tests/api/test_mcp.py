@@ -313,6 +313,11 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         failed, fixed = (m["id"] for m in many["memories"])
         assert [m["namespace"] for m in many["memories"]] == [ns, ns]
         cafe = await ok(session, "remember", {"text": CAFE, "kind": "fact", "runId": "run-1"})
+        # No stemmed terms for the agent (graphsvc's index, noise in a context window).
+        assert "terms" not in cafe and "terms" not in many["memories"][0]
+        remember_tool = next(tool for tool in listed if tool.name == "remember")
+        assert remember_tool.output_schema is not None
+        assert "terms" not in remember_tool.output_schema["properties"]
         again = await ok(session, "remember", {"text": CAFE, "kind": "fact"})
         assert again["id"] == cafe["id"] and again["recordedAt"] == cafe["recordedAt"]
         link = await ok(
@@ -330,6 +335,7 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         # Reads: a page at a time with a cursor, filters.
         first = await ok(session, "memories", {"first": 2})
         assert len(first["nodes"]) == 2 and first["pageInfo"]["hasNextPage"] is True
+        assert not any("terms" in m for m in first["nodes"])
         rest = await ok(session, "memories", {"first": 2, "after": first["pageInfo"]["endCursor"]})
         assert len(rest["nodes"]) == 1 and rest["pageInfo"]["hasNextPage"] is False
         listed_ids = [m["id"] for m in first["nodes"] + rest["nodes"]]
@@ -342,6 +348,7 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         # Resources: a memory with its links.
         resource = await read_json(session, memory_uri(failed))
         assert resource["text"] == BACKUP_FAILED and resource["namespace"] == ns
+        assert "terms" not in resource
         assert [(lk["source"], lk["target"], lk["kind"]) for lk in resource["links"]] == [
             (failed, fixed, "CAUSES")
         ]
@@ -351,6 +358,7 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         got = await ok(session, "get_memory", {"ids": [failed, missing, failed]})
         assert [m["id"] for m in got["memories"]] == [failed]
         assert got["memories"][0]["text"] == BACKUP_FAILED
+        assert "terms" not in got["memories"][0]
         assert [(lk["source"], lk["target"]) for lk in got["links"]] == [(failed, fixed)]
         assert got["notFound"] == [missing]
         await refused(session, "get_memory", {"ids": []}, "BAD_INPUT")
@@ -449,6 +457,8 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
     with opened_store(store, data_dir) as service:
         assert service.bundle(ns, QUESTION, budget_tokens=200).to_json_dict() == bundle
         read_only = service.reconstruct(ns, CUE, k=1, depth=2).to_json_dict()
+        for memory in read_only["memories"]:
+            memory.pop("terms")  # the tools leave them out
         assert read_only == {**belief, "beliefId": None}
         kept = service.get_belief(ns, uuid.UUID(belief["beliefId"]))
         assert kept is not None and kept.summary == belief["summary"]
