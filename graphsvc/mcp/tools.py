@@ -342,9 +342,13 @@ def prompt_text(bundle: PromptBundle) -> str:
     elif bundle.memory.skipped:
         memory = "memory abstained (skipped)"
     else:
+        # The capsules' figure is the one the run's events record (memory_recall's estTokens,
+        # the assembled event's detail); the section's adds the header and notes around them.
         memory = (
-            f"memory: {len(bundle.memory.capsules)} capsule(s), {ledger.memory_tokens}/"
-            f"{ledger.memory_budget_tokens} tokens, coverage {bundle.memory.evidence_coverage:.3f}"
+            f"memory: {len(bundle.memory.capsules)} capsule(s), {bundle.memory.used_tokens}/"
+            f"{bundle.memory.budget_tokens} capsule tokens (the memory section, with its header "
+            f"and notes: {ledger.memory_tokens}/{ledger.memory_budget_tokens}), coverage "
+            f"{bundle.memory.evidence_coverage:.3f}"
         )
     return (
         f"Prompt assembled: {ledger.estimated_input_tokens}/{ledger.available_input_tokens} "

@@ -384,8 +384,7 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         await read_refused(session, memory_uri(cafe["id"]), "NOT_FOUND")
 
         # Prompt assembly and the provider's count for the step.
-        prompt = await ok(
-            session,
+        assembled = await session.call_tool(
             "prompt_bundle",
             {
                 "userTurn": QUESTION,
@@ -394,6 +393,13 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
                 "fragments": [{"name": "persona", "text": "You are the on-call assistant."}],
             },
         )
+        assert not assembled.is_error and assembled.structured_content is not None
+        prompt: Json = assembled.structured_content
+        # The text's token figure for memory is the one the run's events record (it was the
+        # whole section's, 353/19180, beside the events' capsules, 267/19069).
+        used = f"{prompt['memory']['usedTokens']}/{prompt['memory']['budgetTokens']}"
+        assert f"{used} capsule tokens" in text_of(assembled)
+        assert f"({used} tokens" in prompt["assembledEvent"]["detail"]
         assert prompt["memory"] is not None and not prompt["memory"]["skipped"]
         assert failed in {c["memoryId"] for c in prompt["memory"]["capsules"]}
         assert prompt["assembledEvent"]["step"] == 3
