@@ -311,6 +311,36 @@ def test_graphiql_renders_offline_and_runs_a_query(open_page: PageFactory, demo:
     assert any("/static/graphiql/graphiql.min-" in url for url in w.requests)
 
 
+def test_graphiql_without_a_key_says_the_server_requires_one(
+    open_page: PageFactory, demo: Demo
+) -> None:
+    # Keys required and none set: the status said "No key: requests go without one", and the
+    # Explorer plugin "No Schema Available" without a word on why. The page's own link to
+    # /explore was named "Explorer", like that plugin.
+    from playwright.sync_api import expect
+
+    expect_timeout()
+    w = open_page(key=None, allow_errors=[r"status of 401"])
+    w.goto("/graphql")
+    page = w.page
+    required = "This server requires a key: paste one in the key field."
+    expect(page.locator("#gs-key-status")).to_have_text(required)
+    page.get_by_role("button", name="Show GraphiQL Explorer").click()
+    notice = page.locator(".gs-no-schema")
+    expect(notice).to_contain_text(required)
+    expect(page.get_by_text("No Schema Available")).to_have_count(0)
+    expect(page.get_by_role("link", name="Memory explorer")).to_have_attribute("href", "explore")
+    expect(page.get_by_role("link", name="Explorer", exact=True)).to_have_count(0)
+
+    # A key the server accepts: the schema comes, and the plugin shows it.
+    page.get_by_label("API key").fill(demo.key("reader"))
+    page.get_by_role("button", name="Use key").click()
+    expect(page.locator("#gs-key-status")).to_have_text("Key in use for this tab.")
+    expect(page.locator(".graphiql-explorer-root")).to_be_visible()
+    expect(notice).to_have_count(0)
+    w.shot("graphiql-no-key")
+
+
 # -- the explorer ---------------------------------------------------------------------------------
 
 
