@@ -19,6 +19,7 @@ import secrets
 import subprocess
 import sys
 import time
+import tomllib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -509,6 +510,55 @@ def test_stdio_works_as_the_key_it_is_given(tmp_path: Path) -> None:
             assert page["nodes"] == []
 
     run_async(main)
+
+
+@pytest.mark.slow
+def test_the_printed_host_config_starts_as_a_host_starts_it(tmp_path: Path) -> None:
+    # The README's host config ran "graphsvc", which is not on PATH after scripts/demo.sh (it
+    # installs into .venv). `graphsvc mcp --print-config` prints a config with absolute paths;
+    # here it is started exactly as a host does, with the example keys file.
+    keys_file = tmp_path / "keys.toml"
+    keys_file.write_text((ROOT / "examples" / "keys.example.toml").read_text())
+    grants = tomllib.loads(keys_file.read_text())
+    key = next(k for k, g in grants.items() if g == {"namespace": "team-a", "role": "write"})
+    store = tmp_path / "store"
+    printed = subprocess.run(
+        [sys.executable, "-m", "graphsvc.cli", "mcp", "--print-config", "--data-dir", str(store),
+         "--create", "--keys-file", str(keys_file)],
+        env=server_env("mirror", {"GRAPHSVC_MCP_API_KEY": key}), cwd=ROOT,
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert printed.returncode == 0, printed.stderr
+    assert "namespace 'team-a' (write access)" in printed.stderr
+    entry = json.loads(printed.stdout)["mcpServers"]["graphsvc"]
+    assert Path(entry["command"]).is_absolute()
+    assert entry["args"][entry["args"].index("--data-dir") + 1] == str(store)
+    assert entry["env"]["GRAPHSVC_API_KEYS_FILE"] == str(keys_file)
+    assert entry["env"]["GRAPHSVC_MCP_API_KEY"] == key
+    # A host starts the command with its args and env (beside its own PATH, HOME, ...). The
+    # working directory is the checkout only so that this checkout's graphsvc is the one run.
+    host_env = {k: v for k, v in server_env("mirror").items() if k in {"PATH", "HOME", "LANG"}}
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env={**host_env, **entry["env"]}, cwd=ROOT
+    )
+
+    async def main() -> None:
+        async with stdio_session(params, tmp_path / "stdio.err") as session:
+            assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS
+            stored = await ok(session, "remember", {"text": CAFE})
+            assert stored["namespace"] == "team-a"
+
+    run_async(main)
+
+    # Without the key, no config is printed: it could not start.
+    refused = subprocess.run(
+        [sys.executable, "-m", "graphsvc.cli", "mcp", "--print-config", "--data-dir", str(store),
+         "--keys-file", str(keys_file)],
+        env=server_env("mirror"), cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+    assert "GRAPHSVC_MCP_API_KEY" in refused.stderr
 
 
 def test_stdio_principal_follows_the_configured_keys() -> None:
