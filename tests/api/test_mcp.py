@@ -23,7 +23,7 @@ import tomllib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import anyio
 import httpx
@@ -70,7 +70,6 @@ CAFE = "The office cafe switched to oat milk for every coffee"
 QUESTION = "What happened after the nightly backup failed?"
 CUE = "Why did the nightly backup fail?"
 Json = dict[str, Any]
-T = TypeVar("T")
 
 
 # -- the app graphsvc serve will run (/graphql and /mcp), for the uvicorn process ----------------
@@ -367,9 +366,11 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         # What a host may run without asking: the tools that only read say so.
         hints = {tool.name: tool.annotations for tool in listed}
         for name in ("recall", "explain", "get_memory", "memories"):
-            assert hints[name] is not None and hints[name].read_only_hint is True, name
+            hint = hints[name]
+            assert hint is not None and hint.read_only_hint is True, name
         for name in ("bundle", "reconstruct", "remember"):
-            assert hints[name] is not None and hints[name].read_only_hint is False, name
+            hint = hints[name]
+            assert hint is not None and hint.read_only_hint is False, name
 
         # A belief about the cafe, removed with the memory it used.
         cafe_belief = await ok(
@@ -813,7 +814,7 @@ def test_http_refusals_reach_the_sdk_client_by_name(tmp_path: Path) -> None:
             (None, "UNAUTHENTICATED: no API key: send the header 'Authorization: Bearer <key>'"),
             (wrong, "UNAUTHENTICATED: unknown API key"),
         ]:
-            message = run_async_value(lambda key=key: initialize_error(url, key))
+            message = anyio.run(initialize_error, url, key)
             assert message.startswith(fragment), message
         response = httpx.post(
             url, json={"jsonrpc": "2.0", "id": 7, "method": "tools/list"},
@@ -837,7 +838,3 @@ async def initialize_error(url: str, key: str | None) -> str:
         with pytest.raises(MCPError) as caught:
             await session.initialize()
     return str(caught.value.error.message)
-
-
-def run_async_value(main: Callable[[], Awaitable[T]]) -> T:
-    return anyio.run(main)
