@@ -145,9 +145,12 @@ def mcp_command(
                 )
             if print_config:
                 config = host_config(
-                    settings, namespace=namespace, create=create, environ=os.environ,
+                    settings,
+                    namespace=namespace,
+                    create=create,
+                    environ=os.environ,
                     executable=sys.executable,
-                )  # fmt: skip
+                )
                 click.echo(json.dumps(config, indent=2))
                 click.echo(
                     f"graphsvc MCP server for namespace {principal.namespace!r} "

@@ -126,10 +126,18 @@ def mcp_refusal(
     headers = {k: v for k, v in headers.items() if k.lower() != "www-authenticate"}
     if status == 401:
         headers["WWW-Authenticate"] = MCP_CHALLENGE
-    error = {"code": rpc_code, "message": f"{code}: {message}",
-             "data": {"code": code, "status": status}}  # fmt: skip
-    body = {"jsonrpc": "2.0", "id": request_id, "error": error,
-            "error_description": message, "code": code}  # fmt: skip
+    error = {
+        "code": rpc_code,
+        "message": f"{code}: {message}",
+        "data": {"code": code, "status": status},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": error,
+        "error_description": message,
+        "code": code,
+    }
     return _json(status, body, headers)
 
 

@@ -436,9 +436,14 @@ async def bundle(call: Call, args: BundleArgs) -> Reply:
 
 async def recall(call: Call, args: RecallArgs) -> Reply:
     result = await call.run(
-        call.service.bundle, call.namespace, args.query, budget_tokens=args.budget_tokens,
-        stage=args.stage, min_score=args.min_score, max_capsules=args.max_capsules,
-    )  # fmt: skip
+        call.service.bundle,
+        call.namespace,
+        args.query,
+        budget_tokens=args.budget_tokens,
+        stage=args.stage,
+        min_score=args.min_score,
+        max_capsules=args.max_capsules,
+    )
     return Reply(result.to_json_dict(), bundle_text(result))
 
 

@@ -524,11 +524,26 @@ def test_the_printed_host_config_starts_as_a_host_starts_it(tmp_path: Path) -> N
     key = next(k for k, g in grants.items() if g == {"namespace": "team-a", "role": "write"})
     store = tmp_path / "store"
     printed = subprocess.run(
-        [sys.executable, "-m", "graphsvc.cli", "mcp", "--print-config", "--data-dir", str(store),
-         "--create", "--keys-file", str(keys_file)],
-        env=server_env("mirror", {"GRAPHSVC_MCP_API_KEY": key}), cwd=ROOT,
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "graphsvc.cli",
+            "mcp",
+            "--print-config",
+            "--data-dir",
+            str(store),
+            "--create",
+            "--keys-file",
+            str(keys_file),
+        ],
+        env=server_env("mirror", {"GRAPHSVC_MCP_API_KEY": key}),
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert printed.returncode == 0, printed.stderr
     assert "namespace 'team-a' (write access)" in printed.stderr
     entry = json.loads(printed.stdout)["mcpServers"]["graphsvc"]
@@ -553,11 +568,25 @@ def test_the_printed_host_config_starts_as_a_host_starts_it(tmp_path: Path) -> N
 
     # Without the key, no config is printed: it could not start.
     refused = subprocess.run(
-        [sys.executable, "-m", "graphsvc.cli", "mcp", "--print-config", "--data-dir", str(store),
-         "--keys-file", str(keys_file)],
-        env=server_env("mirror"), cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,
-        text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "graphsvc.cli",
+            "mcp",
+            "--print-config",
+            "--data-dir",
+            str(store),
+            "--keys-file",
+            str(keys_file),
+        ],
+        env=server_env("mirror"),
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert refused.returncode == 2 and refused.stdout == "", refused.stdout
     assert "GRAPHSVC_MCP_API_KEY" in refused.stderr
 
@@ -817,9 +846,11 @@ def test_http_refusals_reach_the_sdk_client_by_name(tmp_path: Path) -> None:
             message = anyio.run(initialize_error, url, key)
             assert message.startswith(fragment), message
         response = httpx.post(
-            url, json={"jsonrpc": "2.0", "id": 7, "method": "tools/list"},
-            headers={"Accept": "application/json, text/event-stream"}, timeout=30,
-        )  # fmt: skip
+            url,
+            json={"jsonrpc": "2.0", "id": 7, "method": "tools/list"},
+            headers={"Accept": "application/json, text/event-stream"},
+            timeout=30,
+        )
         assert response.status_code == 401
         assert not response.headers["www-authenticate"].lower().startswith("bearer")
         assert "resource_metadata" not in response.headers["www-authenticate"]
