@@ -376,6 +376,7 @@ class MirrorLoader(MirrorWriter):
             pending = order.setdefault(table.namespace, [])
             pending += zip(table.recorded[first:stop], table.keys[first:stop], strict=True)
             space.total_length += int(np.frombuffer(table.lengths, dtype=np.int32)[first:].sum())
+            space.facets.add(table, added)
         elif op == "postings":
             first = first_rows.get(table.namespace, len(table.ids))
             postings = space.postings

@@ -19,6 +19,7 @@ from graphsvc.errors import StoreCorruptError
 from graphsvc.model import Belief, ContextEvent, Link
 from graphsvc.store.base import redact, uuids_in
 from graphsvc.store.mirror.columns import gather_terms
+from graphsvc.store.mirror.facets import Facets
 from graphsvc.store.mirror.rows import model_from_log_row
 from graphsvc.store.mirror.table import (
     LinkGraph,
@@ -57,6 +58,8 @@ class MirrorNamespace:
     # Every memory key in order (str(id) order), built by the first call that pages by id and
     # kept up to date from then on.
     by_id: SortedList | None = None
+    # How many memories have each kind, tag, source and day (kept by every change).
+    facets: Facets = field(default_factory=Facets)
 
 
 class MirrorState:
@@ -145,6 +148,7 @@ class MirrorState:
             MirrorState._index_bulk(space, rows)
         space.order.update(order)
         space.total_length += total
+        space.facets.add(table, rows)
         if space.by_id is not None:
             space.by_id.update(key for _, key in order)
 
@@ -191,6 +195,7 @@ class MirrorState:
             return
         counts = table.term_counts(row)
         length = table.lengths[row]
+        space.facets.remove(table, row)
         table.remove(key)
         space.order.remove((table.recorded[row], key))
         space.graph.remove_node(key)

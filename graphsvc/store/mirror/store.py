@@ -31,11 +31,14 @@ from graphsvc.model import (
     WriteResult,
 )
 from graphsvc.store.base import (
+    FACETS,
     Candidate,
     CandidateColumns,
+    FacetCounts,
     Store,
     TermStats,
     Walk,
+    bad_facet,
     bad_model,
     belief_memory_missing,
     link_end_missing,
@@ -724,6 +727,15 @@ class MirrorStore(MirrorLoader, Store):
                 terms=len(space.postings),
                 events=sum(len(ev) for ev in space.events.values()),
             )
+
+    def facet_counts(self, namespace: str, facet: str, top: int) -> FacetCounts:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            if space is None:
+                if facet not in FACETS:
+                    raise bad_facet(facet)
+                return FacetCounts(facet, 0, ())
+            return space.facets.top(facet, top)
 
     def list_memories(
         self,

@@ -35,16 +35,21 @@ from graphsvc.model import (
     WriteResult,
 )
 from graphsvc.store.base import (
+    FACETS,
     Candidate,
     CandidateColumns,
+    FacetCounts,
     ReadAhead,
     Recalled,
     Store,
     TermStats,
     Walk,
     WindowGuess,
+    bad_facet,
     belief_memory_missing,
+    facet_deltas,
     link_end_missing,
+    memory_facets,
     memory_missing,
     micros,
     no_assembled_event,
@@ -102,6 +107,15 @@ class _Recalled:
     fallback: bool
     model: VectorModel | None
     ahead: ReadAhead | None = None
+
+
+def _erased_facets(memory: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The facets (:func:`memory_facets`) of a memory as erase_select.cypher gives it."""
+    pairs = [("kind", str(memory["kind"])), ("day", str(memory["day"]))]
+    pairs += [("tag", str(tag)) for tag in dict.fromkeys(memory["tags"])]
+    if memory["source"] is not None:
+        pairs.append(("source", str(memory["source"])))
+    return pairs
 
 
 class RowsAhead(ReadAhead):
@@ -189,6 +203,7 @@ class Neo4jStore(Neo4jVectors, Store):
         try:
             self._ensure_vector_indexes()
             self._backfill_counts()
+            self._backfill_facets()
         except GraphsvcError:
             self.close()
             raise
@@ -211,6 +226,20 @@ class Neo4jStore(Neo4jVectors, Store):
                 row["terms"],
             )
 
+    def _backfill_facets(self) -> None:
+        """Count the facets of every namespace whose NamespaceStat does not say they are kept
+        (backfill_facets.cypher), one namespace a transaction; writes keep them from then on."""
+        while True:
+            rows = self._write(lambda tx: self._tx(tx, "backfill_facets", sep=KEY_SEP))
+            if not rows:
+                return
+            logger.info(
+                "namespace %r: counted its kinds, tags, sources and days once (%d values); "
+                "writes keep them from now on",
+                rows[0]["namespace"],
+                rows[0]["facets"],
+            )
+
     # -- writes ----------------------------------------------------------------------------------
 
     def _apply_stats(
@@ -221,13 +250,16 @@ class Neo4jStore(Neo4jVectors, Store):
         removed: Sequence[Sequence[str]],
         vectors: int = 0,
         gone: Mapping[str, Any] | None = None,
+        facets: Sequence[Sequence[tuple[str, str]]] = (),
     ) -> None:
         """Term statistics after memories with these analysed terms were added and removed, and
         ``vectors`` more (or fewer) stored vectors (in the transaction that makes the change);
         ``gone``: what delete_memories answered for the removed ones (their links and beliefs
-        leave the namespace's counts). TermStats are locked (in key order) before the
-        NamespaceStat, in every write."""
+        leave the namespace's counts); ``facets``: the removed ones' (:func:`memory_facets`).
+        TermStats, then FacetStats, are locked (in key order) before the NamespaceStat, in every
+        write."""
         terms = self._bump_terms(tx, ns, added, removed)
+        self._bump_facets(tx, ns, (), facets)
         links = -int(gone["links"]) if gone is not None else 0
         beliefs = -int(gone["beliefs"]) if gone is not None else 0
         self._bump_namespace(tx, ns, added, removed, vectors, terms, links, beliefs)
@@ -245,6 +277,27 @@ class Neo4jStore(Neo4jVectors, Store):
             return 0
         rows = self._tx(tx, "bump_term_stats", ns=ns, sep=KEY_SEP, terms=terms, deltas=deltas)
         return int(rows[0]["terms"])
+
+    def _bump_facets(
+        self,
+        tx: Transaction,
+        ns: str,
+        added: Sequence[Sequence[tuple[str, str]]],
+        removed: Sequence[Sequence[tuple[str, str]]],
+    ) -> None:
+        """Add to the FacetStats (how many memories have each kind, tag, source and day)."""
+        deltas = facet_deltas(added, removed)
+        if deltas:
+            facets, values, counts = (list(column) for column in zip(*deltas, strict=True))
+            self._tx(
+                tx,
+                "bump_facet_stats",
+                ns=ns,
+                sep=KEY_SEP,
+                facets=facets,
+                values=values,
+                deltas=counts,
+            )
 
     def _bump_namespace(
         self,
@@ -308,6 +361,7 @@ class Neo4jStore(Neo4jVectors, Store):
             added = [m.terms for m in created]
             # Counted while the last part of the create runs on the server.
             terms = self._bump_terms(tx, namespace, added, [])
+            self._bump_facets(tx, namespace, [memory_facets(m) for m in created], ())
             vector_delta = 0
             if vectors:
                 # A created memory gets its vector; one already there only if it has none. (The
@@ -328,7 +382,13 @@ class Neo4jStore(Neo4jVectors, Store):
                 if after > max_memories:
                     evicted, gone = self._evict(tx, namespace, ids, after - max_memories)
                     self._apply_stats(
-                        tx, namespace, [], [m.terms for m in evicted], -int(gone["vectors"]), gone
+                        tx,
+                        namespace,
+                        [],
+                        [m.terms for m in evicted],
+                        -int(gone["vectors"]),
+                        gone,
+                        [memory_facets(m) for m in evicted],
                     )
             return WriteResult(
                 created=tuple(m.id for m in created),
@@ -403,7 +463,15 @@ class Neo4jStore(Neo4jVectors, Store):
                 key=lambda lk: (str(lk.source), str(lk.target), lk.kind.value),
             )
             gone = self._tx(tx, "delete_memories", ns=namespace, ids=[str(memory_id)])[0]
-            self._apply_stats(tx, namespace, [], [memory.terms], -int(gone["vectors"]), gone)
+            self._apply_stats(
+                tx,
+                namespace,
+                [],
+                [memory.terms],
+                -int(gone["vectors"]),
+                gone,
+                [memory_facets(memory)],
+            )
             return ForgetReceipt(
                 memory_id=memory_id,
                 namespace=namespace,
@@ -535,6 +603,7 @@ class Neo4jStore(Neo4jVectors, Store):
             [stored_terms(memory["terms"]) for memory in batch],
             -int(gone["vectors"]),
             gone,
+            [_erased_facets(memory) for memory in batch],
         )
         erased = set(ids)
         events = sorted({event for mid in ids for event in naming.get(mid, ())})
@@ -869,6 +938,15 @@ class Neo4jStore(Neo4jVectors, Store):
             terms=row["terms"],
             events=row["events"],
         )
+
+    def facet_counts(self, namespace: str, facet: str, top: int) -> FacetCounts:
+        if facet not in FACETS:
+            raise bad_facet(facet)
+        row = self._read("facet_counts", ns=namespace, facet=facet, top=top, byDay=facet == "day")[
+            0
+        ]
+        found = tuple((str(value), int(count)) for value, count in row["top"])
+        return FacetCounts(facet, int(row["distinct"]), found)
 
     def list_memories(
         self,
