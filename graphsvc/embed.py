@@ -288,9 +288,7 @@ def unrelated_cosine(model_id: str) -> float:
     return spec.unrelated_cosine if spec is not None else 0.0
 
 
-# e5-small-v2 ranks better held out on LoCoMo, but its cosines sit in a narrow band, so in a small
-# namespace (fused relatively) every memory scores near the best and is packed: MiniLM stays the
-# default until the fusion knows each model's baseline cosine (docs/quality.md).
+# e5-small-v2 ranks better on one dataset and worse on two (docs/quality.md); MiniLM needs no Maven.
 DEFAULT_MODEL = MINILM_INT8.name
 
 
