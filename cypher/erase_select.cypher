@@ -2,8 +2,9 @@
 // filter, oldest first from a cursor, with each one's terms and the links and beliefs going too.
 // params: $ns: string, $after: datetime (the previous batch's newest recordedAt, or the minimum),
 //         $limit: int, $tag, $source: string or null, $since, $until: datetime or null
-// returns: memories (list<{id, terms (termSeq, or the list on older memories), recordedAt}>,
-//          oldest first), links, beliefs (counts)
+// returns: memories (list<{id, terms (termSeq, or the list on older memories), recordedAt, kind,
+//          tags, source, day (UTC date of occurredAt, else recordedAt)}>, oldest first), links,
+//          beliefs (counts)
 // Every filter given must hold (null: not given); since <= coalesce(occurredAt, recordedAt) < until.
 // The batch before was deleted, so `recordedAt >= $after` repeats nothing, and ordering by the
 // index's own key (namespace, recordedAt) lets the plan stop at $limit matches: a batch reads
@@ -28,5 +29,7 @@ CALL (batch) {
   OPTIONAL MATCH (b:Belief)-[:DERIVED_FROM|USED_CONTEXT]->(m)
   RETURN count(DISTINCT b) AS beliefs
 }
-RETURN [m IN batch | {id: m.id, terms: coalesce(m.termSeq, m.terms), recordedAt: m.recordedAt}]
+RETURN [m IN batch | {id: m.id, terms: coalesce(m.termSeq, m.terms), recordedAt: m.recordedAt,
+                     kind: m.kind, tags: coalesce(m.tags, []), source: m.source,
+                     day: toString(date(coalesce(m.occurredAt, m.recordedAt)))}]
          AS memories, links, beliefs

@@ -1,5 +1,5 @@
-// erase_statistics: remove up to $limit statistics nodes of a namespace: its TermStats (none are
-// left once its memories are gone: a TermStat at df 0 is deleted), then its NamespaceStat
+// erase_statistics: remove up to $limit statistics nodes of a namespace: its TermStats and
+// FacetStats (none are left once its memories are gone: one at 0 is deleted), then its NamespaceStat
 // (erasing everything, last).
 // params: $ns: string, $limit: int
 // returns: removed (count)
@@ -7,6 +7,11 @@ CALL () {
   MATCH (t:TermStat)
   WHERE t.namespace = $ns
   RETURN t AS node
+  LIMIT $limit
+UNION
+  MATCH (f:FacetStat)
+  WHERE f.namespace = $ns
+  RETURN f AS node
   LIMIT $limit
 UNION
   MATCH (s:NamespaceStat {namespace: $ns})

@@ -17,6 +17,9 @@ CREATE INDEX memory_namespace_recorded IF NOT EXISTS FOR (m:Memory) ON (m.namesp
 // (create_vector_index.cypher) when a model of that dimension is first set.
 CREATE INDEX memory_namespace_vector IF NOT EXISTS FOR (m:Memory) ON (m.namespace, m.vectorDimension);
 CREATE INDEX term_stat_namespace IF NOT EXISTS FOR (t:TermStat) ON (t.namespace);
+// How many memories of a namespace have each kind, tag, source and day (bump_facet_stats).
+CREATE CONSTRAINT facet_stat_key IF NOT EXISTS FOR (f:FacetStat) REQUIRE f.key IS UNIQUE;
+CREATE INDEX facet_stat_namespace IF NOT EXISTS FOR (f:FacetStat) ON (f.namespace, f.facet, f.value);
 CREATE INDEX belief_namespace IF NOT EXISTS FOR (b:Belief) ON (b.namespace);
 CREATE INDEX run_namespace IF NOT EXISTS FOR (r:Run) ON (r.namespace);
 CREATE INDEX context_event_namespace IF NOT EXISTS FOR (e:ContextEvent) ON (e.namespace);

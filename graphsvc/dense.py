@@ -185,7 +185,7 @@ SKETCH_MIN_ENERGY = 0.5
 BLOCK_ROWS = 16_384
 #: Rows of best first-stage bounds a sketched search computes first, for a floor.
 FIRST_PROBE = 256
-#: First-stage bounds sampled, evenly spaced, to choose the first probe (:func:`_probe`).
+#: First-stage bounds sampled, evenly spaced, to choose the first probe (:func:`probe_rows`).
 PROBE_SAMPLE = 4_096
 #: Rows from which a :class:`SearchPool` splits a search between its threads: at 100,000 rows
 #: two threads cut a sketched search from about 7.4 to 5.3 ms in one process (two cores), and
@@ -430,7 +430,7 @@ class SearchPool:
 _INLINE = SearchPool(1)
 
 
-def _probe(bounds: NDArray[np.float32], size: int) -> NDArray[np.intp]:
+def probe_rows(bounds: NDArray[np.float32], size: int) -> NDArray[np.intp]:
     """About ``size`` (at least ``size // 2``, when there are as many) of the rows with the
     best ``bounds``: those at or above the bound that ``size`` rows of an evenly spaced sample
     of :data:`PROBE_SAMPLE` would reach. A tenth of the time of partitioning every bound at
@@ -493,7 +493,7 @@ def nearest_rows(
 
     Without ``sketched`` every row is computed. With it (a :class:`Sketch` and what it keeps of
     every row), about ``4k`` (at least :data:`FIRST_PROBE`) of the rows with the best
-    first-stage bounds (:func:`_probe`) are computed exactly; their ``k``-th best cosine is a
+    first-stage bounds (:func:`probe_rows`) are computed exactly; their ``k``-th best cosine is a
     floor. Only rows whose first-stage bound reaches the floor (less :data:`SKETCH_MARGIN`) go
     on to the second stage; the ``4k`` of them (at least 64) with the best second-stage bounds
     are computed too, and may raise the floor; only rows whose second-stage bound reaches the
@@ -523,7 +523,7 @@ def nearest_rows(
     ) -> tuple[NDArray[np.float32], NDArray[np.float32], NDArray[np.intp]]:
         dots = projected.coords[span] @ parts.coarse
         bounds = _coarse_bounds(parts, projected.take(span), dots)
-        return dots, bounds, _probe(bounds, share) + span.start
+        return dots, bounds, probe_rows(bounds, share) + span.start
 
     staged = pool.map(first_stage, spans)
     probe = np.concatenate([found for _, _, found in staged])

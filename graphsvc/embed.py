@@ -288,9 +288,7 @@ def unrelated_cosine(model_id: str) -> float:
     return spec.unrelated_cosine if spec is not None else 0.0
 
 
-# e5-small-v2 ranks better held out on LoCoMo, but its cosines sit in a narrow band, so in a small
-# namespace (fused relatively) every memory scores near the best and is packed: MiniLM stays the
-# default until the fusion knows each model's baseline cosine (docs/quality.md).
+# e5-small-v2 ranks better on one dataset and worse on two (docs/quality.md); MiniLM needs no Maven.
 DEFAULT_MODEL = MINILM_INT8.name
 
 
@@ -818,13 +816,13 @@ def _encode(loaded: _Loaded, batch: list[Sequence[int]]) -> Vectors:
     if loaded.pooling == "cls":
         pooled = hidden[:, 0].astype(np.float64)
     else:
-        pooled = _mean_pool(hidden, lengths)
+        pooled = mean_pool(hidden, lengths)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
     unit: NDArray[np.float64] = pooled / np.maximum(norms, 1e-12)
     return unit.astype(np.float32)
 
 
-def _mean_pool(hidden: NDArray[np.float32], lengths: list[int]) -> NDArray[np.float64]:
+def mean_pool(hidden: NDArray[np.float32], lengths: list[int]) -> NDArray[np.float64]:
     """The mean of each row's first ``lengths[row]`` token vectors, in float64.
 
     The tokens are added one after the other, in order (:func:`_sum_tokens`), and each row only

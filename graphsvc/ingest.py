@@ -163,9 +163,11 @@ def ingest(
         for end in (lk.source, lk.target):
             if end not in first_line and end not in present:
                 raise _fail(
-                    name, number, f"link names memory {end}, which is neither in the file nor "
+                    name,
+                    number,
+                    f"link names memory {end}, which is neither in the file nor "
                     f"in namespace {namespace!r}",
-                )  # fmt: skip
+                )
         if lk.source == lk.target:
             raise _fail(name, number, f"cannot link memory {lk.source} to itself")
 

@@ -56,7 +56,7 @@ from graphsvc.retrieval import HYBRID, DenseRecall
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store, nothing_to_erase
 from graphsvc.store.journal import isoformats
-from graphsvc.text import analyse_many, estimate_tokens, query_terms
+from graphsvc.text import analyse_many, estimate_tokens
 
 # Ids derived from content live in this UUIDv5 namespace, so that re-ingesting a file is a no-op.
 CONTENT_ID_NAMESPACE = UUID("6f1c1e0e-5b7a-4d0e-9a53-9b8f3f2c6a10")
@@ -805,19 +805,7 @@ class MemoryService:
         self.check_namespace(namespace)
         return self.store.export(namespace)
 
-    def native_top_k(self, namespace: str, query: str, k: int) -> list[UUID]:
-        """The store's own lexical top ``k`` for a query, without graphsvc's scoring (the
-        embedded store's plain BM25, Neo4j's full-text index): the baseline benchmarks measure
-        bundles against. Not used by recall."""
-        self.check_namespace(namespace)
-        return self.store.native_top_k(namespace, query_terms(query), k)
-
     # -- the store's lifecycle ---------------------------------------------------------------------
-
-    @property
-    def store_kind(self) -> str:
-        """Which store this service runs on: ``embedded`` or ``neo4j``."""
-        return self.store.kind
 
     def ping(self) -> None:
         """Raise StoreUnavailableError unless the store answers now."""

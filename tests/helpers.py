@@ -12,7 +12,6 @@ import pytest
 
 from graphsvc.embed import ModelUnavailableError, OnnxEmbedder, open_embedder
 from graphsvc.settings import Settings
-from graphsvc.tools.datasets import eval_data_root
 
 STORES = ["mirror", pytest.param("neo4j", marks=pytest.mark.neo4j)]
 
@@ -32,7 +31,10 @@ def make_settings(tmp_path: Path, **overrides: object) -> Settings:
 
 def eval_data(*parts: str) -> Path:
     """A file or folder of the public evaluation datasets (``GRAPHSVC_EVAL_DATA``), or a loud skip
-    that says what is missing and how to provide it (CI has the data and runs these tests)."""
+    that says what is missing and how to provide it (CI has the data and runs these tests).
+    Where the data lives is graphsvc-lab's (lab/) knowledge; only the dataset tests import it."""
+    from graphsvc_lab.datasets import eval_data_root
+
     path = eval_data_root().joinpath(*parts)
     if not path.exists():
         pytest.skip(

@@ -50,7 +50,14 @@ from graphsvc.api.app import configure_logging, create_app
 from graphsvc.api.auth import ApiKeys
 from graphsvc.api.protocol import ServerConfig, protocol_class
 from graphsvc.bootstrap import store_label
-from graphsvc.cli.common import BAD_INPUT_EXIT, UNAVAILABLE_EXIT, data_dir_option, make_settings
+from graphsvc.cli.common import (
+    BAD_INPUT_EXIT,
+    UNAVAILABLE_EXIT,
+    check_data_dir,
+    create_option,
+    data_dir_option,
+    make_settings,
+)
 from graphsvc.errors import BadInputError
 from graphsvc.settings import Settings
 
@@ -450,6 +457,7 @@ def _fail(message: str, status: int = BAD_INPUT_EXIT) -> NoReturn:
     "--port", type=int, default=None, help="TCP port (default GRAPHSVC_PORT or 8000; 0: any)."
 )
 @data_dir_option
+@create_option
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
@@ -464,7 +472,12 @@ def _fail(message: str, status: int = BAD_INPUT_EXIT) -> NoReturn:
     help="API processes sharing the port; more than 1 needs Neo4j (GRAPHSVC_NEO4J_URI).",
 )
 def serve(
-    host: str | None, port: int | None, data_dir: Path | None, log_level: str | None, workers: int
+    host: str | None,
+    port: int | None,
+    data_dir: Path | None,
+    create: bool,
+    log_level: str | None,
+    workers: int,
 ) -> None:
     """Serve the GraphQL API (GraphiQL at /graphql, /healthz, /readyz).
 
@@ -475,6 +488,7 @@ def serve(
     """
     try:
         settings = make_settings(data_dir, host=host, port=port, log_level=log_level)
+        check_data_dir(settings, data_dir, create)
     except BadInputError as exc:
         _fail(str(exc))
     if workers > 1 and not settings.neo4j_uri:

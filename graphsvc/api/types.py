@@ -25,6 +25,7 @@ from strawberry.scalars import JSON
 from strawberry.types.enum import EnumValueDefinition
 
 from graphsvc import model as m
+from graphsvc import overview as ov
 from graphsvc import prompt as p
 from graphsvc.api.context import Info
 from graphsvc.prompt import type_description
@@ -297,6 +298,26 @@ class NamespaceStats:
     pass
 
 
+@derived(ov.FacetCount)
+class FacetCount:
+    pass
+
+
+@derived(ov.Facet)
+class Facet:
+    pass
+
+
+@derived(ov.CausalComponent)
+class CausalComponent:
+    pass
+
+
+@derived(ov.Overview)
+class Overview:
+    pass
+
+
 @strawberry.type(description="Who is calling: the API key's namespace and role.")
 class Viewer:
     namespace: str = strawberry.field(description="The namespace every operation works in.")
@@ -307,6 +328,7 @@ class Viewer:
 
 
 __all__ = [
+    "CausalComponent",
     "ContextBundle",
     "ContextCapsule",
     "ContextEvent",
@@ -316,6 +338,8 @@ __all__ = [
     "DriftStep",
     "EraseFilter",
     "EraseReceipt",
+    "Facet",
+    "FacetCount",
     "ForgetReceipt",
     "HistoryReuse",
     "LedgerItem",
@@ -326,6 +350,7 @@ __all__ = [
     "MemoryConnection",
     "MemoryEdge",
     "NamespaceStats",
+    "Overview",
     "PageInfo",
     "PromptBundle",
     "PromptEnvironment",

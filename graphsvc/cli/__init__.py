@@ -6,11 +6,17 @@ nor the stores (numpy, the Neo4j driver). Every store command takes ``--data-dir
 ``--namespace`` and uses Neo4j when ``GRAPHSVC_NEO4J_URI`` is set, the embedded store otherwise.
 Exit status: 0 success, 2 bad input (the message says what to fix), 3 the store is unavailable or
 another error.
+
+Evaluation and benchmarks (``eval``, ``bench``, ``bench-http``, ``convert``) are not part of
+graphsvc: they come with graphsvc-lab (``lab/`` in the checkout), which adds them through the
+``graphsvc.commands`` entry point. Without it, naming one of them says how to install it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import import_module
+from importlib.metadata import entry_points
 from typing import Any
 
 import click
@@ -90,38 +96,54 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "graphsvc.api.export:export_schema",
         "Write the GraphQL schema to PATH (default ./schema.graphql; '-' for stdout).",
     ),
-    "convert": (
-        "graphsvc.tools.convert:convert",
-        "Print a public dataset file (LoCoMo JSON, EventStoryLine JSONL) as ingest JSON Lines.",
-    ),
-    "eval": (
-        "graphsvc.tools.eval.cli:eval_group",
-        "Measure recall, abstention, chronology and causal reconstruction on public data, beside "
-        "a bm25s baseline on the same memories (datasets from GRAPHSVC_EVAL_DATA by default).",
-    ),
-    "bench": (
-        "graphsvc.tools.bench:bench",
-        "Measure ingest, restart, bundle and reconstruct on a synthetic corpus, beside bm25s.",
-    ),
-    "bench-http": (
-        "graphsvc.tools.bench_http:bench_http",
-        "Measure bundle and reconstruct over HTTP with concurrent clients, against a fresh server.",
-    ),
 }
+
+# Entry-point group of command tables shaped like COMMANDS (graphsvc-lab declares one).
+PLUGINS = "graphsvc.commands"
+# The commands graphsvc-lab brings, named here so that asking for one without it says what to do.
+LAB_COMMANDS = ("bench", "bench-http", "convert", "eval")
+LAB_INSTALL = "install graphsvc-lab: pip install -e lab (from a graphsvc checkout)"
 
 
 class LazyGroup(click.Group):
     """A click group whose commands are imported on first use, and which turns graphsvc errors
-    into a message and an exit status instead of a traceback."""
+    into a message and an exit status instead of a traceback.
 
-    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
+    Args:
+        lazy: name -> (``module:attribute``, one-line help) of the built-in commands.
+        plugins: an entry-point group whose entries are tables shaped like ``lazy``, merged in
+            (a built-in name wins) the first time the full list is needed; None for none.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        lazy: Mapping[str, tuple[str, str]],
+        plugins: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.lazy = lazy
+        self.lazy = dict(lazy)
+        self.plugins = plugins
+
+    def plugin_commands(self) -> None:
+        """Merge the command tables of the installed plugins into ``lazy``, once. Reading the
+        entry points imports only the small modules that hold the tables."""
+        group, self.plugins = self.plugins, None
+        if group is None:
+            return
+        for entry in entry_points(group=group):
+            table: Mapping[str, tuple[str, str]] = entry.load()
+            for name, spec in table.items():
+                self.lazy.setdefault(name, spec)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        self.plugin_commands()
         return sorted({*super().list_commands(ctx), *self.lazy})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name not in self.lazy:
+            self.plugin_commands()
         if cmd_name in self.commands or cmd_name not in self.lazy:
             return super().get_command(ctx, cmd_name)
         module, _, attribute = self.lazy[cmd_name][0].partition(":")
@@ -130,6 +152,27 @@ class LazyGroup(click.Group):
             raise TypeError(f"{self.lazy[cmd_name][0]} is not a click command")
         self.add_command(command, cmd_name)
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else None
+        if name in LAB_COMMANDS and self.get_command(ctx, name) is None:
+            ctx.fail(
+                f"'graphsvc {name}' comes with graphsvc-lab, the evaluation and benchmark tools "
+                f"beside graphsvc, which is not installed: {LAB_INSTALL}."
+            )
+        return super().resolve_command(ctx, args)
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_epilog(ctx, formatter)
+        self.plugin_commands()
+        absent = [name for name in LAB_COMMANDS if name not in self.lazy]
+        if absent:
+            formatter.write_paragraph()
+            formatter.write_text(
+                f"{', '.join(absent)}: not installed, they come with graphsvc-lab; {LAB_INSTALL}."
+            )
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list from the one-line helps above: nothing is imported for --help."""
@@ -160,6 +203,7 @@ cli = click.version_option(package_name="graphsvc")(
     LazyGroup(
         name="graphsvc",
         lazy=COMMANDS,
+        plugins=PLUGINS,
         help="graphsvc: memory for LLM agents, on a graph.\n\n"
         "Uses Neo4j when GRAPHSVC_NEO4J_URI is set, the embedded store otherwise.",
     )
@@ -171,4 +215,4 @@ def main() -> None:
     cli(prog_name="graphsvc")
 
 
-__all__ = ["COMMANDS", "LazyGroup", "cli", "main"]
+__all__ = ["COMMANDS", "LAB_COMMANDS", "PLUGINS", "LazyGroup", "cli", "main"]

@@ -68,9 +68,12 @@ _WRITERS_HELP = (
     "with one."
 )
 writers_option = click.option(
-    "--writers", type=click.IntRange(min=1, max=8), default=2, show_default=True,
+    "--writers",
+    type=click.IntRange(min=1, max=8),
+    default=2,
+    show_default=True,
     help=_WRITERS_HELP,
-)  # fmt: skip
+)
 
 
 # Files are read as bytes and decoded line by line (graphsvc.ingest.parse_jsonl), so that a file
@@ -147,9 +150,13 @@ def bundle(
     """What memory offers a prompt for QUERY, under a token budget."""
     with opened(data_dir, namespace, read_only=True) as (service, ns):
         result = service.bundle(
-            ns, query, budget_tokens=budget, stage=stage, min_score=min_score,
+            ns,
+            query,
+            budget_tokens=budget,
+            stage=stage,
+            min_score=min_score,
             max_capsules=max_capsules,
-        )  # fmt: skip
+        )
     if as_json:
         emit_json(result.to_json_dict())
     else:
@@ -208,9 +215,15 @@ def remember(
 ) -> None:
     """Write one memory."""
     item = MemoryInput.model_validate(
-        {"id": memory_id, "text": text, "kind": kind, "occurredAt": occurred_at,
-         "tags": list(tags), "source": source}
-    )  # fmt: skip
+        {
+            "id": memory_id,
+            "text": text,
+            "kind": kind,
+            "occurredAt": occurred_at,
+            "tags": list(tags),
+            "source": source,
+        }
+    )
     with opened(data_dir, namespace) as (service, ns):
         memory = service.remember(ns, item)
     if as_json:
@@ -279,4 +292,4 @@ def stats(as_json: bool, data_dir: Path | None, namespace: str | None) -> None:
         click.echo(f"{label}, namespace {ns!r}")
         for key, value in result.to_json_dict().items():
             if key != "namespace":
-                click.echo(f"  {key:<14} {value}")
+                click.echo(f"  {key:<14} {'-' if value is None else value}")

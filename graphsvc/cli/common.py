@@ -24,7 +24,7 @@ from graphsvc.errors import (
     NotFoundError,
     validation_message,
 )
-from graphsvc.settings import Settings
+from graphsvc.settings import Settings, default_data_dir
 
 if TYPE_CHECKING:
     from graphsvc.service import MemoryService
@@ -57,6 +57,32 @@ namespace_option = click.option(
     default=None,
     help="Namespace to use (default: GRAPHSVC_NAMESPACE or 'default').",
 )
+
+
+create_option = click.option(
+    "--create",
+    is_flag=True,
+    help="Create --data-dir when it does not exist (a new, empty store). Without it a missing "
+    "--data-dir is refused, so a typo does not start an empty store.",
+)
+
+
+def check_data_dir(settings: Settings, data_dir: Path | None, create: bool) -> None:
+    """Refuse a ``--data-dir`` that does not exist (a typo would open a new, empty store),
+    unless ``create``. The default folder (and ``GRAPHSVC_DATA_DIR``) is created as before,
+    and nothing is checked when Neo4j is the store.
+
+    Raises:
+        BadInputError: ``data_dir`` was given, does not exist, and ``create`` is false.
+    """
+    if data_dir is None or create or settings.neo4j_uri or data_dir.exists():
+        return
+    if data_dir.expanduser().resolve() == default_data_dir().resolve():
+        return
+    raise BadInputError(
+        f"--data-dir {data_dir}: no such folder. Check the path (an existing store's folder "
+        "holds its log.jsonl), or pass --create to start a new, empty store there"
+    )
 
 
 def common_options(func: F) -> F:
@@ -115,7 +141,9 @@ __all__ = [
     "BAD_INPUT_EXIT",
     "TEMPORARY_DATA_DIR_HELP",
     "UNAVAILABLE_EXIT",
+    "check_data_dir",
     "common_options",
+    "create_option",
     "data_dir_flag",
     "data_dir_option",
     "emit_json",

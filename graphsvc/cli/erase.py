@@ -84,9 +84,14 @@ def erase(
             while total is None or not total.complete:
                 done = 0
                 receipt = service.erase(
-                    ns, everything=everything, tag=tag, source=source, since=since_at,
-                    until=until_at, progress=progress,
-                )  # fmt: skip
+                    ns,
+                    everything=everything,
+                    tag=tag,
+                    source=source,
+                    since=since_at,
+                    until=until_at,
+                    progress=progress,
+                )
                 total = receipt if total is None else total.plus(receipt)
     assert total is not None  # the loop ran at least once
     if as_json:

@@ -128,9 +128,16 @@ class AsyncGraphsvcClient:
             BadInputError: the arguments do not make a valid memory (checked before sending).
         """
         op = remember_op(
-            text, kind=kind, occurred_at=occurred_at, tags=tags, source=source, id=id,
-            confidence=confidence, run_id=run_id, step=step,
-        )  # fmt: skip
+            text,
+            kind=kind,
+            occurred_at=occurred_at,
+            tags=tags,
+            source=source,
+            id=id,
+            confidence=confidence,
+            run_id=run_id,
+            step=step,
+        )
         return await self._run(op)
 
     async def remember_many(
@@ -174,9 +181,14 @@ class AsyncGraphsvcClient:
         """What memory offers a prompt for ``query`` under a token budget (with ``run_id``, a
         memory_recall event is recorded)."""
         op = bundle_op(
-            query, budget_tokens=budget_tokens, stage=stage, min_score=min_score,
-            max_capsules=max_capsules, run_id=run_id, step=step,
-        )  # fmt: skip
+            query,
+            budget_tokens=budget_tokens,
+            stage=stage,
+            min_score=min_score,
+            max_capsules=max_capsules,
+            run_id=run_id,
+            step=step,
+        )
         return await self._run(op)
 
     async def prompt_bundle(self, request: PromptInput) -> PromptBundle:

@@ -205,9 +205,14 @@ def remember_op(
     step: int = 0,
 ) -> Operation[Memory]:
     item = _build_memory(
-        text=text, kind=kind, occurred_at=occurred_at, tags=tuple(tags), source=source, id=id,
+        text=text,
+        kind=kind,
+        occurred_at=occurred_at,
+        tags=tuple(tags),
+        source=source,
+        id=id,
         confidence=confidence,
-    )  # fmt: skip
+    )
     return Operation(
         REMEMBER,
         {"input": _memory_input(item), "runId": run_id, "step": step},
@@ -288,9 +293,14 @@ def bundle_op(
     step: int = 0,
 ) -> Operation[ContextBundle]:
     variables = {
-        "query": query, "budgetTokens": budget_tokens, "stage": stage, "minScore": min_score,
-        "maxCapsules": max_capsules, "runId": run_id, "step": step,
-    }  # fmt: skip
+        "query": query,
+        "budgetTokens": budget_tokens,
+        "stage": stage,
+        "minScore": min_score,
+        "maxCapsules": max_capsules,
+        "runId": run_id,
+        "step": step,
+    }
     return Operation(BUNDLE, variables, ContextBundle.model_validate)
 
 
@@ -308,8 +318,12 @@ def record_event_op(
     run_id: str, step: int, kind: str, detail: str | None = None, est_tokens: int | None = None
 ) -> Operation[ContextEvent]:
     variables = {
-        "runId": run_id, "step": step, "kind": kind, "detail": detail, "estTokens": est_tokens,
-    }  # fmt: skip
+        "runId": run_id,
+        "step": step,
+        "kind": kind,
+        "detail": detail,
+        "estTokens": est_tokens,
+    }
     return Operation(RECORD_EVENT, variables, ContextEvent.model_validate)
 
 

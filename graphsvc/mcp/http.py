@@ -26,8 +26,11 @@ for ``GRAPHSVC_MCP_STREAM_IDLE_TIMEOUT`` seconds is ended (the SSE pings do not 
 the server's own). A refused stream's connection is closed, so it frees its descriptor at once.
 
 Every refusal of ``/mcp``, the gate's and the SDK's own (a wrong Content-Type, Host or Origin, a
-method it does not serve), is JSON ``{"error", "error_description", "code"}`` with graphsvc's
-``code`` (:func:`mcp_refusal`, :func:`sdk_refusals`).
+method it does not serve), is a JSON-RPC error whose message starts with graphsvc's code
+(``UNAUTHENTICATED: no API key: ...``), the shape MCP clients show their user, with
+``error_description`` and ``code`` beside it (:func:`mcp_refusal`, :func:`sdk_refusals`). A 401
+challenges ``ApiKey``, not ``Bearer``: a host reads a Bearer challenge as OAuth and goes looking for
+metadata graphsvc does not serve.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import anyio
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import INTERNAL_ERROR, INVALID_REQUEST
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
@@ -85,11 +89,56 @@ def transport_security(settings: Settings) -> TransportSecuritySettings:
     )
 
 
-def mcp_refusal(status: int, message: str, code: str, headers: dict[str, str]) -> Response:
-    """How ``/mcp`` answers a refusal (the gate's 401 and 429, the stream caps, the SDK's own):
-    JSON with an OAuth-style ``error`` and graphsvc's ``code``, the shape MCP clients read."""
-    error = "invalid_token" if status == 401 else "rate_limited" if status == 429 else "refused"
-    return _json(status, {"error": error, "error_description": message, "code": code}, headers)
+#: The challenge of a 401 from ``/mcp``. Not ``Bearer``: to an MCP host a Bearer challenge means
+#: OAuth, and sends it looking for a protected-resource metadata document graphsvc does not have.
+#: The key still goes in ``Authorization: Bearer <key>`` (the refusal's message says so).
+MCP_CHALLENGE = 'ApiKey realm="graphsvc"'
+
+
+def mcp_refusal(
+    status: int,
+    message: str,
+    code: str,
+    headers: dict[str, str],
+    *,
+    rpc_code: int | None = None,
+    request_id: str | int | None = None,
+) -> Response:
+    """How ``/mcp`` answers a refusal (the gate's 401 and 429, the stream caps, the SDK's own).
+
+    The body is a JSON-RPC error, which MCP clients surface as the error of the request they
+    sent (the SDK's client reads it at any status; another body becomes its bare "Server
+    returned an error response"): ``message`` is ``CODE: message`` like a tool error's, and
+    ``data`` holds graphsvc's ``code`` and the HTTP ``status``. ``error_description`` and
+    ``code`` repeat the message and code at the top level for plain HTTP clients. A 401 carries
+    :data:`MCP_CHALLENGE` in place of the gate's Bearer challenge.
+
+    Args:
+        status: the HTTP status.
+        message: what went wrong and what to do.
+        code: graphsvc's code (``UNAUTHENTICATED``, ``LIMIT_EXCEEDED``, ...).
+        headers: response headers (``Retry-After``, ``Allow``, ...).
+        rpc_code: the JSON-RPC error code (default: -32600 for a 4xx, -32603 for a 5xx).
+        request_id: the JSON-RPC id of the refused request, when known.
+    """
+    if rpc_code is None:
+        rpc_code = INTERNAL_ERROR if status >= 500 else INVALID_REQUEST
+    headers = {k: v for k, v in headers.items() if k.lower() != "www-authenticate"}
+    if status == 401:
+        headers["WWW-Authenticate"] = MCP_CHALLENGE
+    error = {
+        "code": rpc_code,
+        "message": f"{code}: {message}",
+        "data": {"code": code, "status": status},
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": error,
+        "error_description": message,
+        "code": code,
+    }
+    return _json(status, body, headers)
 
 
 #: graphsvc's code for each refusal status of the SDK; any other 4xx is BAD_INPUT, 5xx INTERNAL.
@@ -101,14 +150,14 @@ _SDK_CODES = {
     503: "UNAVAILABLE",
 }
 #: Response headers of the SDK's refusal kept in ours (the rest describe its own body).
-_KEPT_HEADERS = {b"allow", b"retry-after", b"www-authenticate", b"mcp-session-id"}
+_KEPT_HEADERS = {b"allow", b"retry-after", b"mcp-session-id"}
 #: Most bytes of a refusal's body read for its message.
 _MAX_REFUSAL_BYTES = 64 * 1024
 
 
-def _sdk_message(body: bytes, status: int) -> str:
-    """The message of an SDK refusal: a JSON-RPC error's, else the text (``Invalid Host header``),
-    else the status."""
+def _sdk_error(body: bytes, status: int) -> tuple[str, int | None, str | int | None]:
+    """The message, JSON-RPC code and request id of an SDK refusal: a JSON-RPC error's, else
+    the text (``Invalid Host header``) or the status, with no code and no id."""
     text = body[:_MAX_REFUSAL_BYTES].decode("utf-8", "replace").strip()
     try:
         parsed = json.loads(text)
@@ -117,8 +166,14 @@ def _sdk_message(body: bytes, status: int) -> str:
     if isinstance(parsed, dict):
         error = parsed.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])
-    return text or f"refused with HTTP {status}"
+            rpc = error.get("code")
+            found = parsed.get("id")
+            return (
+                str(error["message"]),
+                rpc if isinstance(rpc, int) and not isinstance(rpc, bool) else None,
+                found if isinstance(found, str | int) and not isinstance(found, bool) else None,
+            )
+    return text or f"refused with HTTP {status}", None, None
 
 
 def sdk_refusals(send: Send) -> Send:
@@ -147,7 +202,8 @@ def sdk_refusals(send: Send) -> Send:
             for name, value in refusal.get("headers", [])
             if name.lower() in _KEPT_HEADERS
         }
-        answer = mcp_refusal(status, _sdk_message(bytes(body), status), code, kept)
+        text, rpc_code, request_id = _sdk_error(bytes(body), status)
+        answer = mcp_refusal(status, text, code, kept, rpc_code=rpc_code, request_id=request_id)
         await send({"type": "http.response.start", "status": status, "headers": answer.raw_headers})
         await send({"type": "http.response.body", "body": answer.body, "more_body": False})
 
@@ -258,10 +314,11 @@ class McpHttp:
     async def _endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
         if manager is None:
-            body = {"error": "unavailable", "code": "UNAVAILABLE",
-                    "error_description": "the MCP endpoint is not running (the server is "
-                    "starting or stopping): retry shortly"}  # fmt: skip
-            await _json(503, body)(scope, receive, send)
+            message = (
+                "the MCP endpoint is not running (the server is starting or stopping): "
+                "retry shortly"
+            )
+            await mcp_refusal(503, message, "UNAVAILABLE", {})(scope, receive, send)
             return
         if scope.get("method") == "GET":  # an event stream, or a quick refusal of one
             await self._stream(manager, scope, receive, send)
@@ -299,8 +356,11 @@ class McpHttp:
                     if message["type"] == "http.response.start":
                         started = True
                         # the connection ends with the stream, and frees its descriptor
-                        headers = [(n, v) for n, v in message.get("headers", [])
-                                   if n.lower() != b"connection"]  # fmt: skip
+                        headers = [
+                            (n, v)
+                            for n, v in message.get("headers", [])
+                            if n.lower() != b"connection"
+                        ]
                         message = {**message, "headers": [*headers, (b"connection", b"close")]}
                     elif message["type"] == "http.response.body":
                         if not message.get("body", b"").startswith(b":"):  # not a ping
@@ -355,6 +415,7 @@ def mcp_http(
 
 
 __all__ = [
+    "MCP_CHALLENGE",
     "MCP_PATH",
     "PRINCIPAL",
     "McpHttp",

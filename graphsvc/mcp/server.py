@@ -1,7 +1,8 @@
 """graphsvc as an MCP server (the official ``mcp`` SDK's low-level :class:`~mcp.server.Server`).
 
 Tools (:mod:`graphsvc.mcp.tools`): ``remember``, ``remember_many``, ``link``, ``forget``,
-``bundle``, ``reconstruct``, ``memories``, ``prompt_bundle``, ``report_tokens``. Resources (JSON):
+``bundle``, ``recall``, ``explain``, ``get_memory``, ``reconstruct``, ``memories``,
+``prompt_bundle``, ``report_tokens``. Resources (JSON):
 ``graphsvc://memory/{id}`` (a memory with its links) and ``graphsvc://belief/{id}`` (a belief
 stored by ``reconstruct``).
 
@@ -60,7 +61,7 @@ from graphsvc.errors import (
     StoreUnavailableError,
     validation_message,
 )
-from graphsvc.mcp.tools import TOOLS, Call, input_schema, output_schema
+from graphsvc.mcp.tools import TOOLS, Call, input_schema, output_schema, to_json
 from graphsvc.service import MemoryService
 
 logger = logging.getLogger("graphsvc.mcp")
@@ -74,9 +75,10 @@ JSON_MIME = "application/json"
 INSTRUCTIONS = (
     "graphsvc is your long-term memory, on a graph: memories (facts, events, decisions) and the "
     "causal links between them, kept in one namespace per API key. Before answering a question "
-    "that may depend on earlier sessions, call `bundle` and respect its abstention (`skipped`) "
+    "that may depend on earlier sessions, call `recall` and respect its abstention (`skipped`) "
     "and coverage (`evidenceCoverage`, `uncoveredTerms`) fields; for 'why' questions call "
-    "`reconstruct`. When you learn something worth keeping, call `remember` (or "
+    "`explain` (or `reconstruct` to store the belief); `get_memory` reads memories by id. "
+    "When you learn something worth keeping, call `remember` (or "
     "`remember_many`), and `link` how it relates to what you knew (CAUSES, PRECEDES, "
     "RELATES_TO, SUPERSEDES). Errors start with a code: BAD_INPUT and LIMIT_EXCEEDED (fix the "
     "arguments as the message says), NOT_FOUND, FORBIDDEN (a read-only key), UNAVAILABLE "
@@ -281,7 +283,7 @@ class GraphsvcMcp:
                     "(remember, memories and bundle return ids)"
                 )
             links = await call.run(call.service.links_of, call.namespace, [wanted])
-            return {**memory.to_json_dict(), "links": [lk.to_json_dict() for lk in links]}
+            return {**to_json(memory), "links": [lk.to_json_dict() for lk in links]}
         belief = await call.run(call.service.get_belief, call.namespace, wanted)
         if belief is None:
             raise NotFoundError(

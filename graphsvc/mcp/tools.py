@@ -2,9 +2,10 @@
 
 Every tool calls :class:`~graphsvc.service.MemoryService` in the caller's namespace, exactly as the
 GraphQL resolver of the same operation does (same service method, same write-key rule, same
-validation and limits), and answers the same camelCase JSON (``Model.to_json_dict()``) plus a
-short text rendering. Argument names are the GraphQL argument names (the fields of ``input``
-arguments are flattened to the top level: ``remember`` takes ``text``, ``kind``, ... directly).
+validation and limits), and answers the same camelCase JSON (``Model.to_json_dict()``, without a
+memory's stemmed ``terms``: :func:`to_json`) plus a short text rendering. Argument names are the
+GraphQL argument names (the fields of ``input`` arguments are flattened to the top level:
+``remember`` takes ``text``, ``kind``, ... directly).
 
 The descriptions of arguments and results come from the GraphQL schema (the contract), so the two
 surfaces never describe the same field in two ways; the tool descriptions themselves are written
@@ -102,6 +103,34 @@ class BundleArgs(Model):
     step: int = 0
 
 
+class RecallArgs(Model):
+    """A question, and how much memory may offer for it (a bundle that records nothing)."""
+
+    query: str
+    budget_tokens: int | None = None
+    stage: str | None = None
+    min_score: float | None = None
+    max_capsules: int | None = None
+
+
+class ExplainArgs(Model):
+    """A cue, how many direct hits and how far to walk the graph (a belief that is not stored)."""
+
+    cue: str
+    k: int | None = None
+    depth: int | None = None
+
+
+class GetMemoryArgs(Model):
+    """Memories to read by id."""
+
+    ids: tuple[UUID, ...] = Field(
+        min_length=1,
+        description="Ids of memories of your namespace (from remember, memories, bundle "
+        "capsules' `memoryId`, reconstruct's `sourceIds` and `linkedContextIds`).",
+    )
+
+
 class ReconstructArgs(Model):
     """A cue, how many direct hits and how far to walk the graph from them."""
 
@@ -140,6 +169,19 @@ class RememberManyResult(Model):
     memories: tuple[Memory, ...] = Field(description="The memories as stored, in input order.")
 
 
+class GetMemoryResult(Model):
+    """The memories found, the links touching them, and the ids not found."""
+
+    memories: tuple[Memory, ...] = Field(
+        description="The memories found, in the order asked (each id once)."
+    )
+    links: tuple[Link, ...] = Field(description="Every link touching a memory found.")
+    not_found: tuple[UUID, ...] = Field(
+        description="Ids asked for that your namespace has no memory with (never written, "
+        "forgotten, or another namespace's)."
+    )
+
+
 class PageInfo(Model):
     """Where a page ends."""
 
@@ -152,6 +194,39 @@ class MemoryConnection(Model):
 
     nodes: tuple[Memory, ...]
     page_info: PageInfo
+
+
+# -- what the tools answer -----------------------------------------------------------------------
+
+#: Memory fields the tools leave out: ``terms`` is the stemmed text graphsvc indexes, noise in an
+#: agent's context (GraphQL's Memory keeps the field, for compatibility).
+HIDDEN_MEMORY_FIELDS = frozenset({"terms"})
+
+
+def to_json(result: BaseModel) -> dict[str, Any]:
+    """A tool result's JSON (camelCase, as ``Model.to_json_dict``) without
+    :data:`HIDDEN_MEMORY_FIELDS`, wherever the result holds memories."""
+    hidden = set(HIDDEN_MEMORY_FIELDS)
+    exclude: Any = None
+    if isinstance(result, Memory):
+        exclude = hidden
+    elif isinstance(result, MemoryConnection):
+        exclude = {"nodes": {"__all__": hidden}}
+    elif isinstance(result, RememberManyResult | GetMemoryResult | ReconstructedBelief):
+        exclude = {"memories": {"__all__": hidden}}
+    data: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude=exclude)
+    return data
+
+
+def _hide_memory_fields(schema: dict[str, Any]) -> None:
+    """Drop :data:`HIDDEN_MEMORY_FIELDS` from the Memory object(s) of a JSON schema."""
+    for definition in (schema, *schema.get("$defs", {}).values()):
+        if definition.get("title") != Memory.__name__:
+            continue
+        for name in HIDDEN_MEMORY_FIELDS:
+            definition.get("properties", {}).pop(name, None)
+            if name in definition.get("required", []):
+                definition["required"].remove(name)
 
 
 # -- one call -------------------------------------------------------------------------------------
@@ -230,6 +305,12 @@ def memory_line(memory: Memory) -> str:
     return f"- {memory.id} [{_day(memory.occurred_at)}] {memory.kind}: {short(memory.text)}"
 
 
+def full_memory_line(memory: Memory) -> str:
+    """One memory with its whole text: id, day, kind, tags and text."""
+    tags = f" #{' #'.join(memory.tags)}" if memory.tags else ""
+    return f"- {memory.id} [{_day(memory.occurred_at)}] {memory.kind}{tags}: {memory.text}"
+
+
 def bundle_text(bundle: ContextBundle) -> str:
     """A bundle's ``rendered`` text (its header says what is offered, its last line what memory
     does not cover), then the abstention figures."""
@@ -261,9 +342,13 @@ def prompt_text(bundle: PromptBundle) -> str:
     elif bundle.memory.skipped:
         memory = "memory abstained (skipped)"
     else:
+        # The capsules' figure is the one the run's events record (memory_recall's estTokens,
+        # the assembled event's detail); the section's adds the header and notes around them.
         memory = (
-            f"memory: {len(bundle.memory.capsules)} capsule(s), {ledger.memory_tokens}/"
-            f"{ledger.memory_budget_tokens} tokens, coverage {bundle.memory.evidence_coverage:.3f}"
+            f"memory: {len(bundle.memory.capsules)} capsule(s), {bundle.memory.used_tokens}/"
+            f"{bundle.memory.budget_tokens} capsule tokens (the memory section, with its header "
+            f"and notes: {ledger.memory_tokens}/{ledger.memory_budget_tokens}), coverage "
+            f"{bundle.memory.evidence_coverage:.3f}"
         )
     return (
         f"Prompt assembled: {ledger.estimated_input_tokens}/{ledger.available_input_tokens} "
@@ -285,7 +370,7 @@ async def remember(call: Call, args: RememberArgs) -> Reply:
     stored = await call.run(
         call.service.remember, call.namespace, args.item(), run_id=args.run_id, step=args.step
     )
-    return Reply(stored.to_json_dict(), f"Remembered {stored.id}: {short(stored.text)}")
+    return Reply(to_json(stored), f"Remembered {stored.id}: {short(stored.text)}")
 
 
 def _check_batch(service: MemoryService, arguments: Mapping[str, Any]) -> None:
@@ -312,7 +397,7 @@ async def remember_many(call: Call, args: RememberManyArgs) -> Reply:
     result = RememberManyResult(memories=tuple(stored))
     lines = [f"Remembered {len(stored)} memory(ies), in input order:"]
     lines += [memory_line(memory) for memory in stored]
-    return Reply(result.to_json_dict(), "\n".join(lines))
+    return Reply(to_json(result), "\n".join(lines))
 
 
 async def link(call: Call, args: LinkArgs) -> Reply:
@@ -336,20 +421,76 @@ async def bundle(call: Call, args: BundleArgs) -> Reply:
     if args.run_id is not None:
         call.principal.require_write("bundle with runId (it records a memory_recall event)")
     result = await call.run(
-        call.service.bundle, call.namespace, args.query, budget_tokens=args.budget_tokens,
-        stage=args.stage, min_score=args.min_score, max_capsules=args.max_capsules,
-        run_id=args.run_id, step=args.step,
-    )  # fmt: skip
+        call.service.bundle,
+        call.namespace,
+        args.query,
+        budget_tokens=args.budget_tokens,
+        stage=args.stage,
+        min_score=args.min_score,
+        max_capsules=args.max_capsules,
+        run_id=args.run_id,
+        step=args.step,
+    )
     return Reply(result.to_json_dict(), bundle_text(result))
+
+
+async def recall(call: Call, args: RecallArgs) -> Reply:
+    result = await call.run(
+        call.service.bundle,
+        call.namespace,
+        args.query,
+        budget_tokens=args.budget_tokens,
+        stage=args.stage,
+        min_score=args.min_score,
+        max_capsules=args.max_capsules,
+    )
+    return Reply(result.to_json_dict(), bundle_text(result))
+
+
+async def explain(call: Call, args: ExplainArgs) -> Reply:
+    belief = await call.run(
+        call.service.reconstruct, call.namespace, args.cue, k=args.k, depth=args.depth
+    )
+    return Reply(to_json(belief), belief_text(belief))
+
+
+async def get_memory(call: Call, args: GetMemoryArgs) -> Reply:
+    limit = Limits.from_settings(call.service.settings).max_page_size
+    ids = tuple(dict.fromkeys(args.ids))  # each once, in the order asked
+    if len(ids) > limit:
+        raise LimitExceededError(
+            f"{len(ids)} ids in one call; the limit is {limit} (GRAPHSVC_MAX_PAGE_SIZE): "
+            "ask in smaller groups"
+        )
+    found = await call.run(call.service.get_memories, call.namespace, ids)
+    by_id = {memory.id: memory for memory in found}
+    kept = tuple(by_id[i] for i in ids if i in by_id)
+    links = await call.run(call.service.links_of, call.namespace, [m.id for m in kept])
+    missing = tuple(i for i in ids if i not in by_id)
+    result = GetMemoryResult(memories=kept, links=tuple(links), not_found=missing)
+    lines = [f"{len(kept)} of {len(ids)} memory(ies) found:"] if kept else []
+    lines += [full_memory_line(memory) for memory in kept]
+    lines += [f"- link {lk.source} -[{lk.kind.value}]-> {lk.target}" for lk in links]
+    lines += [
+        f"- not found: {i} (no memory with this id in your namespace: never written, "
+        "forgotten, or another namespace's)"
+        for i in missing
+    ]
+    return Reply(to_json(result), "\n".join(lines))
 
 
 async def reconstruct(call: Call, args: ReconstructArgs) -> Reply:
     call.principal.require_write("reconstruct (it stores the belief)")
     belief = await call.run(
-        call.service.reconstruct_and_store, call.namespace, args.cue, k=args.k, depth=args.depth,
-        run_id=args.run_id, step=args.step,
-    )  # fmt: skip
-    return Reply(belief.to_json_dict(), belief_text(belief))
+        call.service.reconstruct_and_store,
+        call.namespace,
+        args.cue,
+        k=args.k,
+        depth=args.depth,
+        run_id=args.run_id,
+        step=args.step,
+    )
+    return Reply(to_json(belief), belief_text(belief))
 
 
 async def memories(call: Call, args: MemoriesArgs) -> Reply:
@@ -363,9 +504,15 @@ async def memories(call: Call, args: MemoriesArgs) -> Reply:
         )
     key = None if args.after is None else decode_cursor(args.after)
     rows = await call.run(
-        call.service.list_memories, call.namespace, after=key, limit=size + 1, kind=args.kind,
-        tag=args.tag, since=args.since, until=args.until,
-    )  # fmt: skip
+        call.service.list_memories,
+        call.namespace,
+        after=key,
+        limit=size + 1,
+        kind=args.kind,
+        tag=args.tag,
+        since=args.since,
+        until=args.until,
+    )
     page = rows[:size]
     more = len(rows) > size
     end = encode_cursor(page[-1]) if page else None
@@ -374,7 +521,7 @@ async def memories(call: Call, args: MemoriesArgs) -> Reply:
     )
     lines = [f"{len(page)} memory(ies), newest first:"] + [memory_line(m) for m in page]
     lines.append(f"More: call again with after={end!r}." if more else "No more memories.")
-    return Reply(result.to_json_dict(), "\n".join(lines))
+    return Reply(to_json(result), "\n".join(lines))
 
 
 async def prompt_bundle(call: Call, args: PromptInput) -> Reply:
@@ -486,13 +633,56 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
         description="Ask memory what belongs in your prompt for a question, under a token "
         "budget (`budgetTokens`). Call it before answering anything that may depend on what was "
         "remembered, and put `rendered` (the offered memories as prompt text) into your "
-        f"context. {_ABSTENTION} Reads only, unless you pass `runId` (then it records a "
-        "memory_recall event for the run, which needs a write key).",
+        f"context. {_ABSTENTION} With `runId` it records a memory_recall event for the run, "
+        "which needs a write key; without it, it reads only, as recall does (recall is "
+        "declared read-only, so hosts may run it without asking).",
         args=BundleArgs,
         result=ContextBundle,
         graphql=("Query", "bundle"),
         annotations=_hints("Memory for a question"),
         handler=bundle,
+    ),
+    ToolSpec(
+        name="recall",
+        description="Ask memory what belongs in your prompt for a question, under a token "
+        "budget (`budgetTokens`): the same answer as bundle, and it only reads (it records no "
+        "event, so a read-only key may call it). Call it before answering anything that may "
+        "depend on what was remembered, and put `rendered` (the offered memories as prompt "
+        f"text) into your context. {_ABSTENTION}",
+        args=RecallArgs,
+        result=ContextBundle,
+        graphql=("Query", "bundle"),
+        annotations=_hints("Recall for a question", read_only=True, idempotent=True),
+        handler=recall,
+    ),
+    ToolSpec(
+        name="explain",
+        description="Explain what memory supports about a cue, and why, without storing "
+        "anything (a read-only key may call it): the top `k` matching memories (`sourceIds`) "
+        "plus the causes, effects and related memories reached by walking links up to `depth` "
+        "hops (`linkedContextIds`), summarised by rules in `summary` (direct evidence, then "
+        "causal chains cause -> effect oldest first, then other linked context). `confidence` "
+        "is the mean score of the sources, in [0, 1]; `beliefId` is always null. Use it for "
+        "'why' and 'what led to' questions; reconstruct gives the same answer and stores it "
+        "as a belief (write key).",
+        args=ExplainArgs,
+        result=ReconstructedBelief,
+        graphql=("Query", "reconstruct"),
+        annotations=_hints("Explain a belief", read_only=True, idempotent=True),
+        handler=explain,
+    ),
+    ToolSpec(
+        name="get_memory",
+        description="Read memories of your namespace by id, with their whole text and every "
+        "link touching them: use it to look at memories another answer named (remember, "
+        "memories, bundle and recall capsules' `memoryId`, reconstruct and explain "
+        "`sourceIds` and `linkedContextIds`). An id with no memory is listed in `notFound` "
+        "(never written, forgotten, or another namespace's); the others are still returned.",
+        args=GetMemoryArgs,
+        result=GetMemoryResult,
+        graphql=("Query", "memory"),
+        annotations=_hints("Read memories by id", read_only=True, idempotent=True),
+        handler=get_memory,
     ),
     ToolSpec(
         name="reconstruct",
@@ -617,6 +807,7 @@ def input_schema(spec: ToolSpec[Any]) -> dict[str, Any]:
 def output_schema(spec: ToolSpec[Any]) -> dict[str, Any]:
     """The JSON schema of the tool's structured result, described by GraphQL's types."""
     schema: dict[str, Any] = spec.result.model_json_schema(by_alias=True, mode="serialization")
+    _hide_memory_fields(schema)
     gql_name = get_named_type(_field(*spec.graphql).type).name
     fields = _type_fields(spec.result.__name__) or _type_fields(gql_name)
     _describe(schema, fields)
@@ -624,9 +815,11 @@ def output_schema(spec: ToolSpec[Any]) -> dict[str, Any]:
 
 
 __all__ = [
+    "HIDDEN_MEMORY_FIELDS",
     "TOOLS",
     "TOOL_NAMES",
     "Call",
+    "GetMemoryResult",
     "MemoryConnection",
     "PageInfo",
     "RememberManyResult",
@@ -634,4 +827,5 @@ __all__ = [
     "ToolSpec",
     "input_schema",
     "output_schema",
+    "to_json",
 ]

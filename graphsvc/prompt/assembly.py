@@ -237,10 +237,15 @@ def carry_file(
         visibility = Visibility.FULL
         block = f"<file {attrs}>\n{_body(content)}\n</file>"
     carried = ContextFile(
-        path=file.path, scope=file.scope, content=content, content_hash=digest,
-        truncated=truncated, visibility=visibility, tokens=_tokens(block),
+        path=file.path,
+        scope=file.scope,
+        content=content,
+        content_hash=digest,
+        truncated=truncated,
+        visibility=visibility,
+        tokens=_tokens(block),
         original_tokens=_tokens(file.content),
-    )  # fmt: skip
+    )
     return carried, block
 
 
@@ -256,9 +261,11 @@ def tool_definition(tool: Tool) -> dict[str, Any]:
 def carry_tool(tool: ToolInput) -> Tool:
     """A tool, costed as its definition in compact JSON."""
     declared = Tool(
-        name=tool.name, description=tool.description, input_schema=tool.declared_schema(),
+        name=tool.name,
+        description=tool.description,
+        input_schema=tool.declared_schema(),
         tokens=0,
-    )  # fmt: skip
+    )
     as_json = json.dumps(
         tool_definition(declared), ensure_ascii=False, separators=(",", ":"), sort_keys=True
     )
@@ -407,10 +414,20 @@ def memory_reserve(query: str, max_capsules: int, budget: int) -> int:
     terms = tuple(query_terms(query))
     chronological = asks_about_order(query)
     bundle = ContextBundle(
-        query=query, stage="default", budget_tokens=budget, min_score=1.0, used_tokens=budget,
-        capsules=(), excluded=(), skipped=False, top_score=1.0, evidence_coverage=1.0,
-        uncovered_terms=terms, chronological=chronological, rendered="",
-    )  # fmt: skip
+        query=query,
+        stage="default",
+        budget_tokens=budget,
+        min_score=1.0,
+        used_tokens=budget,
+        capsules=(),
+        excluded=(),
+        skipped=False,
+        top_score=1.0,
+        evidence_coverage=1.0,
+        uncovered_terms=terms,
+        chronological=chronological,
+        rendered="",
+    )
     covered = bundle.model_copy(update={"uncovered_terms": ()})
     header = max(
         len(_offer_header(max_capsules, chronological, budget, budget)),
@@ -501,11 +518,15 @@ def plan_prompt(
     first = len(request.transcript) - len(tail_inputs)
     tail = [
         TranscriptEntry(
-            index=first + i, role=e.role, text=e.text, tool_name=e.tool_name,
-            tokens=_tokens(entry_text(e)), visibility=Visibility.FULL,
+            index=first + i,
+            role=e.role,
+            text=e.text,
+            tool_name=e.tool_name,
+            tokens=_tokens(entry_text(e)),
+            visibility=Visibility.FULL,
         )
         for i, e in enumerate(tail_inputs)
-    ]  # fmt: skip
+    ]
     available = window.available_input_tokens
 
     def base_with(dropped: int) -> int:
@@ -539,12 +560,22 @@ def plan_prompt(
     if note:
         budget = bundle_budget = 0
     return PromptPlan(
-        request=request, window=window, fragments=tuple(f for f, _ in fragments),
-        environment=environment, project_context=tuple(f for f, _ in files), tools=tools,
-        skills=tuple(s for s, _ in skills), transcript_tail=tuple(tail), before_tail=first,
-        sections=sections, base_tokens=base, memory_query=query, memory_budget=budget,
-        bundle_budget=bundle_budget, memory_note=note,
-    )  # fmt: skip
+        request=request,
+        window=window,
+        fragments=tuple(f for f, _ in fragments),
+        environment=environment,
+        project_context=tuple(f for f, _ in files),
+        tools=tools,
+        skills=tuple(s for s, _ in skills),
+        transcript_tail=tuple(tail),
+        before_tail=first,
+        sections=sections,
+        base_tokens=base,
+        memory_query=query,
+        memory_budget=budget,
+        bundle_budget=bundle_budget,
+        memory_note=note,
+    )
 
 
 def _ledger_items(plan: PromptPlan, memory: ContextBundle | None) -> list[LedgerItem]:
@@ -601,16 +632,26 @@ def finish_prompt(plan: PromptPlan, memory: ContextBundle | None) -> PromptBundl
         items=tuple(_ledger_items(plan, memory)),
     )
     return PromptBundle(
-        fragments=plan.fragments, environment=plan.environment,
-        project_context=plan.project_context, tool_catalog=plan.tools,
-        available_skills=plan.skills, transcript_tail=plan.transcript_tail,
+        fragments=plan.fragments,
+        environment=plan.environment,
+        project_context=plan.project_context,
+        tool_catalog=plan.tools,
+        available_skills=plan.skills,
+        transcript_tail=plan.transcript_tail,
         omitted_transcript_entries=plan.omitted_entries,
-        user_turn=request.user_turn, memory=memory, memory_note=plan.memory_note,
-        history_reuse=request.history_reuse, prev_context_hash=request.prev_context_hash,
-        prev_context_hashes=request.prev_context_hashes, context_ledger=ledger,
-        rendered=rendered, rendered_hash=sha256_hex(rendered), messages=body,
-        run_id=request.run_id, step=request.step,
-    )  # fmt: skip
+        user_turn=request.user_turn,
+        memory=memory,
+        memory_note=plan.memory_note,
+        history_reuse=request.history_reuse,
+        prev_context_hash=request.prev_context_hash,
+        prev_context_hashes=request.prev_context_hashes,
+        context_ledger=ledger,
+        rendered=rendered,
+        rendered_hash=sha256_hex(rendered),
+        messages=body,
+        run_id=request.run_id,
+        step=request.step,
+    )
 
 
 __all__ = [

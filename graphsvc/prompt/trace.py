@@ -105,10 +105,13 @@ def drift_report(run_id: str, events: Sequence[ContextEvent]) -> DriftReport:
             ratio = round(event.reported_tokens / event.est_tokens, PLACES)
         steps.append(
             DriftStep(
-                step=step, seq=event.seq, est_tokens=event.est_tokens,
-                reported_tokens=event.reported_tokens, ratio=ratio,
+                step=step,
+                seq=event.seq,
+                est_tokens=event.est_tokens,
+                reported_tokens=event.reported_tokens,
+                ratio=ratio,
             )
-        )  # fmt: skip
+        )
     reported = [s for s in steps if s.reported_tokens is not None and s.est_tokens]
     estimated_total = sum(s.est_tokens or 0 for s in reported)
     reported_total = sum(s.reported_tokens or 0 for s in reported)

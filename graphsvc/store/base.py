@@ -12,7 +12,7 @@ import math
 import re
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -253,6 +253,57 @@ class Recalled:
     columns: CandidateColumns
     model: VectorModel | None
     ahead: ReadAhead | None = None
+
+
+#: What an overview counts memories by (:meth:`Store.facet_counts`): ``kind``; ``tag`` (each
+#: distinct tag of a memory); ``source`` (memories without one are not counted); ``day`` (the UTC
+#: day of :attr:`Memory.when`, ``YYYY-MM-DD``).
+FACETS = ("kind", "tag", "source", "day")
+
+
+def memory_facets(memory: Memory) -> list[tuple[str, str]]:
+    """The ``(facet, value)`` pairs a memory counts under, each once."""
+    day = memory.when.astimezone(UTC).date().isoformat()
+    pairs = [("kind", memory.kind), ("day", day)]
+    pairs += [("tag", tag) for tag in dict.fromkeys(memory.tags)]
+    if memory.source is not None:
+        pairs.append(("source", memory.source))
+    return pairs
+
+
+def facet_deltas(
+    added: Iterable[Iterable[tuple[str, str]]], removed: Iterable[Iterable[tuple[str, str]]]
+) -> list[tuple[str, str, int]]:
+    """How the facet counts change when memories with these pairs (:func:`memory_facets`) are
+    added and removed: ``(facet, value, delta)``, sorted, no zero delta."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for pairs in added:
+        counts.update(pairs)
+    for pairs in removed:
+        counts.subtract(pairs)
+    return [(facet, value, n) for (facet, value), n in sorted(counts.items()) if n]
+
+
+def facet_order(value: str) -> str:
+    """The order both stores give facet values of equal count: Unicode code points, Python's
+    order of strings, and Neo4j's for stored strings (a string sent as a parameter compares by
+    UTF-16 code units there, which differs above U+FFFF; the contract test pins the stored
+    order)."""
+    return value
+
+
+@dataclass(frozen=True)
+class FacetCounts:
+    """The most frequent values of one facet of a namespace (:meth:`Store.facet_counts`), and how
+    many distinct values it has."""
+
+    facet: str
+    distinct: int
+    top: tuple[tuple[str, int], ...]
+
+
+def bad_facet(facet: str) -> BadInputError:
+    return BadInputError(f"unknown facet {facet!r}: use one of {', '.join(FACETS)}")
 
 
 class Store(ABC):
@@ -498,11 +549,13 @@ class Store(ABC):
         index of ``(recordedAt, id)`` per namespace).
         """
 
-    def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
-        """The store's own lexical top ``k`` for analysed ``terms`` (a plain BM25 over its index,
-        or the database's full-text index), without graphsvc's scoring: the baseline of the
-        benchmarks. Not used by recall."""
-        raise NotImplementedError(f"{type(self).__name__} has no native top-k")
+    def facet_counts(self, namespace: str, facet: str, top: int) -> FacetCounts:
+        """The ``top`` values of ``facet`` (one of :data:`FACETS`) with the most memories, by
+        count descending then value (:func:`facet_order`); for ``day``, the ``top`` latest days
+        that have memories, newest first. Counts are kept by every write, so the cost is the
+        facet's distinct values, never the namespace's memories. BadInputError for an unknown
+        facet."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no facet counts")
 
     # -- vectors (dense recall; graphsvc/dense.py) ------------------------------------------------
 
@@ -706,16 +759,22 @@ def bad_model(model: VectorModel) -> BadInputError | None:
 __all__ = [
     "EPOCH",
     "ERASED",
+    "FACETS",
     "Candidate",
     "CandidateColumns",
     "CandidatePlan",
+    "FacetCounts",
     "Store",
     "TermStats",
     "Walk",
+    "bad_facet",
     "bad_model",
     "belief_memory_missing",
     "describe_model",
+    "facet_deltas",
+    "facet_order",
     "link_end_missing",
+    "memory_facets",
     "memory_missing",
     "micros",
     "no_assembled_event",

@@ -381,9 +381,13 @@ class LogHead:
 
     def record(self) -> dict[str, Any]:
         record = {
-            "op": "header", "version": FORMAT_VERSION, "log": self.log, "gen": self.gen,
-            "base": self.base, "prev": self.prev,
-        }  # fmt: skip
+            "op": "header",
+            "version": FORMAT_VERSION,
+            "log": self.log,
+            "gen": self.gen,
+            "base": self.base,
+            "prev": self.prev,
+        }
         if self.store is not None:
             record["store"] = self.store
         return record
@@ -414,9 +418,12 @@ def log_head(scan: Scan) -> LogHead:
         if value["op"] != "header" or value["version"] != FORMAT_VERSION:
             raise ValueError("not a header of this format")
         head = LogHead(
-            log=value["log"], gen=value["gen"], base=value["base"], prev=value["prev"],
+            log=value["log"],
+            gen=value["gen"],
+            base=value["base"],
+            prev=value["prev"],
             store=value.get("store"),
-        )  # fmt: skip
+        )
         if not isinstance(head.log, str) or not isinstance(head.gen, int):
             raise ValueError("bad types")
         if not (head.store is None or isinstance(head.store, str)):
@@ -442,9 +449,12 @@ class SnapshotHead:
 
     def record(self) -> dict[str, Any]:
         record = {
-            "op": "snapshot", "version": self.version, "gen": self.gen, "seq": self.seq,
+            "op": "snapshot",
+            "version": self.version,
+            "gen": self.gen,
+            "seq": self.seq,
             "log": self.log,
-        }  # fmt: skip
+        }
         if self.store is not None:
             record["store"] = self.store
         return record
@@ -495,9 +505,12 @@ def read_snapshot(path: Path) -> Snapshot:
         if last["op"] != "end" or last["frames"] != len(scan.frames):
             raise ValueError("the snapshot does not end with its end record")
         head = SnapshotHead(
-            first["version"], int(first["gen"]), int(first["seq"]), first["log"],
+            first["version"],
+            int(first["gen"]),
+            int(first["seq"]),
+            first["log"],
             first.get("store"),
-        )  # fmt: skip
+        )
         if not (head.store is None or isinstance(head.store, str)):
             raise ValueError("the snapshot's store id is no string")
     except (KeyError, TypeError, ValueError) as exc:
@@ -539,10 +552,12 @@ def read_marker(path: Path) -> Marker | None:
         except (KeyError, TypeError, ValueError) as exc:
             problem = f"not a marker record ({exc!r})"
     raise LogError(
-        path, 1, 0,
+        path,
+        1,
+        0,
         f"the clean-close marker cannot be read ({problem}), so whether the log was cut after "
         "the store was closed cannot be checked",
-    )  # fmt: skip
+    )
 
 
 def read_store_id(path: Path) -> str | None:
@@ -741,10 +756,12 @@ def inspect(root: Path, *, lock_existed: bool) -> Chain:
         theirs = chain.snapshot.head.store
         if store is not None and theirs is not None and theirs != store:
             raise LogError(
-                snapshot_path, 1, 0,
+                snapshot_path,
+                1,
+                0,
                 f"the snapshot is of store {theirs}, but {STORE_NAME} says this directory is "
                 f"store {store}: it was replaced by another store's",
-            )  # fmt: skip
+            )
     log_path, old_path, new_path = root / LOG_NAME, root / OLD_LOG_NAME, root / NEW_LOG_NAME
     active_path: Path | None = log_path if log_path.exists() else None
     if new_path.exists():

@@ -240,7 +240,7 @@ class _Repair:
         store = MirrorStore(None)
         if chain.snapshot is not None:
             try:
-                store._load_snapshot(chain.snapshot)
+                store.load_snapshot(chain.snapshot)
             except LogError as exc:
                 raise StoreCorruptError(
                     f"{exc}; restore {SNAPSHOT_NAME} from a backup: repair cannot rebuild it"
@@ -257,7 +257,7 @@ class _Repair:
             if replayed.first_seq is not None and replayed.last_seq is not None:
                 report["kept_seq"] = (replayed.first_seq, replayed.last_seq)
         marker = chain.marker
-        last_seq = store._seq
+        last_seq = store.seq
         problem = replayed.problem
         if problem is not None and (problem.kind == "damaged" or marker is not None):
             cut_seqs = _seqs(replayed.after)

@@ -206,8 +206,12 @@ def test_http_level_bad_requests_are_json(client: httpx.Client) -> None:
 
 def test_request_ids(client: httpx.Client, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="graphsvc.access"):
-        mine = post(client, "query Who { viewer { role } }", WRITER,
-                    headers={"X-Request-Id": "agent-42.step-7"})  # fmt: skip
+        mine = post(
+            client,
+            "query Who { viewer { role } }",
+            WRITER,
+            headers={"X-Request-Id": "agent-42.step-7"},
+        )
         fresh = post(client, VIEWER, WRITER, headers={"X-Request-Id": "bad id with spaces"})
     assert mine.headers["x-request-id"] == "agent-42.step-7"
     assert len(fresh.headers["x-request-id"]) == 32
@@ -365,9 +369,11 @@ def test_depth_and_aliases_are_counted_through_fragments_once_each() -> None:
     )
     prepared = prepare(aliased, schema._schema, tight)
     assert [classify(e) for e in prepared.errors] == [
-        ("LIMIT_EXCEEDED", "the query uses 16 aliases; the limit is 15: split it into several "
-                           "requests")
-    ]  # fmt: skip
+        (
+            "LIMIT_EXCEEDED",
+            "the query uses 16 aliases; the limit is 15: split it into several requests",
+        )
+    ]
     # introspection fields count as leaves: the full introspection query passes
     assert prepared_codes(get_introspection_query(descriptions=True)) == []
 
@@ -541,8 +547,14 @@ def test_any_query_parameter_needs_a_key(client: httpx.Client, query_string: str
     assert response.status_code == 401, response.text
     assert codes(response) == ["UNAUTHENTICATED"]
     assert client.get("/graphql", headers={"Accept": "text/html"}).status_code == 200
-    assert is_ide_request({"type": "http", "method": "GET", "query_string": b"QUERY=x",
-                           "headers": [(b"accept", b"text/html")]})  # fmt: skip
+    assert is_ide_request(
+        {
+            "type": "http",
+            "method": "GET",
+            "query_string": b"QUERY=x",
+            "headers": [(b"accept", b"text/html")],
+        }
+    )
 
 
 def test_trusted_proxies_name_the_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -590,9 +602,14 @@ def test_rate_limits_answer_429_with_retry_after(
     store: Store, tmp_path: Path, keys: ApiKeys
 ) -> None:
     app = app_on(
-        store, tmp_path, keys, auth_failures_per_minute=3, rate_limit_per_key=1,
-        rate_limit_per_key_burst=4, rate_limit_per_client=0,
-    )  # fmt: skip
+        store,
+        tmp_path,
+        keys,
+        auth_failures_per_minute=3,
+        rate_limit_per_key=1,
+        rate_limit_per_key_burst=4,
+        rate_limit_per_client=0,
+    )
     with in_process(app) as client:
         wrong = [post(client, VIEWER, "wrong-key-0000000000000000").status_code for _ in range(5)]
         assert wrong == [401, 401, 401, 429, 429]
@@ -603,9 +620,14 @@ def test_rate_limits_answer_429_with_retry_after(
         assert "GRAPHSVC_AUTH_FAILURES_PER_MINUTE" in blocked.json()["errors"][0]["message"]
         assert client.get("/healthz").status_code == 200  # probes are never limited
     app = app_on(
-        store, tmp_path, keys, rate_limit_per_key=1, rate_limit_per_key_burst=4,
-        rate_limit_per_client=1, rate_limit_per_client_burst=6,
-    )  # fmt: skip
+        store,
+        tmp_path,
+        keys,
+        rate_limit_per_key=1,
+        rate_limit_per_key_burst=4,
+        rate_limit_per_client=1,
+        rate_limit_per_client_burst=6,
+    )
     with in_process(app) as client:
         statuses = [post(client, VIEWER, WRITER).status_code for _ in range(5)]
         assert statuses == [200, 200, 200, 200, 429]
@@ -676,15 +698,24 @@ def test_an_error_without_a_code_never_reaches_a_client(
         max_input_values=100,
         request_timeout=None,
     )
-    request = Request({"type": "http", "method": "POST", "headers": [], "query_string": b"",
-                       "graphsvc.request_id": "req-1"})  # fmt: skip
+    request = Request(
+        {
+            "type": "http",
+            "method": "POST",
+            "headers": [],
+            "query_string": b"",
+            "graphsvc.request_id": "req-1",
+        }
+    )
     result = ExecutionResult(data=None, errors=[GraphQLError("'Nope'")])
     with caplog.at_level(logging.ERROR, logger="graphsvc.api"):
         answer = asyncio.run(view.process_result(request, result))
     assert answer["errors"] == [
-        {"message": "Unexpected error; request id req-1",
-         "extensions": {"code": "INTERNAL", "requestId": "req-1"}}
-    ]  # fmt: skip
+        {
+            "message": "Unexpected error; request id req-1",
+            "extensions": {"code": "INTERNAL", "requestId": "req-1"},
+        }
+    ]
     assert "without a code" in caplog.text
 
 
@@ -775,10 +806,18 @@ def test_principals_enforce_roles() -> None:
 
 @pytest.mark.parametrize(
     ("host", "loopback"),
-    [("127.0.0.1", True), ("127.8.9.1", True), ("::1", True), ("[::1]", True),
-     ("localhost", True), ("0.0.0.0", False), ("::", False), ("10.0.0.5", False),
-     ("example.org", False)],
-)  # fmt: skip
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.1", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("10.0.0.5", False),
+        ("example.org", False),
+    ],
+)
 def test_is_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
 
@@ -870,11 +909,17 @@ def server(
     running = start_server(
         tmp_path_factory.mktemp("server"),
         request.param,
-        tenants={"alpha": (f"alpha{suffix}", "write"), "beta": (f"beta{suffix}", "write"),
-                 "reader": (f"alpha{suffix}", "read")},
-        extra_env={"GRAPHSVC_CORS_ORIGINS": "http://localhost:5173",
-                   "GRAPHSVC_MAX_BODY_BYTES": "65536", "GRAPHSVC_MAX_BATCH": "50"},
-    )  # fmt: skip
+        tenants={
+            "alpha": (f"alpha{suffix}", "write"),
+            "beta": (f"beta{suffix}", "write"),
+            "reader": (f"alpha{suffix}", "read"),
+        },
+        extra_env={
+            "GRAPHSVC_CORS_ORIGINS": "http://localhost:5173",
+            "GRAPHSVC_MAX_BODY_BYTES": "65536",
+            "GRAPHSVC_MAX_BATCH": "50",
+        },
+    )
     yield running
     status = running.stop()
     messages = [str(line.get("msg")) for line in running.log_lines()]
@@ -926,27 +971,43 @@ def test_e2e_main_queries_and_mutations(server: Server) -> None:
     with gql_client(server, alpha, fetch_schema=True) as session:
         written = run_gql(
             session,
-            ("""mutation($inputs: [MemoryInput!]!) {
-                     rememberMany(inputs: $inputs) { id namespace kind } }"""),
-            variable_values={"inputs": [
-                {"text": "Checkout payments timed out after the gateway upgrade", "kind": "event",
-                 "occurredAt": "2025-03-01T10:00:00Z", "tags": ["ops"]},
-                {"text": "The gateway upgrade changed the TLS cipher list", "kind": "decision",
-                 "occurredAt": "2025-02-28T09:00:00Z"},
-                {"text": "Customers complained about failed card payments", "kind": "observation",
-                 "occurredAt": "2025-03-01T12:00:00Z"},
-            ]},
-        )["rememberMany"]  # fmt: skip
+            (
+                """mutation($inputs: [MemoryInput!]!) {
+                     rememberMany(inputs: $inputs) { id namespace kind } }"""
+            ),
+            variable_values={
+                "inputs": [
+                    {
+                        "text": "Checkout payments timed out after the gateway upgrade",
+                        "kind": "event",
+                        "occurredAt": "2025-03-01T10:00:00Z",
+                        "tags": ["ops"],
+                    },
+                    {
+                        "text": "The gateway upgrade changed the TLS cipher list",
+                        "kind": "decision",
+                        "occurredAt": "2025-02-28T09:00:00Z",
+                    },
+                    {
+                        "text": "Customers complained about failed card payments",
+                        "kind": "observation",
+                        "occurredAt": "2025-03-01T12:00:00Z",
+                    },
+                ]
+            },
+        )["rememberMany"]
         ids = [w["id"] for w in written]
         assert {w["namespace"] for w in written} == {server.namespaces["alpha"]}
         run_gql(
             session,
             ("""mutation($inputs: [LinkInput!]!) { linkMany(inputs: $inputs) { kind } }"""),
-            variable_values={"inputs": [
-                {"source": ids[1], "target": ids[0], "kind": "CAUSES"},
-                {"source": ids[0], "target": ids[2], "kind": "CAUSES"},
-            ]},
-        )  # fmt: skip
+            variable_values={
+                "inputs": [
+                    {"source": ids[1], "target": ids[0], "kind": "CAUSES"},
+                    {"source": ids[0], "target": ids[2], "kind": "CAUSES"},
+                ]
+            },
+        )
         memory = run_gql(
             session,
             ("query($id: UUID!) { memory(id: $id) { text links { source target kind } } }"),
@@ -996,12 +1057,18 @@ def test_e2e_main_queries_and_mutations(server: Server) -> None:
 
     # another tenant sees none of it
     with gql_client(server, server.keys["beta"]) as session:
-        other = run_gql(session, ("query($id: UUID!) { memory(id: $id) { id } }"),
-                                variable_values={"id": ids[0]})  # fmt: skip
+        other = run_gql(
+            session,
+            ("query($id: UUID!) { memory(id: $id) { id } }"),
+            variable_values={"id": ids[0]},
+        )
         assert other["memory"] is None
         with pytest.raises(TransportQueryError) as refused:
-            run_gql(session, ("mutation($id: UUID!) { forget(id: $id) { memoryId } }"),
-                            variable_values={"id": ids[0]})  # fmt: skip
+            run_gql(
+                session,
+                ("mutation($id: UUID!) { forget(id: $id) { memoryId } }"),
+                variable_values={"id": ids[0]},
+            )
         assert error_code(refused.value) == "NOT_FOUND"
         assert server.namespaces["alpha"] not in str(refused.value.errors)
 
@@ -1054,8 +1121,11 @@ def test_e2e_error_cases(server: Server) -> None:
         assert error_code(caught.value) == "FORBIDDEN"
 
     # malformed GraphQL never leaves a gql client (it parses first): send it raw
-    raw = httpx.post(server.graphql_url, json={"query": "{ bundle(query: "},
-                     headers={"Authorization": f"Bearer {server.keys['alpha']}"})  # fmt: skip
+    raw = httpx.post(
+        server.graphql_url,
+        json={"query": "{ bundle(query: "},
+        headers={"Authorization": f"Bearer {server.keys['alpha']}"},
+    )
     assert raw.status_code == 200
     assert raw.json()["errors"][0]["extensions"]["code"] == "BAD_INPUT"
     assert "Syntax Error" in raw.json()["errors"][0]["message"]

@@ -1,6 +1,6 @@
 """promptBundle, reportTokens, recordContextEvent, contextEvents and drift through GraphQL (both
-stores), the client, the ``graphsvc drift`` command, and the README's worked example against a
-real uvicorn process (``slow``, both stores)."""
+stores), the client, the ``graphsvc drift`` command, and the worked example of docs/agent-turn.md
+against a real uvicorn process (``slow``, both stores)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ MEMORIES = [
 ]  # fmt: skip
 REMEMBER_MANY = "mutation($m: [MemoryInput!]!) { rememberMany(inputs: $m) { id } }"
 
-# The README's worked example, as sent there (turn.json).
+# The worked example of docs/agent-turn.md, as sent there (turn.json).
 TURN_JSON = r"""
 {"query": "query Turn($input: PromptInput!) { promptBundle(input: $input) { rendered messages projectContext { path contentHash visibility } memory { usedTokens evidenceCoverage uncoveredTerms } contextLedger { availableInputTokens estimatedInputTokens memoryBudgetTokens memoryTokens fits items { section name tokens visibility } } assembledEvent { seq kind estTokens } } }",
  "variables": {"input": {
@@ -116,9 +116,10 @@ def test_the_schema_has_the_issue_names_and_describes_everything() -> None:
     assert isinstance(prompt_input, GraphQLInputObjectType)
     assert set(PROMPT_INPUT_FIELDS.split()) <= set(prompt_input.fields)
     required = [
-        name for name, field in prompt_input.fields.items()
+        name
+        for name, field in prompt_input.fields.items()
         if str(field.type).endswith("!") and field.ast_node and not field.ast_node.default_value
-    ]  # fmt: skip
+    ]
     assert required == ["userTurn"]
     bundle = built.get_type("PromptBundle")
     assert isinstance(bundle, GraphQLObjectType)
@@ -126,18 +127,39 @@ def test_the_schema_has_the_issue_names_and_describes_everything() -> None:
     assert str(bundle.fields["memory"].type) == "ContextBundle"
     ledger = built.get_type("ContextLedger")
     assert isinstance(ledger, GraphQLObjectType)
-    assert {"contextWindow", "reservedCompletionTokens", "availableInputTokens",
-            "estimatedInputTokens", "items"} <= set(ledger.fields)  # fmt: skip
+    assert {
+        "contextWindow",
+        "reservedCompletionTokens",
+        "availableInputTokens",
+        "estimatedInputTokens",
+        "items",
+    } <= set(ledger.fields)
     reuse = built.get_type("HistoryReuse")
     assert isinstance(reuse, GraphQLEnumType)
     assert set(reuse.values) == {"AVAILABLE", "UNAVAILABLE"}
     new_types = [
-        "PromptInput", "FragmentInput", "EnvironmentInput", "ContextFileInput", "ToolInput",
-        "SkillInput", "TranscriptEntryInput", "PromptBundle", "PromptFragment",
-        "PromptEnvironment", "ContextFile", "Tool", "Skill", "TranscriptEntry", "LedgerItem",
-        "ContextLedger", "DriftReport", "DriftStep", "HistoryReuse", "TranscriptRole",
+        "PromptInput",
+        "FragmentInput",
+        "EnvironmentInput",
+        "ContextFileInput",
+        "ToolInput",
+        "SkillInput",
+        "TranscriptEntryInput",
+        "PromptBundle",
+        "PromptFragment",
+        "PromptEnvironment",
+        "ContextFile",
+        "Tool",
+        "Skill",
+        "TranscriptEntry",
+        "LedgerItem",
+        "ContextLedger",
+        "DriftReport",
+        "DriftStep",
+        "HistoryReuse",
+        "TranscriptRole",
         "Visibility",
-    ]  # fmt: skip
+    ]
     for name in new_types:
         graphql_type = built.get_type(name)
         assert graphql_type is not None and graphql_type.description, name
@@ -155,8 +177,11 @@ def test_graphql_enums_match_the_model() -> None:
     from graphsvc import prompt
     from graphsvc.api import schema as api
 
-    pairs = [(api.HistoryReuse, prompt.HistoryReuse), (api.TranscriptRole, prompt.TranscriptRole),
-             (api.Visibility, prompt.Visibility)]  # fmt: skip
+    pairs = [
+        (api.HistoryReuse, prompt.HistoryReuse),
+        (api.TranscriptRole, prompt.TranscriptRole),
+        (api.Visibility, prompt.Visibility),
+    ]
     for graphql_enum, model_enum in pairs:
         assert [k.name for k in graphql_enum] == [k.value for k in model_enum]
 
@@ -179,10 +204,13 @@ def test_prompt_bundle_through_graphql_is_the_service_result(
         expected.context_ledger.estimated_input_tokens
     )
     assert data["assembledEvent"] is None  # no run, no event
-    assert data["projectContext"] == [{
-        "path": "AGENTS.md", "contentHash": sha256_hex("Run make test before proposing a fix.\n"),
-        "visibility": "FULL",
-    }]  # fmt: skip
+    assert data["projectContext"] == [
+        {
+            "path": "AGENTS.md",
+            "contentHash": sha256_hex("Run make test before proposing a fix.\n"),
+            "visibility": "FULL",
+        }
+    ]
     assert data["memory"]["uncoveredTerms"] == ["broke"]
     again = run(ctx, PROMPT, variables).ok()["promptBundle"]
     assert json.dumps(again, sort_keys=True) == json.dumps(data, sort_keys=True)
@@ -195,8 +223,11 @@ def test_every_event_kind_round_trips(tmp_path: Path, store: Store, ns: str) -> 
     )
     ctx = context(service, ns)
     r = "every-kind"
-    run(ctx, "mutation($m: MemoryInput!, $r: String) { remember(input: $m, runId: $r) { id } }",
-        {"m": MEMORIES[0], "r": r}).ok()  # fmt: skip
+    run(
+        ctx,
+        "mutation($m: MemoryInput!, $r: String) { remember(input: $m, runId: $r) { id } }",
+        {"m": MEMORIES[0], "r": r},
+    ).ok()
     fourth = {"text": "A fourth memory evicts the oldest"}
     many = """mutation($m: [MemoryInput!]!, $r: String) {
                 rememberMany(inputs: $m, runId: $r, step: 1) { id } }"""
@@ -207,19 +238,32 @@ def test_every_event_kind_round_trips(tmp_path: Path, store: Store, ns: str) -> 
     estimate = assembled["contextLedger"]["estimatedInputTokens"]
     assert assembled["assembledEvent"] == {"seq": 6, "kind": "assembled", "estTokens": estimate}
     reported = run(ctx, REPORT, {"r": r, "s": 3, "n": estimate + 7}).ok()["reportTokens"]
-    assert reported == {"seq": 6, "step": 3, "kind": "assembled", "estTokens": estimate,
-                        "reportedTokens": estimate + 7}  # fmt: skip
+    assert reported == {
+        "seq": 6,
+        "step": 3,
+        "kind": "assembled",
+        "estTokens": estimate,
+        "reportedTokens": estimate + 7,
+    }
     for i, kind in enumerate(AGENT_EVENT_KINDS):
         made = run(ctx, RECORD, {"r": r, "s": 4, "k": kind.value, "d": f"because {i}", "e": i})
         assert made.ok()["recordContextEvent"] == {"seq": 7 + i, "kind": kind.value}
 
     events = run(ctx, EVENTS, {"r": r}).ok()["contextEvents"]
     assert [(e["seq"], e["step"], e["kind"]) for e in events] == [
-        (0, 0, "memory_write"), (1, 1, "memory_write"), (2, 1, "memory_evict"),
-        (3, 2, "memory_recall"), (4, 2, "memory_recall"), (5, 3, "memory_recall"),
-        (6, 3, "assembled"), (7, 4, "reread"), (8, 4, "reread_refused"), (9, 4, "served"),
-        (10, 4, "replan"), (11, 4, "stalled"),
-    ]  # fmt: skip
+        (0, 0, "memory_write"),
+        (1, 1, "memory_write"),
+        (2, 1, "memory_evict"),
+        (3, 2, "memory_recall"),
+        (4, 2, "memory_recall"),
+        (5, 3, "memory_recall"),
+        (6, 3, "assembled"),
+        (7, 4, "reread"),
+        (8, 4, "reread_refused"),
+        (9, 4, "served"),
+        (10, 4, "replan"),
+        (11, 4, "stalled"),
+    ]
     assert {e["kind"] for e in events} == {k.value for k in ContextEventKind}
     assert all(e["runId"] == r for e in events)
     assert events[6]["reportedTokens"] == estimate + 7
@@ -283,9 +327,18 @@ def test_history_reuse_through_graphql(service: MemoryService, ns: str) -> None:
     first = run(ctx, PROMPT, {"input": turn_input(runId=None, projectContext=files)}).ok()
     hashes = [f["contentHash"] for f in first["promptBundle"]["projectContext"]]
     files[1]["content"] = "hello"
-    second = run(ctx, PROMPT, {"input": turn_input(
-        runId=None, projectContext=files, historyReuse="AVAILABLE", prevContextHashes=hashes,
-    )}).ok()["promptBundle"]  # fmt: skip
+    second = run(
+        ctx,
+        PROMPT,
+        {
+            "input": turn_input(
+                runId=None,
+                projectContext=files,
+                historyReuse="AVAILABLE",
+                prevContextHashes=hashes,
+            )
+        },
+    ).ok()["promptBundle"]
     assert [f["visibility"] for f in second["projectContext"]] == ["UNCHANGED", "FULL"]
     assert second["rendered"].count(UNCHANGED_MARKER) == 1
 
@@ -406,7 +459,7 @@ def test_the_drift_command(
     assert "invalid run id" in bad.output
 
 
-# -- the README's worked example against a real server ----------------------------------------
+# -- the worked example of docs/agent-turn.md against a real server ---------------------------
 
 
 @pytest.mark.slow
@@ -429,15 +482,22 @@ def test_the_readme_worked_example(tmp_path: Path, store_kind: str) -> None:
             # 1. assemble
             bundle = post(TURN)["data"]["promptBundle"]
             rendered = bundle["rendered"]
-            for tag in ("<fragments>", "<environment>", "<project_context>", "<skills>",
-                        "<memory>"):  # fmt: skip
+            for tag in (
+                "<fragments>",
+                "<environment>",
+                "<project_context>",
+                "<skills>",
+                "<memory>",
+            ):
                 assert tag in rendered
             assert "date: 2025-03-02" in rendered
             assert "oldest first" in rendered
             assert "not covered by memory: broke." in rendered
             assert [m["role"] for m in bundle["messages"]["messages"]] == [
-                "user", "assistant", "user",
-            ]  # fmt: skip
+                "user",
+                "assistant",
+                "user",
+            ]
             assert bundle["messages"]["tools"][0]["name"] == "grep"
             ledger = bundle["contextLedger"]
             assert ledger["fits"] and ledger["availableInputTokens"] == 191_808
@@ -457,16 +517,27 @@ def test_the_readme_worked_example(tmp_path: Path, store_kind: str) -> None:
                 }
             )
             assert reported["data"]["reportTokens"] == {
-                "seq": 1, "kind": "assembled", "estTokens": estimate, "reportedTokens": 400,
-            }  # fmt: skip
-            missing = post({"query": 'mutation { reportTokens(runId: "turn-42", step: 7, '
-                                     "reportedTokens: 100) { seq } }"})  # fmt: skip
+                "seq": 1,
+                "kind": "assembled",
+                "estTokens": estimate,
+                "reportedTokens": 400,
+            }
+            missing = post(
+                {
+                    "query": 'mutation { reportTokens(runId: "turn-42", step: 7, '
+                    "reportedTokens: 100) { seq } }"
+                }
+            )
             assert missing["errors"][0]["extensions"]["code"] == "NOT_FOUND"
 
             # 3. the trace
-            served = post({"query": 'mutation { recordContextEvent(runId: "turn-42", step: 1, '
-                                    'kind: "served", detail: "answered from memory without a '
-                                    'tool call") { seq kind } }'})  # fmt: skip
+            served = post(
+                {
+                    "query": 'mutation { recordContextEvent(runId: "turn-42", step: 1, '
+                    'kind: "served", detail: "answered from memory without a '
+                    'tool call") { seq kind } }'
+                }
+            )
             assert served["data"]["recordContextEvent"] == {"seq": 2, "kind": "served"}
             events = post(
                 {
@@ -475,16 +546,19 @@ def test_the_readme_worked_example(tmp_path: Path, store_kind: str) -> None:
                 }
             )["data"]["contextEvents"]
             assert [(e["seq"], e["kind"], e["reportedTokens"]) for e in events] == [
-                (0, "memory_recall", None), (1, "assembled", 400), (2, "served", None),
-            ]  # fmt: skip
+                (0, "memory_recall", None),
+                (1, "assembled", 400),
+                (2, "served", None),
+            ]
 
             # 4. the next turn reuses the history
             next_turn = json.loads(TURN_JSON)
             next_turn["variables"]["input"].update(
-                step=2, historyReuse="AVAILABLE",
+                step=2,
+                historyReuse="AVAILABLE",
                 prevContextHash=bundle["projectContext"][0]["contentHash"],
                 userTurn="Which ciphers does the gateway accept now?",
-            )  # fmt: skip
+            )
             reused = post(next_turn)["data"]["promptBundle"]
             assert UNCHANGED_MARKER in reused["rendered"]
             assert "Run make test" not in reused["rendered"]
@@ -492,7 +566,8 @@ def test_the_readme_worked_example(tmp_path: Path, store_kind: str) -> None:
             # 5. drift
             report = post({"query": '{ drift(runId: "turn-42") { ratio unreportedSteps } }'})
             assert report["data"]["drift"] == {
-                "ratio": round(400 / estimate, 6), "unreportedSteps": [2],
-            }  # fmt: skip
+                "ratio": round(400 / estimate, 6),
+                "unreportedSteps": [2],
+            }
     finally:
         server.stop()

@@ -204,16 +204,32 @@ def test_remember_read_bundle_and_forget(service: MemoryService, ns: str) -> Non
     made = run(
         ctx,
         REMEMBER,
-        {"input": {"text": KETTLE[0], "kind": "event", "tags": ["home"],
-                   "occurredAt": "2025-03-01T10:00:00"}},
-    ).ok()["remember"]  # fmt: skip
+        {
+            "input": {
+                "text": KETTLE[0],
+                "kind": "event",
+                "tags": ["home"],
+                "occurredAt": "2025-03-01T10:00:00",
+            }
+        },
+    ).ok()["remember"]
     assert made["namespace"] == ns
     assert made["tags"] == ["home"]
     assert made["occurredAt"] == "2025-03-01T10:00:00+00:00"  # naive input is UTC
     remember_all(ctx, KETTLE[1:])
 
-    again = run(ctx, REMEMBER, {"input": {"text": KETTLE[0], "kind": "event", "tags": ["home"],
-                                          "occurredAt": "2025-03-01T10:00:00Z"}}).ok()  # fmt: skip
+    again = run(
+        ctx,
+        REMEMBER,
+        {
+            "input": {
+                "text": KETTLE[0],
+                "kind": "event",
+                "tags": ["home"],
+                "occurredAt": "2025-03-01T10:00:00Z",
+            }
+        },
+    ).ok()
     assert again["remember"]["id"] == made["id"]  # same content, same id: a no-op
 
     got = run(ctx, "query($id: UUID!) { memory(id: $id) { id text } }", {"id": made["id"]}).ok()
@@ -244,8 +260,9 @@ def test_remember_read_bundle_and_forget(service: MemoryService, ns: str) -> Non
     assert receipt["namespace"] == ns
     gone = run(ctx, "query($id: UUID!) { memory(id: $id) { id } }", {"id": made["id"]}).ok()
     assert gone["memory"] is None
-    again_forget = run(ctx, "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
-                       {"id": made["id"]})  # fmt: skip
+    again_forget = run(
+        ctx, "mutation($id: UUID!) { forget(id: $id) { memoryId } }", {"id": made["id"]}
+    )
     assert again_forget.codes == ["NOT_FOUND"]
 
 
@@ -362,11 +379,14 @@ def test_memories_pages_and_filters(service: MemoryService, ns: str) -> None:
     ctx = context(service, ns)
     start = datetime(2025, 1, 1, tzinfo=UTC)
     inputs = [
-        {"text": f"{text} (note {i})", "kind": "event" if i % 2 else "fact",
-         "tags": ["even"] if i % 2 == 0 else ["odd"],
-         "occurredAt": (start + timedelta(days=i)).isoformat()}
+        {
+            "text": f"{text} (note {i})",
+            "kind": "event" if i % 2 else "fact",
+            "tags": ["even"] if i % 2 == 0 else ["odd"],
+            "occurredAt": (start + timedelta(days=i)).isoformat(),
+        }
         for i, text in enumerate(KETTLE + KETTLE[:2])
-    ]  # fmt: skip
+    ]
     written = run(ctx, REMEMBER_MANY, {"inputs": inputs}).ok()["rememberMany"]
     newest_first = [r["id"] for r in reversed(written)]
 
@@ -391,8 +411,9 @@ def test_memories_pages_and_filters(service: MemoryService, ns: str) -> None:
 
     assert ids(kind="event") == [r["id"] for r in reversed(written) if r["kind"] == "event"]
     assert ids(tag="even") == [r["id"] for r in reversed(written) if r["tags"] == ["even"]]
-    window = ids(since=(start + timedelta(days=2)).isoformat(),
-                 until=(start + timedelta(days=4)).isoformat())  # fmt: skip
+    window = ids(
+        since=(start + timedelta(days=2)).isoformat(), until=(start + timedelta(days=4)).isoformat()
+    )
     assert window == [written[3]["id"], written[2]["id"]]
     assert ids(kind="nothing-like-this") == []
     empty = run(ctx, PAGE, {"kind": "nothing"}).ok()["memories"]
@@ -482,8 +503,9 @@ def test_a_link_to_itself_and_a_conflicting_rewrite_are_bad_input(
     ctx = context(service, ns)
     memory_id = str(uuid4())
     run(ctx, REMEMBER, {"input": {"id": memory_id, "text": KETTLE[0]}}).ok()
-    self_link = run(ctx, LINK, {"input": {"source": memory_id, "target": memory_id,
-                                          "kind": "CAUSES"}})  # fmt: skip
+    self_link = run(
+        ctx, LINK, {"input": {"source": memory_id, "target": memory_id, "kind": "CAUSES"}}
+    )
     assert self_link.codes == ["BAD_INPUT"]
     conflict = run(ctx, REMEMBER, {"input": {"id": memory_id, "text": KETTLE[1]}})
     assert conflict.codes == ["BAD_INPUT"]
@@ -667,9 +689,13 @@ def test_store_calls_run_in_worker_threads(
 
 def test_memory_ids_of_the_page_helper_round_trip() -> None:
     memory = Memory(
-        id=uuid4(), namespace="ns", text="t", kind="fact", tokens=1,
+        id=uuid4(),
+        namespace="ns",
+        text="t",
+        kind="fact",
+        tokens=1,
         recorded_at=datetime(2025, 5, 6, 7, 8, 9, 123456, tzinfo=UTC),
-    )  # fmt: skip
+    )
     assert decode_cursor(encode_cursor(memory)) == (memory.recorded_at, str(memory.id))
 
 

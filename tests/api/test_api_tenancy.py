@@ -49,15 +49,21 @@ whose = st.booleans()  # True: one of my ids; False: one of the other tenant's
 ops = st.one_of(
     st.tuples(st.just("remember"), texts, st.booleans()),
     st.tuples(st.just("remember_theirs"), texts, pick),
-    st.tuples(st.just("link"), whose, pick, whose, pick,
-              st.sampled_from(["CAUSES", "PRECEDES", "RELATES_TO", "SUPERSEDES"])),
+    st.tuples(
+        st.just("link"),
+        whose,
+        pick,
+        whose,
+        pick,
+        st.sampled_from(["CAUSES", "PRECEDES", "RELATES_TO", "SUPERSEDES"]),
+    ),
     st.tuples(st.just("forget"), whose, pick),
     st.tuples(st.just("read"), whose, pick),
     st.tuples(st.just("bundle"), texts, st.booleans()),
     st.tuples(st.just("reconstruct"), texts, st.booleans()),
     st.tuples(st.just("list")),
     st.tuples(st.just("events")),
-)  # fmt: skip
+)
 steps = st.lists(st.tuples(st.integers(min_value=0, max_value=1), ops), min_size=1, max_size=20)
 
 
@@ -170,8 +176,9 @@ def apply(service: MemoryService, me: Tenant, other: Tenant, op: Op) -> None:
         if target is None:
             return
         sent.add(target)
-        outcome = run(ctx, f"query($id: UUID!) {{ memory(id: $id) {{ {MEMORY_FIELDS} }} }}",
-                      {"id": target})  # fmt: skip
+        outcome = run(
+            ctx, f"query($id: UUID!) {{ memory(id: $id) {{ {MEMORY_FIELDS} }} }}", {"id": target}
+        )
         found = outcome.ok()["memory"]
         if target in me.live:
             assert found["id"] == target

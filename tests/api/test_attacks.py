@@ -140,8 +140,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     running = start_server(
         tmp_path_factory.mktemp("attacks"),
         "mirror",
-        tenants={"writer": (f"fuzz{uuid.uuid4().hex[:8]}", "write"),
-                 "reader": (f"fuzz{uuid.uuid4().hex[:8]}", "read")},
+        tenants={
+            "writer": (f"fuzz{uuid.uuid4().hex[:8]}", "write"),
+            "reader": (f"fuzz{uuid.uuid4().hex[:8]}", "read"),
+        },
         extra_env={
             "GRAPHSVC_RATE_LIMIT_PER_KEY": "0",
             "GRAPHSVC_RATE_LIMIT_PER_CLIENT": "0",
@@ -150,7 +152,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             "GRAPHSVC_BODY_TIMEOUT": str(BODY_TIMEOUT),
             "GRAPHSVC_MAX_BODY_BYTES": str(2 * 1024 * 1024),
         },
-    )  # fmt: skip
+    )
     yield running
     assert running.stop() == 0
 
@@ -252,16 +254,60 @@ def query_string(params: list[tuple[str, str]]) -> str:
 # -- strategies: GraphQL documents ---------------------------------------------------------------
 
 FIELDS = [
-    "viewer", "role", "namespace", "keyId", "stats", "memories", "nodes", "id", "text", "links",
-    "sourceMemory", "targetMemory", "pageInfo", "hasNextPage", "bundle", "capsules",
-    "usedTokens", "reconstruct", "summary", "memory", "contextEvents", "kind", "__typename",
-    "__schema", "types", "name", "remember", "forget", "nope",
-]  # fmt: skip
-ARGUMENTS = ["query", "first", "id", "k", "depth", "budgetTokens", "cue", "runId", "after",
-             "tag", "input", "step", "x"]  # fmt: skip
+    "viewer",
+    "role",
+    "namespace",
+    "keyId",
+    "stats",
+    "memories",
+    "nodes",
+    "id",
+    "text",
+    "links",
+    "sourceMemory",
+    "targetMemory",
+    "pageInfo",
+    "hasNextPage",
+    "bundle",
+    "capsules",
+    "usedTokens",
+    "reconstruct",
+    "summary",
+    "memory",
+    "contextEvents",
+    "kind",
+    "__typename",
+    "__schema",
+    "types",
+    "name",
+    "remember",
+    "forget",
+    "nope",
+]
+ARGUMENTS = [
+    "query",
+    "first",
+    "id",
+    "k",
+    "depth",
+    "budgetTokens",
+    "cue",
+    "runId",
+    "after",
+    "tag",
+    "input",
+    "step",
+    "x",
+]
 TYPES = ["Query", "Mutation", "Memory", "Viewer", "Link", "Nope"]
-DIRECTIVES = ["@include(if: true)", "@skip(if: false)", "@include(if: $flag)", "@nope",
-              "@skip", "@deprecated(reason: 1)"]  # fmt: skip
+DIRECTIVES = [
+    "@include(if: true)",
+    "@skip(if: false)",
+    "@include(if: $flag)",
+    "@nope",
+    "@skip",
+    "@deprecated(reason: 1)",
+]
 names = st.sampled_from(FIELDS)
 any_text = st.text(
     alphabet=st.one_of(st.characters(), st.characters(categories=["Cs"])), max_size=20
@@ -332,10 +378,18 @@ def documents(draw: st.DrawFn) -> str:
     depth = draw(st.integers(min_value=0, max_value=4))
     header = draw(
         st.sampled_from(
-            ["", "query ", "query Q ", "mutation ", "mutation M($v: String) ",
-             "query($v: String, $flag: Boolean!) ", "subscription S ", "query Q($v: [[Int]]) "]
+            [
+                "",
+                "query ",
+                "query Q ",
+                "mutation ",
+                "mutation M($v: String) ",
+                "query($v: String, $flag: Boolean!) ",
+                "subscription S ",
+                "query Q($v: [[Int]]) ",
+            ]
         )
-    )  # fmt: skip
+    )
     text = header + draw(selection_set(depth))
     for index in range(draw(st.integers(min_value=0, max_value=3))):
         on = draw(st.sampled_from(TYPES))
@@ -376,10 +430,19 @@ json_values = st.recursive(
     max_leaves=20,
 )
 CONTENT_TYPES = [
-    "application/json", "application/json; charset=utf-8", "application/json; charset=latin-1",
-    "APPLICATION/JSON", "text/plain", "application/graphql", "multipart/form-data; boundary=x",
-    "application/x-www-form-urlencoded", "", "garbage;;;==", "application/json;", "*/*",
-]  # fmt: skip
+    "application/json",
+    "application/json; charset=utf-8",
+    "application/json; charset=latin-1",
+    "APPLICATION/JSON",
+    "text/plain",
+    "application/graphql",
+    "multipart/form-data; boundary=x",
+    "application/x-www-form-urlencoded",
+    "",
+    "garbage;;;==",
+    "application/json;",
+    "*/*",
+]
 METHODS = ["POST", "POST", "POST", "GET", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"]
 
 
@@ -477,13 +540,18 @@ def test_shape_check_agrees_with_strawberrys_limiters(
         *QueryDepthLimiter(max_depth=depth).validation_rules,
         *MaxAliasesLimiter(max_alias_count=aliases).validation_rules,
     ]
-    theirs = {"depth" if "depth" in e.message else "aliases" for e in
-              validate(schema._schema, parsed, rules)}  # fmt: skip
+    theirs = {
+        "depth" if "depth" in e.message else "aliases"
+        for e in validate(schema._schema, parsed, rules)
+    }
     limits = DocumentLimits.of(Limits.defaults())
     limits = DocumentLimits(
-        max_chars=limits.max_chars, max_tokens=limits.max_tokens, max_depth=depth,
-        max_aliases=aliases, max_fragment_spreads=10**12,
-    )  # fmt: skip
+        max_chars=limits.max_chars,
+        max_tokens=limits.max_tokens,
+        max_depth=depth,
+        max_aliases=aliases,
+        max_fragment_spreads=10**12,
+    )
     ours = {"depth" if "deeper" in e.message else "aliases" for e in shape_errors(parsed, limits)}
     assert ours == theirs, document
 
@@ -678,10 +746,12 @@ def test_a_million_values_are_refused_off_the_event_loop(
     server: Server, http: httpx.Client, tally: Tally, probe: Prober
 ) -> None:
     # 1.5 MB of tags: graphql-core would spend seconds coercing them on the event loop
-    body = json.dumps({
-        "query": "mutation($i: MemoryInput!) { remember(input: $i) { id } }",
-        "variables": {"i": {"text": "x", "tags": ["t"] * 300_000}},
-    })  # fmt: skip
+    body = json.dumps(
+        {
+            "query": "mutation($i: MemoryInput!) { remember(input: $i) { id } }",
+            "variables": {"i": {"text": "x", "tags": ["t"] * 300_000}},
+        }
+    )
     began = time.perf_counter()
     response = http.post(
         "/graphql", content=body, headers={**bearer(server), "Content-Type": "application/json"}
@@ -736,8 +806,11 @@ def test_every_graphql_error_has_a_code(server: Server, http: httpx.Client, tall
 def test_introspection_needs_a_key_however_it_is_spelled(
     server: Server, http: httpx.Client, tally: Tally
 ) -> None:
-    for query_string in ["%71uery=%7B__schema%7Btypes%7Bname%7D%7D%7D", "query=%7Bviewer%7D",
-                         "x=1&%71%75%65%72%79=%7B__typename%7D"]:  # fmt: skip
+    for query_string in [
+        "%71uery=%7B__schema%7Btypes%7Bname%7D%7D%7D",
+        "query=%7Bviewer%7D",
+        "x=1&%71%75%65%72%79=%7B__typename%7D",
+    ]:
         response = http.get(f"/graphql?{query_string}", headers={"Accept": "text/html"})
         tally.check(response, query_string)
         assert response.status_code == 401  # before: 200 with the type list
@@ -786,17 +859,21 @@ def test_rate_limits_and_failed_keys_get_429(tmp_path: Path, tally: Tally) -> No
         tmp_path,
         "mirror",
         tenants={"writer": (f"rl{uuid.uuid4().hex[:8]}", "write")},
-        extra_env={"GRAPHSVC_AUTH_FAILURES_PER_MINUTE": "10",
-                   "GRAPHSVC_RATE_LIMIT_PER_KEY": "2", "GRAPHSVC_RATE_LIMIT_PER_KEY_BURST": "20",
-                   "GRAPHSVC_RATE_LIMIT_PER_CLIENT": "0"},
-    )  # fmt: skip
+        extra_env={
+            "GRAPHSVC_AUTH_FAILURES_PER_MINUTE": "10",
+            "GRAPHSVC_RATE_LIMIT_PER_KEY": "2",
+            "GRAPHSVC_RATE_LIMIT_PER_KEY_BURST": "20",
+            "GRAPHSVC_RATE_LIMIT_PER_CLIENT": "0",
+        },
+    )
     try:
         with httpx.Client(base_url=running.base_url, timeout=10) as client:
             wrong = {"Authorization": "Bearer not-the-key-000000000000"}
             statuses = []
             for _ in range(200):  # before: 200 x 401, no back-off
-                response = client.post("/graphql", json={"query": "{ viewer { role } }"},
-                                       headers=wrong)  # fmt: skip
+                response = client.post(
+                    "/graphql", json={"query": "{ viewer { role } }"}, headers=wrong
+                )
                 tally.check(response, "wrong key")
                 statuses.append(response.status_code)
             assert statuses == [401] * 10 + [429] * 190
@@ -809,8 +886,11 @@ def test_rate_limits_and_failed_keys_get_429(tmp_path: Path, tally: Tally) -> No
             tally.check(blocked, "right key, blocked address")
             assert blocked.status_code == 429
             # no proxy is trusted: a forwarded address of the client's choosing changes nothing
-            spoofed = client.post("/graphql", json={"query": "{ viewer { role } }"},
-                                  headers={**ok, "X-Forwarded-For": "198.51.100.9"})  # fmt: skip
+            spoofed = client.post(
+                "/graphql",
+                json={"query": "{ viewer { role } }"},
+                headers={**ok, "X-Forwarded-For": "198.51.100.9"},
+            )
             tally.check(spoofed, "right key, blocked address, X-Forwarded-For")
             assert spoofed.status_code == 429
     finally:
@@ -824,19 +904,29 @@ def test_failed_keys_behind_a_trusted_proxy_lock_out_one_client(
     # The server sees every request from the proxy's address (here the loopback), which names
     # the client in X-Forwarded-For; before, ten bad keys from one client locked out everyone.
     running = start_server(
-        tmp_path, "mirror",
-        tenants={"a": (f"pa{uuid.uuid4().hex[:8]}", "write"),
-                 "b": (f"pb{uuid.uuid4().hex[:8]}", "read")},
-        extra_env={"GRAPHSVC_AUTH_FAILURES_PER_MINUTE": "10", "GRAPHSVC_RATE_LIMIT_PER_KEY": "0",
-                   "GRAPHSVC_RATE_LIMIT_PER_CLIENT": "0",
-                   "GRAPHSVC_TRUSTED_PROXIES": "127.0.0.0/8, 10.0.0.0/8"},
-    )  # fmt: skip
+        tmp_path,
+        "mirror",
+        tenants={
+            "a": (f"pa{uuid.uuid4().hex[:8]}", "write"),
+            "b": (f"pb{uuid.uuid4().hex[:8]}", "read"),
+        },
+        extra_env={
+            "GRAPHSVC_AUTH_FAILURES_PER_MINUTE": "10",
+            "GRAPHSVC_RATE_LIMIT_PER_KEY": "0",
+            "GRAPHSVC_RATE_LIMIT_PER_CLIENT": "0",
+            "GRAPHSVC_TRUSTED_PROXIES": "127.0.0.0/8, 10.0.0.0/8",
+        },
+    )
     query = {"query": "{ viewer { role } }"}
 
     def via_proxy(client: str, key: str, chain: str = "") -> httpx.Response:
         forwarded = f"{chain}{client}, 10.1.2.3"  # the client, then an inner trusted proxy
-        return httpx.post(running.graphql_url, json=query, timeout=10, headers={
-            "Authorization": f"Bearer {key}", "X-Forwarded-For": forwarded})  # fmt: skip
+        return httpx.post(
+            running.graphql_url,
+            json=query,
+            timeout=10,
+            headers={"Authorization": f"Bearer {key}", "X-Forwarded-For": forwarded},
+        )
 
     try:
         guesser, tenant = "203.0.113.7", "198.51.100.9"
@@ -855,9 +945,16 @@ def test_failed_keys_behind_a_trusted_proxy_lock_out_one_client(
             again = via_proxy(guesser, running.keys["a"], chain)
             tally.check(again, "the guesser with a right key")
             assert again.status_code == 429
-        logged = httpx.post(running.graphql_url, json=query, timeout=10, headers={
-            "Authorization": f"Bearer {running.keys['a']}", "X-Forwarded-For": tenant,
-            "X-Request-Id": "via-proxy-1"})  # fmt: skip
+        logged = httpx.post(
+            running.graphql_url,
+            json=query,
+            timeout=10,
+            headers={
+                "Authorization": f"Bearer {running.keys['a']}",
+                "X-Forwarded-For": tenant,
+                "X-Request-Id": "via-proxy-1",
+            },
+        )
         assert logged.status_code == 200
         assert running.wait_for_log("via-proxy-1")[-1]["client"] == tenant
     finally:
@@ -870,8 +967,11 @@ NESTED_LINKS = (
     "{ memories(first:100){ nodes { links { targetMemory { links { targetMemory { links { "
     "targetMemory { links { targetMemory { id } } } } } } } } } } }"
 )  # the report's query: four levels of links, within the depth limit
-NO_LIMITS = {"GRAPHSVC_RATE_LIMIT_PER_KEY": "0", "GRAPHSVC_RATE_LIMIT_PER_CLIENT": "0",
-             "GRAPHSVC_AUTH_FAILURES_PER_MINUTE": "0"}  # fmt: skip
+NO_LIMITS = {
+    "GRAPHSVC_RATE_LIMIT_PER_KEY": "0",
+    "GRAPHSVC_RATE_LIMIT_PER_CLIENT": "0",
+    "GRAPHSVC_AUTH_FAILURES_PER_MINUTE": "0",
+}
 #: The estimate and the rows cap lifted, for the tests of what stops a request that runs anyway.
 LIFTED = {"GRAPHSVC_MAX_QUERY_COST": str(10**12), "GRAPHSVC_MAX_RESULT_ROWS": str(10**9)}
 
@@ -888,32 +988,39 @@ def graph_server(tmp_path: Path, **env: str) -> Server:
     """A server whose writer and reader keys share one namespace."""
     namespace = f"nest{uuid.uuid4().hex[:8]}"
     return start_server(
-        tmp_path, "mirror", tenants={"writer": (namespace, "write"), "reader": (namespace, "read")},
+        tmp_path,
+        "mirror",
+        tenants={"writer": (namespace, "write"), "reader": (namespace, "read")},
         extra_env={**NO_LIMITS, **env},
-    )  # fmt: skip
+    )
 
 
-def graphql(server: Server, document: str, who: str = "writer", timeout: float = 10.0,
-            **variables: Any) -> httpx.Response:  # fmt: skip
+def graphql(
+    server: Server, document: str, who: str = "writer", timeout: float = 10.0, **variables: Any
+) -> httpx.Response:
     return httpx.post(
-        server.graphql_url, json={"query": document, "variables": variables},
-        headers=bearer(server, who), timeout=timeout,
-    )  # fmt: skip
+        server.graphql_url,
+        json={"query": document, "variables": variables},
+        headers=bearer(server, who),
+        timeout=timeout,
+    )
 
 
 def remember(server: Server, texts: list[str]) -> list[str]:
     response = graphql(
-        server, "mutation($i: [MemoryInput!]!) { rememberMany(inputs: $i) { id } }",
+        server,
+        "mutation($i: [MemoryInput!]!) { rememberMany(inputs: $i) { id } }",
         i=[{"text": text} for text in texts],
-    )  # fmt: skip
+    )
     return [m["id"] for m in response.json()["data"]["rememberMany"]]
 
 
 def link(server: Server, pairs: list[tuple[str, str]]) -> None:
     response = graphql(
-        server, "mutation($l: [LinkInput!]!) { linkMany(inputs: $l) { kind } }",
+        server,
+        "mutation($l: [LinkInput!]!) { linkMany(inputs: $l) { kind } }",
         l=[{"source": s, "target": t, "kind": "RELATES_TO"} for s, t in pairs],
-    )  # fmt: skip
+    )
     assert not response.json().get("errors"), response.text
 
 
@@ -967,8 +1074,10 @@ def test_rows_past_the_estimate_stop_the_request(tmp_path: Path, tally: Tally) -
         remember(running, [f"unlinked memory {i}" for i in range(300)])
         hub, *spokes = remember(running, [f"hub or spoke {i}" for i in range(61)])
         link(running, [(hub, s) for s in spokes] + [(s, hub) for s in spokes])
-        document = ("{ memories(first: 100) { nodes { links { sourceMemory { links { kind } } "
-                    "targetMemory { links { kind } } } } } }")  # fmt: skip
+        document = (
+            "{ memories(first: 100) { nodes { links { sourceMemory { links { kind } } "
+            "targetMemory { links { kind } } } } } }"
+        )
         began = time.perf_counter()
         response = graphql(running, document, who="reader")
         tally.check(response, document)
@@ -1071,13 +1180,19 @@ def refusal_of(conn: socket.socket, head: bytes) -> dict[str, Any]:
 def test_mcp_event_streams_are_capped_and_ended_when_idle(tmp_path: Path) -> None:
     idle = 2.0
     running = start_server(
-        tmp_path, "mirror",
-        tenants={"a": (f"sa{uuid.uuid4().hex[:8]}", "write"),
-                 "b": (f"sb{uuid.uuid4().hex[:8]}", "read")},
-        extra_env={**NO_LIMITS, "GRAPHSVC_MCP_MAX_STREAMS": "3",
-                   "GRAPHSVC_MCP_MAX_STREAMS_PER_KEY": "2",
-                   "GRAPHSVC_MCP_STREAM_IDLE_TIMEOUT": str(idle)},
-    )  # fmt: skip
+        tmp_path,
+        "mirror",
+        tenants={
+            "a": (f"sa{uuid.uuid4().hex[:8]}", "write"),
+            "b": (f"sb{uuid.uuid4().hex[:8]}", "read"),
+        },
+        extra_env={
+            **NO_LIMITS,
+            "GRAPHSVC_MCP_MAX_STREAMS": "3",
+            "GRAPHSVC_MCP_MAX_STREAMS_PER_KEY": "2",
+            "GRAPHSVC_MCP_STREAM_IDLE_TIMEOUT": str(idle),
+        },
+    )
     opened: list[socket.socket] = []
     try:
         began = time.monotonic()
@@ -1127,10 +1242,15 @@ def test_mcp_event_streams_leave_descriptors_for_health_checks(tmp_path: Path) -
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))  # the server inherits it
     try:
         running = start_server(
-            tmp_path, "mirror", tenants={"a": (f"fd{uuid.uuid4().hex[:8]}", "write")},
-            extra_env={**NO_LIMITS, "GRAPHSVC_MCP_MAX_STREAMS": "1000",
-                       "GRAPHSVC_MCP_MAX_STREAMS_PER_KEY": "1000"},
-        )  # fmt: skip
+            tmp_path,
+            "mirror",
+            tenants={"a": (f"fd{uuid.uuid4().hex[:8]}", "write")},
+            extra_env={
+                **NO_LIMITS,
+                "GRAPHSVC_MCP_MAX_STREAMS": "1000",
+                "GRAPHSVC_MCP_MAX_STREAMS_PER_KEY": "1000",
+            },
+        )
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     opened: list[socket.socket] = []

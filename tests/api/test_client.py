@@ -68,16 +68,30 @@ def test_sync_client_returns_the_models_the_service_returns(
     http: httpx.Client, service: MemoryService, ns: str
 ) -> None:
     with GraphsvcClient(URL, api_key=WRITER, http=http) as client:
-        first = client.remember(NOTES[0][0], kind=NOTES[0][1], occurred_at=NOTES[0][2],
-                                tags=["ops"], source="deploy-log", run_id="run-9")  # fmt: skip
+        first = client.remember(
+            NOTES[0][0],
+            kind=NOTES[0][1],
+            occurred_at=NOTES[0][2],
+            tags=["ops"],
+            source="deploy-log",
+            run_id="run-9",
+        )
         assert first == service.get_memory(ns, first.id)
         assert first.occurred_at == NOTES[0][2].replace(tzinfo=UTC)
         rest = client.remember_many(
             [MemoryInput(text=t, kind=k, occurred_at=o) for t, k, o in NOTES[1:]]
         )
         assert [m.text for m in rest] == [t for t, _, _ in NOTES[1:]]
-        assert client.remember(NOTES[0][0], kind=NOTES[0][1], occurred_at=NOTES[0][2],
-                               tags=["ops"], source="deploy-log") == first  # fmt: skip
+        assert (
+            client.remember(
+                NOTES[0][0],
+                kind=NOTES[0][1],
+                occurred_at=NOTES[0][2],
+                tags=["ops"],
+                source="deploy-log",
+            )
+            == first
+        )
 
         link = client.link(first.id, rest[0].id, LinkKind.CAUSES, note="credentials rotated")
         assert (link.source, link.target, link.kind) == (first.id, rest[0].id, LinkKind.CAUSES)

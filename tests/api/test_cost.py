@@ -11,9 +11,16 @@ from graphsvc.api.cost import COST_CAP, Estimates, links_per_memory, operation_c
 from graphsvc.api.schema import schema
 
 EST = Estimates(
-    default_page_size=20, max_page_size=100, links_per_memory=4, default_k=5, max_k=50,
-    walk_max_nodes=50, default_max_capsules=20, max_capsules=200, ranked_limit=50,
-)  # fmt: skip
+    default_page_size=20,
+    max_page_size=100,
+    links_per_memory=4,
+    default_k=5,
+    max_k=50,
+    walk_max_nodes=50,
+    default_max_capsules=20,
+    max_capsules=200,
+    ranked_limit=50,
+)
 
 
 def cost(document: str, est: Estimates = EST, **variables: object) -> int:

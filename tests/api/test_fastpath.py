@@ -144,9 +144,17 @@ def seed(service: MemoryService, ns: str) -> None:
         ('{ bundle(query: "kettle", budgetTokens: 0) { usedTokens } }', None),
         ("{ bundle(query: 1) { usedTokens } }", None),
     ],
-    ids=["bundle", "bundle-empty", "shapes-on", "shapes-off", "reconstruct", "pages", "bad",
-         "invalid"],
-)  # fmt: skip
+    ids=[
+        "bundle",
+        "bundle-empty",
+        "shapes-on",
+        "shapes-off",
+        "reconstruct",
+        "pages",
+        "bad",
+        "invalid",
+    ],
+)
 def test_the_main_queries_answer_as_graphql_core(
     service: MemoryService, ns: str, document: str, variables: dict[str, Any] | None
 ) -> None:
@@ -397,9 +405,12 @@ JSON_VALUES = st.recursive(
 
 def _view() -> GraphQLView:
     return GraphQLView(
-        schema, AppState(limits=Limits.defaults()), graphiql=False, max_input_values=100,
+        schema,
+        AppState(limits=Limits.defaults()),
+        graphiql=False,
+        max_input_values=100,
         request_timeout=None,
-    )  # fmt: skip
+    )
 
 
 @settings(max_examples=300, deadline=None, database=None)
@@ -421,9 +432,18 @@ def test_what_orjson_cannot_encode_is_encoded_as_before() -> None:
 
 @pytest.mark.parametrize(
     "header",
-    ["application/json", "application/json; charset=utf-8", "APPLICATION/JSON", "",
-     "text/plain", "multipart/form-data; boundary=x", ";;;", "application/json; =", "\x00"],
-)  # fmt: skip
+    [
+        "application/json",
+        "application/json; charset=utf-8",
+        "APPLICATION/JSON",
+        "",
+        "text/plain",
+        "multipart/form-data; boundary=x",
+        ";;;",
+        "application/json; =",
+        "\x00",
+    ],
+)
 def test_media_types_are_read_as_strawberry_reads_them(header: str) -> None:
     try:
         expected = parse_content_type(header)[0]

@@ -1,7 +1,7 @@
 """The MCP server (graphsvc.mcp) through the official SDK's own client, on both stores.
 
 - Over stdio: a ``python -m graphsvc.mcp`` process, as an agent host starts it. Its tools are
-  exactly the nine of the contract; each is called; errors carry their codes; after the session
+  exactly the twelve of the contract; each is called; errors carry their codes; after the session
   the same store is opened in this process and the service answers the same bundle and the same
   belief as the tools did.
 - Over streamable HTTP: a real uvicorn process serving ``/graphql`` and ``/mcp`` from one app
@@ -19,6 +19,7 @@ import secrets
 import subprocess
 import sys
 import time
+import tomllib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -55,6 +56,9 @@ TOOLS = {
     "link",
     "forget",
     "bundle",
+    "recall",
+    "explain",
+    "get_memory",
     "reconstruct",
     "memories",
     "prompt_bundle",
@@ -107,8 +111,19 @@ def start_http(tmp_path: Path, store: str, tenants: dict[str, tuple[str, str]]) 
         },
     )
     log_path = tmp_path / f"uvicorn-{secrets.token_hex(4)}.log"
-    command = [sys.executable, "-m", "uvicorn", "tests.api.test_mcp:http_app", "--factory",
-               "--host", "127.0.0.1", "--port", "0", "--log-level", "info"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "tests.api.test_mcp:http_app",
+        "--factory",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--log-level",
+        "info",
+    ]
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     server = Server(process, "", log_path, keys, {n: ns for n, (ns, _) in tenants.items()})
@@ -133,11 +148,9 @@ def stdio_params(
 ) -> StdioServerParameters:
     """``python -m graphsvc.mcp`` on ``store`` (the environment of a server test: no GRAPHSVC_
     variable of this shell, the Neo4j ones for the Neo4j store)."""
+    args = ["-m", "graphsvc.mcp", "--data-dir", str(data_dir), "--create", "--namespace", namespace]
     return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "graphsvc.mcp", "--data-dir", str(data_dir), "--namespace", namespace],
-        env=server_env(store, extra_env),
-        cwd=ROOT,
+        command=sys.executable, args=args, env=server_env(store, extra_env), cwd=ROOT
     )
 
 
@@ -265,9 +278,10 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
             assert tool.input_schema["type"] == "object"
             assert tool.output_schema is not None and tool.output_schema["type"] == "object"
             undescribed = [
-                name for name, prop in tool.input_schema["properties"].items()
+                name
+                for name, prop in tool.input_schema["properties"].items()
                 if not prop.get("description")
-            ]  # fmt: skip
+            ]
             assert not undescribed, (tool.name, undescribed)
         bundle_tool = next(tool for tool in listed if tool.name == "bundle")
         for word in ("skipped", "topScore", "minScore", "evidenceCoverage", "uncoveredTerms"):
@@ -276,24 +290,52 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         assert {t.uri_template for t in templates} == {MEMORY_URI, BELIEF_URI}
 
         # Writes: content ids, idempotent rewrites, all-or-nothing batches.
-        many = await ok(session, "remember_many", {"inputs": [
-            {"text": BACKUP_FAILED, "kind": "event", "occurredAt": "2024-05-01T02:00:00Z",
-             "tags": ["ops"]},
-            {"text": BACKUP_FIXED, "kind": "event", "occurredAt": "2024-05-02T02:00:00Z",
-             "tags": ["ops"]},
-        ]})  # fmt: skip
+        many = await ok(
+            session,
+            "remember_many",
+            {
+                "inputs": [
+                    {
+                        "text": BACKUP_FAILED,
+                        "kind": "event",
+                        "occurredAt": "2024-05-01T02:00:00Z",
+                        "tags": ["ops"],
+                    },
+                    {
+                        "text": BACKUP_FIXED,
+                        "kind": "event",
+                        "occurredAt": "2024-05-02T02:00:00Z",
+                        "tags": ["ops"],
+                    },
+                ]
+            },
+        )
         failed, fixed = (m["id"] for m in many["memories"])
         assert [m["namespace"] for m in many["memories"]] == [ns, ns]
         cafe = await ok(session, "remember", {"text": CAFE, "kind": "fact", "runId": "run-1"})
+        # No stemmed terms for the agent (graphsvc's index, noise in a context window).
+        assert "terms" not in cafe and "terms" not in many["memories"][0]
+        remember_tool = next(tool for tool in listed if tool.name == "remember")
+        assert remember_tool.output_schema is not None
+        assert "terms" not in remember_tool.output_schema["properties"]
         again = await ok(session, "remember", {"text": CAFE, "kind": "fact"})
         assert again["id"] == cafe["id"] and again["recordedAt"] == cafe["recordedAt"]
-        link = await ok(session, "link", {"source": failed, "target": fixed, "kind": "CAUSES",
-                                          "note": "cleanup after the failure"})  # fmt: skip
+        link = await ok(
+            session,
+            "link",
+            {
+                "source": failed,
+                "target": fixed,
+                "kind": "CAUSES",
+                "note": "cleanup after the failure",
+            },
+        )
         assert (link["source"], link["target"], link["kind"]) == (failed, fixed, "CAUSES")
 
         # Reads: a page at a time with a cursor, filters.
         first = await ok(session, "memories", {"first": 2})
         assert len(first["nodes"]) == 2 and first["pageInfo"]["hasNextPage"] is True
+        assert not any("terms" in m for m in first["nodes"])
         rest = await ok(session, "memories", {"first": 2, "after": first["pageInfo"]["endCursor"]})
         assert len(rest["nodes"]) == 1 and rest["pageInfo"]["hasNextPage"] is False
         listed_ids = [m["id"] for m in first["nodes"] + rest["nodes"]]
@@ -306,13 +348,34 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         # Resources: a memory with its links.
         resource = await read_json(session, memory_uri(failed))
         assert resource["text"] == BACKUP_FAILED and resource["namespace"] == ns
+        assert "terms" not in resource
         assert [(lk["source"], lk["target"], lk["kind"]) for lk in resource["links"]] == [
             (failed, fixed, "CAUSES")
         ]
 
+        # Reads by id: the memories found, their links, and the ids not found.
+        missing = str(uuid.uuid4())
+        got = await ok(session, "get_memory", {"ids": [failed, missing, failed]})
+        assert [m["id"] for m in got["memories"]] == [failed]
+        assert got["memories"][0]["text"] == BACKUP_FAILED
+        assert "terms" not in got["memories"][0]
+        assert [(lk["source"], lk["target"]) for lk in got["links"]] == [(failed, fixed)]
+        assert got["notFound"] == [missing]
+        await refused(session, "get_memory", {"ids": []}, "BAD_INPUT")
+        await refused(session, "get_memory", {"ids": ["not-a-uuid"]}, "BAD_INPUT")
+        # What a host may run without asking: the tools that only read say so.
+        hints = {tool.name: tool.annotations for tool in listed}
+        for name in ("recall", "explain", "get_memory", "memories"):
+            hint = hints[name]
+            assert hint is not None and hint.read_only_hint is True, name
+        for name in ("bundle", "reconstruct", "remember"):
+            hint = hints[name]
+            assert hint is not None and hint.read_only_hint is False, name
+
         # A belief about the cafe, removed with the memory it used.
-        cafe_belief = await ok(session, "reconstruct", {"cue": "What milk does the cafe use?",
-                                                        "k": 1})  # fmt: skip
+        cafe_belief = await ok(
+            session, "reconstruct", {"cue": "What milk does the cafe use?", "k": 1}
+        )
         assert cafe_belief["sourceIds"] == [cafe["id"]] and cafe_belief["beliefId"]
         stored = await read_json(session, belief_uri(cafe_belief["beliefId"]))
         assert stored["summary"] == cafe_belief["summary"] and stored["sourceIds"] == [cafe["id"]]
@@ -323,25 +386,40 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         await read_refused(session, memory_uri(cafe["id"]), "NOT_FOUND")
 
         # Prompt assembly and the provider's count for the step.
-        prompt = await ok(session, "prompt_bundle", {
-            "userTurn": QUESTION, "runId": "run-1", "step": 3,
-            "fragments": [{"name": "persona", "text": "You are the on-call assistant."}],
-        })  # fmt: skip
+        assembled = await session.call_tool(
+            "prompt_bundle",
+            {
+                "userTurn": QUESTION,
+                "runId": "run-1",
+                "step": 3,
+                "fragments": [{"name": "persona", "text": "You are the on-call assistant."}],
+            },
+        )
+        assert not assembled.is_error and assembled.structured_content is not None
+        prompt: Json = assembled.structured_content
+        # The text's token figure for memory is the one the run's events record (it was the
+        # whole section's, 353/19180, beside the events' capsules, 267/19069).
+        used = f"{prompt['memory']['usedTokens']}/{prompt['memory']['budgetTokens']}"
+        assert f"{used} capsule tokens" in text_of(assembled)
+        assert f"({used} tokens" in prompt["assembledEvent"]["detail"]
         assert prompt["memory"] is not None and not prompt["memory"]["skipped"]
         assert failed in {c["memoryId"] for c in prompt["memory"]["capsules"]}
         assert prompt["assembledEvent"]["step"] == 3
-        event = await ok(session, "report_tokens", {"runId": "run-1", "step": 3,
-                                                    "reportedTokens": 1234})  # fmt: skip
+        event = await ok(
+            session, "report_tokens", {"runId": "run-1", "step": 3, "reportedTokens": 1234}
+        )
         assert event["reportedTokens"] == 1234
         assert event["estTokens"] == prompt["contextLedger"]["estimatedInputTokens"]
 
         # Typed errors: the service's codes and messages, invalid arguments as BAD_INPUT.
         text = await refused(session, "bundle", {"query": QUESTION, "budgetTokens": 0}, "BAD_INPUT")
         assert text == "BAD_INPUT: budgetTokens must be at least 1, got 0"
-        await refused(session, "bundle", {"query": QUESTION, "budgetTokens": 10**9},
-                      "LIMIT_EXCEEDED")  # fmt: skip
-        text = await refused(session, "bundle", {"query": QUESTION, "budgetTokens": "lots"},
-                             "BAD_INPUT")  # fmt: skip
+        await refused(
+            session, "bundle", {"query": QUESTION, "budgetTokens": 10**9}, "LIMIT_EXCEEDED"
+        )
+        text = await refused(
+            session, "bundle", {"query": QUESTION, "budgetTokens": "lots"}, "BAD_INPUT"
+        )
         assert "budgetTokens" in text
         text = await refused(session, "bundle", {"query": QUESTION, "bogus": 1}, "BAD_INPUT")
         assert "bogus" in text
@@ -351,10 +429,15 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
         await refused(session, "memories", {"after": "not-a-cursor"}, "BAD_INPUT")
         await refused(session, "memories", {"first": 10_000}, "LIMIT_EXCEEDED")
         await refused(session, "forget", {"id": str(uuid.uuid4())}, "NOT_FOUND")
-        await refused(session, "link", {"source": failed, "target": str(uuid.uuid4()),
-                                        "kind": "CAUSES"}, "NOT_FOUND")  # fmt: skip
-        await refused(session, "link", {"source": failed, "target": failed, "kind": "CAUSES"},
-                      "BAD_INPUT")  # fmt: skip
+        await refused(
+            session,
+            "link",
+            {"source": failed, "target": str(uuid.uuid4()), "kind": "CAUSES"},
+            "NOT_FOUND",
+        )
+        await refused(
+            session, "link", {"source": failed, "target": failed, "kind": "CAUSES"}, "BAD_INPUT"
+        )
         unassembled = {"runId": "run-1", "step": 9, "reportedTokens": 1}
         text = await refused(session, "report_tokens", unassembled, "NOT_FOUND")
         assert "step 9" in text
@@ -365,7 +448,9 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
 
         # Last: the answers compared with the service's below, on the same state.
         seen["bundle"] = await ok(session, "bundle", {"query": QUESTION, "budgetTokens": 200})
+        seen["recall"] = await ok(session, "recall", {"query": QUESTION, "budgetTokens": 200})
         seen["belief"] = await ok(session, "reconstruct", {"cue": CUE, "k": 1, "depth": 2})
+        seen["explain"] = await ok(session, "explain", {"cue": CUE, "k": 1, "depth": 2})
         seen["ids"] = (failed, fixed)
 
     run_async(main)
@@ -375,9 +460,13 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
     assert not bundle["skipped"] and bundle["chronological"] is True
     assert [c["memoryId"] for c in bundle["capsules"]] == [failed, fixed]  # oldest first
     assert belief["sourceIds"] == [failed] and belief["linkedContextIds"] == [fixed]
+    assert seen["recall"] == bundle  # the same answer, read only
+    assert seen["explain"] == {**belief, "beliefId": None}  # the same belief, not stored
     with opened_store(store, data_dir) as service:
         assert service.bundle(ns, QUESTION, budget_tokens=200).to_json_dict() == bundle
         read_only = service.reconstruct(ns, CUE, k=1, depth=2).to_json_dict()
+        for memory in read_only["memories"]:
+            memory.pop("terms")  # the tools leave them out
         assert read_only == {**belief, "beliefId": None}
         kept = service.get_belief(ns, uuid.UUID(belief["beliefId"]))
         assert kept is not None and kept.summary == belief["summary"]
@@ -387,10 +476,15 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
 def test_stdio_refuses_to_start_without_the_key_of_configured_keys(tmp_path: Path) -> None:
     env = server_env("mirror", {"GRAPHSVC_API_KEYS": f"{secrets.token_urlsafe(24)}=team-a:write"})
     done = subprocess.run(
-        [sys.executable, "-m", "graphsvc.mcp", "--data-dir", str(tmp_path / "d")],
-        env=env, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=120, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "graphsvc.mcp", "--data-dir", str(tmp_path / "d"), "--create"],
+        env=env,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 2, done.stderr
     assert "GRAPHSVC_MCP_API_KEY" in done.stderr
     assert done.stdout == ""  # stdout is the protocol's: nothing else is ever written there
@@ -404,7 +498,7 @@ def test_stdio_works_as_the_key_it_is_given(tmp_path: Path) -> None:
     env = {"GRAPHSVC_API_KEYS": f"{key}={namespace}:read", "GRAPHSVC_MCP_API_KEY": key}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "graphsvc.mcp", "--data-dir", str(tmp_path / "d")],
+        args=["-m", "graphsvc.mcp", "--data-dir", str(tmp_path / "d"), "--create"],
         env=server_env("mirror", env),
         cwd=ROOT,
     )
@@ -417,6 +511,84 @@ def test_stdio_works_as_the_key_it_is_given(tmp_path: Path) -> None:
             assert page["nodes"] == []
 
     run_async(main)
+
+
+@pytest.mark.slow
+def test_the_printed_host_config_starts_as_a_host_starts_it(tmp_path: Path) -> None:
+    # The README's host config ran "graphsvc", which is not on PATH after scripts/demo.sh (it
+    # installs into .venv). `graphsvc mcp --print-config` prints a config with absolute paths;
+    # here it is started exactly as a host does, with the example keys file.
+    keys_file = tmp_path / "keys.toml"
+    keys_file.write_text((ROOT / "examples" / "keys.example.toml").read_text())
+    grants = tomllib.loads(keys_file.read_text())
+    key = next(k for k, g in grants.items() if g == {"namespace": "team-a", "role": "write"})
+    store = tmp_path / "store"
+    printed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "graphsvc.cli",
+            "mcp",
+            "--print-config",
+            "--data-dir",
+            str(store),
+            "--create",
+            "--keys-file",
+            str(keys_file),
+        ],
+        env=server_env("mirror", {"GRAPHSVC_MCP_API_KEY": key}),
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert printed.returncode == 0, printed.stderr
+    assert "namespace 'team-a' (write access)" in printed.stderr
+    entry = json.loads(printed.stdout)["mcpServers"]["graphsvc"]
+    assert Path(entry["command"]).is_absolute()
+    assert entry["args"][entry["args"].index("--data-dir") + 1] == str(store)
+    assert entry["env"]["GRAPHSVC_API_KEYS_FILE"] == str(keys_file)
+    assert entry["env"]["GRAPHSVC_MCP_API_KEY"] == key
+    # A host starts the command with its args and env (beside its own PATH, HOME, ...). The
+    # working directory is the checkout only so that this checkout's graphsvc is the one run.
+    host_env = {k: v for k, v in server_env("mirror").items() if k in {"PATH", "HOME", "LANG"}}
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env={**host_env, **entry["env"]}, cwd=ROOT
+    )
+
+    async def main() -> None:
+        async with stdio_session(params, tmp_path / "stdio.err") as session:
+            assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS
+            stored = await ok(session, "remember", {"text": CAFE})
+            assert stored["namespace"] == "team-a"
+
+    run_async(main)
+
+    # Without the key, no config is printed: it could not start.
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "graphsvc.cli",
+            "mcp",
+            "--print-config",
+            "--data-dir",
+            str(store),
+            "--keys-file",
+            str(keys_file),
+        ],
+        env=server_env("mirror"),
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+    assert "GRAPHSVC_MCP_API_KEY" in refused.stderr
 
 
 def test_stdio_principal_follows_the_configured_keys() -> None:
@@ -479,30 +651,43 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
     url = f"{server.base_url}/mcp"
     try:
         # No key, a malformed or an unknown one: 401 before any MCP handling.
-        for headers in ({}, {"Authorization": "Basic abc"},
-                        {"Authorization": f"Bearer {secrets.token_urlsafe(24)}"}):  # fmt: skip
+        for headers in (
+            {},
+            {"Authorization": "Basic abc"},
+            {"Authorization": f"Bearer {secrets.token_urlsafe(24)}"},
+        ):
             response = httpx.post(
-                url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                headers={"Accept": "application/json, text/event-stream", **headers}, timeout=30,
-            )  # fmt: skip
+                url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"Accept": "application/json, text/event-stream", **headers},
+                timeout=30,
+            )
             assert response.status_code == 401, response.text
-            assert response.headers["www-authenticate"].startswith("Bearer")
+            assert response.headers["www-authenticate"] == 'ApiKey realm="graphsvc"'
             assert response.json()["code"] == "UNAUTHENTICATED"
         # A loopback bind checks Host (DNS rebinding): a page on another name cannot call it.
         response = httpx.post(
-            url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-            headers={"Accept": "application/json, text/event-stream", "Host": "rebound.example",
-                     "Authorization": f"Bearer {server.keys['b']}"},
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "Host": "rebound.example",
+                "Authorization": f"Bearer {server.keys['b']}",
+            },
             timeout=30,
-        )  # fmt: skip
+        )
         assert response.status_code == 421, response.text
         # The access log line of an /mcp request names the key's namespace.
         response = httpx.post(
-            url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-            headers={"Accept": "application/json, text/event-stream",
-                     "Authorization": f"Bearer {server.keys['b']}", "X-Request-Id": "mcp-log-1"},
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {server.keys['b']}",
+                "X-Request-Id": "mcp-log-1",
+            },
             timeout=30,
-        )  # fmt: skip
+        )
         assert response.status_code == 200, response.text
         assert {t["name"] for t in response.json()["result"]["tools"]} == TOOLS
         logged = [line for line in server.wait_for_log("mcp-log-1") if line.get("path") == "/mcp"]
@@ -513,10 +698,24 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
         async def main() -> None:
             async with http_session(url, server.keys["a"]) as a:
                 assert {t.name for t in (await a.list_tools()).tools} == TOOLS
-                many = await ok(a, "remember_many", {"inputs": [
-                    {"text": BACKUP_FAILED, "kind": "event", "occurredAt": "2024-05-01T02:00:00Z"},
-                    {"text": BACKUP_FIXED, "kind": "event", "occurredAt": "2024-05-02T02:00:00Z"},
-                ]})  # fmt: skip
+                many = await ok(
+                    a,
+                    "remember_many",
+                    {
+                        "inputs": [
+                            {
+                                "text": BACKUP_FAILED,
+                                "kind": "event",
+                                "occurredAt": "2024-05-01T02:00:00Z",
+                            },
+                            {
+                                "text": BACKUP_FIXED,
+                                "kind": "event",
+                                "occurredAt": "2024-05-02T02:00:00Z",
+                            },
+                        ]
+                    },
+                )
                 failed, fixed = (m["id"] for m in many["memories"])
                 await ok(a, "link", {"source": failed, "target": fixed, "kind": "CAUSES"})
                 seen["a_ids"] = {failed, fixed}
@@ -537,9 +736,16 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
                 message = await read_refused(b, memory_uri(theirs), "NOT_FOUND")
                 assert ns_a not in message
                 await read_refused(b, belief_uri(seen["belief"]["beliefId"]), "NOT_FOUND")
+                got = await ok(b, "get_memory", {"ids": [theirs, mine["id"]]})
+                assert [m["id"] for m in got["memories"]] == [mine["id"]]
+                assert got["notFound"] == [theirs]
                 await refused(b, "forget", {"id": theirs}, "NOT_FOUND")
-                await refused(b, "link", {"source": mine["id"], "target": theirs,
-                                          "kind": "RELATES_TO"}, "NOT_FOUND")  # fmt: skip
+                await refused(
+                    b,
+                    "link",
+                    {"source": mine["id"], "target": theirs, "kind": "RELATES_TO"},
+                    "NOT_FOUND",
+                )
             async with http_session(url, server.keys["reader"]) as reader:
                 text = await refused(reader, "remember", {"text": "a note"}, "FORBIDDEN")
                 assert "read-only" in text
@@ -547,8 +753,9 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
                 await refused(reader, "reconstruct", {"cue": CUE}, "FORBIDDEN")
                 await refused(reader, "forget", {"id": sorted(seen["a_ids"])[0]}, "FORBIDDEN")
                 await refused(reader, "bundle", {"query": QUESTION, "runId": "r"}, "FORBIDDEN")
-                await refused(reader, "prompt_bundle", {"userTurn": QUESTION, "runId": "r"},
-                              "FORBIDDEN")  # fmt: skip
+                await refused(
+                    reader, "prompt_bundle", {"userTurn": QUESTION, "runId": "r"}, "FORBIDDEN"
+                )
                 tokens = {"runId": "r", "step": 0, "reportedTokens": 1}
                 await refused(reader, "report_tokens", tokens, "FORBIDDEN")
                 # Reading is allowed: the reader sees namespace A.
@@ -557,6 +764,13 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
                 page = await ok(reader, "memories", {})
                 assert {m["id"] for m in page["nodes"]} == seen["a_ids"]
                 await ok(reader, "prompt_bundle", {"userTurn": QUESTION})
+                # A read key recalls, explains and reads by id: the tools declared read-only.
+                recalled = await ok(reader, "recall", {"query": QUESTION, "budgetTokens": 200})
+                assert recalled == seen["bundle"]
+                explained = await ok(reader, "explain", {"cue": CUE, "k": 1, "depth": 2})
+                assert explained == {**seen["belief"], "beliefId": None}
+                got = await ok(reader, "get_memory", {"ids": sorted(seen["a_ids"])})
+                assert {m["id"] for m in got["memories"]} == seen["a_ids"]
 
         run_async(main)
 
@@ -576,7 +790,8 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
 @pytest.mark.slow
 def test_http_refusals_of_the_sdk_carry_a_code(tmp_path: Path) -> None:
     # The SDK's own refusals were plain text ("Invalid Host header") or JSON-RPC errors without
-    # graphsvc's code; every refusal of /mcp is now {"error", "error_description", "code"}.
+    # graphsvc's code; every refusal of /mcp is now a JSON-RPC error that starts with the code,
+    # with "error_description" and "code" beside it.
     server = start_http(tmp_path, "mirror", {"a": (f"t{uuid.uuid4().hex[:12]}", "write")})
     url = f"{server.base_url}/mcp"
     listing = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -603,7 +818,9 @@ def test_http_refusals_of_the_sdk_carry_a_code(tmp_path: Path) -> None:
             body = response.json()
             assert body["code"] == code, body
             assert fragment in body["error_description"], body
-            assert body["error"] == "refused"
+            assert body["error"]["message"] == f"{code}: {body['error_description']}"
+            assert body["error"]["data"] == {"code": code, "status": status}
+            assert body["jsonrpc"] == "2.0"
         plain = {**key, "Accept": both, "Content-Type": "application/json"}
         put = httpx.put(url, content=listing, timeout=30, headers=plain)
         assert put.headers["allow"] == "GET, POST, DELETE"
@@ -611,3 +828,44 @@ def test_http_refusals_of_the_sdk_carry_a_code(tmp_path: Path) -> None:
         assert ok.status_code == 200 and "result" in ok.json()  # answers pass unchanged
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+def test_http_refusals_reach_the_sdk_client_by_name(tmp_path: Path) -> None:
+    # A missing or unknown key reached the SDK's client as "Server returned an error response"
+    # (-32603): the body was not a JSON-RPC error. And the 401 challenged Bearer, which sends an
+    # MCP host looking for OAuth metadata graphsvc does not serve.
+    server = start_http(tmp_path, "mirror", {"a": (f"t{uuid.uuid4().hex[:12]}", "write")})
+    url = f"{server.base_url}/mcp"
+    wrong = secrets.token_urlsafe(24)
+    try:
+        for key, fragment in [
+            (None, "UNAUTHENTICATED: no API key: send the header 'Authorization: Bearer <key>'"),
+            (wrong, "UNAUTHENTICATED: unknown API key"),
+        ]:
+            message = anyio.run(initialize_error, url, key)
+            assert message.startswith(fragment), message
+        response = httpx.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 7, "method": "tools/list"},
+            headers={"Accept": "application/json, text/event-stream"},
+            timeout=30,
+        )
+        assert response.status_code == 401
+        assert not response.headers["www-authenticate"].lower().startswith("bearer")
+        assert "resource_metadata" not in response.headers["www-authenticate"]
+    finally:
+        server.stop()
+
+
+async def initialize_error(url: str, key: str | None) -> str:
+    """The message of the error the SDK's client raises on ``initialize`` with ``key``."""
+    headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120)) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        with pytest.raises(MCPError) as caught:
+            await session.initialize()
+    return str(caught.value.error.message)

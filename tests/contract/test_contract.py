@@ -89,9 +89,15 @@ def seed_team(service: MemoryService, ns: str) -> list[Memory]:
 def test_remember_returns_the_stored_memory(service: MemoryService, ns: str) -> None:
     text = "The build server runs Ubuntu 22.04 and has 64 GB of RAM"
     memory = remember(
-        service, ns, text, kind="fact", occurred_at=datetime(2024, 3, 1, 12, 30),
-        tags=("infra", "ci"), source="chat:42", confidence=0.8,
-    )  # fmt: skip
+        service,
+        ns,
+        text,
+        kind="fact",
+        occurred_at=datetime(2024, 3, 1, 12, 30),
+        tags=("infra", "ci"),
+        source="chat:42",
+        confidence=0.8,
+    )
     assert memory.namespace == ns
     assert memory.text == text
     assert memory.kind == "fact"
@@ -223,8 +229,12 @@ def test_link_returns_the_stored_link_and_relinking_keeps_created_at(
         ns, LinkInput(source=a.id, target=b.id, kind=LinkKind.CAUSES, weight=0.5, note="weather")
     )
     assert (first.source, first.target, first.kind, first.weight, first.note) == (
-        a.id, b.id, LinkKind.CAUSES, 0.5, "weather",
-    )  # fmt: skip
+        a.id,
+        b.id,
+        LinkKind.CAUSES,
+        0.5,
+        "weather",
+    )
     again = service.link(ns, LinkInput(source=a.id, target=b.id, kind=LinkKind.CAUSES, weight=2))
     assert again.weight == 2.0
     assert again.created_at == first.created_at
@@ -316,10 +326,12 @@ def test_forget_removes_the_memory_its_links_and_its_beliefs(
     assert receipt.memory_id == a.id
     assert receipt.namespace == ns
     expected_links = sorted(
-        [LinkRef(source=a.id, target=b.id, kind=LinkKind.CAUSES),
-         LinkRef(source=c.id, target=a.id, kind=LinkKind.RELATES_TO)],
+        [
+            LinkRef(source=a.id, target=b.id, kind=LinkKind.CAUSES),
+            LinkRef(source=c.id, target=a.id, kind=LinkKind.RELATES_TO),
+        ],
         key=lambda r: (str(r.source), str(r.target), r.kind.value),
-    )  # fmt: skip
+    )
     assert list(receipt.removed_links) == expected_links
     assert list(receipt.removed_belief_ids) == sorted([on_a.belief_id, uses_a.belief_id], key=str)
     assert service.get_memory(ns, a.id) is None
@@ -421,9 +433,13 @@ def test_bundle_orders_chronologically_when_the_question_asks_about_order(
 
 def test_bundle_validates_its_arguments(store: Store, ns: str, tmp_path: Path) -> None:
     service = custom(
-        store, tmp_path, default_budget_tokens=100, max_budget_tokens=500,
-        default_max_capsules=5, max_capsules_limit=10,
-    )  # fmt: skip
+        store,
+        tmp_path,
+        default_budget_tokens=100,
+        max_budget_tokens=500,
+        default_max_capsules=5,
+        max_capsules_limit=10,
+    )
     remember(service, ns, "something worth finding")
     with pytest.raises(BadInputError):
         service.bundle(ns, "finding", budget_tokens=0)
@@ -473,11 +489,12 @@ def test_near_duplicate_memories_are_packed_once(service: MemoryService, ns: str
 def test_a_superseded_memory_ranks_below_its_superseder(service: MemoryService, ns: str) -> None:
     old = remember(service, ns, "office wifi password hunter2", occurred_at=day(2024, 1, 1))
     new = remember(
-        service, ns,
+        service,
+        ns,
         "The office wifi password was changed again today to correct-horse-battery-staple "
         "by the IT team after the audit",
         occurred_at=day(2024, 1, 1),
-    )  # fmt: skip
+    )
     remember(service, ns, "The office coffee machine is broken", occurred_at=day(2024, 1, 1))
     query = "office wifi password"
     before = service.bundle(ns, query)
@@ -703,8 +720,10 @@ def test_the_namespace_cap_evicts_the_oldest(store: Store, ns: str, tmp_path: Pa
     m4 = service.remember(ns, MemoryInput(text="memory about larks"), run_id="run-e", step=2)
     assert service.get_memory(ns, m1.id) is None
     assert [m.id for m in service.store.get_memories(ns, [m1.id, m2.id, m3.id, m4.id])] == [
-        m2.id, m3.id, m4.id,
-    ]  # fmt: skip
+        m2.id,
+        m3.id,
+        m4.id,
+    ]
     assert link_triples(service.store, ns, [m3.id]) == [(m2.id, m3.id, LinkKind.RELATES_TO)]
     assert service.store.get_belief(ns, belief.belief_id) is None
     kinds = [(e.kind, e.step) for e in service.events(ns, "run-e")]
@@ -827,9 +846,14 @@ def test_events_come_back_in_order(service: MemoryService, ns: str) -> None:
 
 def _raw(ns: str, text: str, recorded: datetime, *, mid: UUID | None = None) -> Memory:
     return Memory(
-        id=mid or uuid4(), namespace=ns, text=text, kind="note", recorded_at=recorded,
-        tokens=estimate_tokens(text), terms=tuple(analyse(text)),
-    )  # fmt: skip
+        id=mid or uuid4(),
+        namespace=ns,
+        text=text,
+        kind="note",
+        recorded_at=recorded,
+        tokens=estimate_tokens(text),
+        terms=tuple(analyse(text)),
+    )
 
 
 def test_store_get_memories_keeps_the_asked_order(store: Store, ns: str) -> None:
@@ -864,9 +888,12 @@ def test_store_supersessions_and_links_are_sorted(store: Store, ns: str) -> None
     store.upsert_memories(ns, memories, max_memories=100)
     a, b, c, d = memories
     made = [
-        (d, a, LinkKind.SUPERSEDES), (b, a, LinkKind.SUPERSEDES), (c, b, LinkKind.SUPERSEDES),
-        (a, d, LinkKind.CAUSES), (a, b, LinkKind.RELATES_TO),
-    ]  # fmt: skip
+        (d, a, LinkKind.SUPERSEDES),
+        (b, a, LinkKind.SUPERSEDES),
+        (c, b, LinkKind.SUPERSEDES),
+        (a, d, LinkKind.CAUSES),
+        (a, b, LinkKind.RELATES_TO),
+    ]
     store.add_links(
         ns, [Link(source=s.id, target=t.id, kind=k, created_at=BASE) for s, t, k in made]
     )
@@ -954,13 +981,23 @@ def test_reported_tokens_go_on_the_assembled_event_of_the_step(
     with pytest.raises(NotFoundError, match="no 'assembled' event at step 1"):
         service.store.set_reported_tokens(ns, "run-r", 1, 900)
     service.store.append_event(
-        ns, "run-r", step=1, kind="assembled", detail="first", est_tokens=800,
+        ns,
+        "run-r",
+        step=1,
+        kind="assembled",
+        detail="first",
+        est_tokens=800,
         at=datetime(2025, 1, 1, tzinfo=UTC),
-    )  # fmt: skip
+    )
     service.store.append_event(
-        ns, "run-r", step=1, kind="assembled", detail="second", est_tokens=810,
+        ns,
+        "run-r",
+        step=1,
+        kind="assembled",
+        detail="second",
+        est_tokens=810,
         at=datetime(2025, 1, 2, tzinfo=UTC),
-    )  # fmt: skip
+    )
     event = service.store.set_reported_tokens(ns, "run-r", 1, 905)
     assert (event.detail, event.est_tokens, event.reported_tokens) == ("second", 810, 905)
     events = service.events(ns, "run-r")

@@ -59,23 +59,31 @@ def custom(store: Store, tmp_path: Path, **overrides: object) -> MemoryService:
 
 ITEMS = [
     MemoryInput(
-        text="The kettle whistles every morning", tags=("kitchen",), source="diary",
+        text="The kettle whistles every morning",
+        tags=("kitchen",),
+        source="diary",
         occurred_at=day(2024, 1, 1),
     ),
     MemoryInput(
-        text="The toaster burns bread on level five", tags=("kitchen", "appliance"),
-        source="diary", occurred_at=day(2024, 2, 1),
+        text="The toaster burns bread on level five",
+        tags=("kitchen", "appliance"),
+        source="diary",
+        occurred_at=day(2024, 2, 1),
     ),
     MemoryInput(
-        text="The garden hose leaks near the tap", tags=("garden",), source="notes",
+        text="The garden hose leaks near the tap",
+        tags=("garden",),
+        source="notes",
         occurred_at=day(2024, 3, 1),
     ),
     MemoryInput(text="Invoice 42 for the kettle was paid late", tags=("billing",), source="mail"),
     MemoryInput(
-        text="A quartz zebra figurine stands by the kettle", tags=("kitchen",), source="notes",
+        text="A quartz zebra figurine stands by the kettle",
+        tags=("kitchen",),
+        source="notes",
         occurred_at=day(2024, 4, 1),
     ),
-]  # fmt: skip
+]
 
 
 @dataclass
@@ -269,8 +277,11 @@ def test_erasing_everything_leaves_nothing_of_the_namespace_and_spares_the_other
 
     assert receipt.filter == EraseFilter(everything=True)
     assert (receipt.memories, receipt.links, receipt.beliefs, receipt.events) == (
-        len(seeded.memories) + 1, len(seeded.links), len(seeded.beliefs), events,
-    )  # fmt: skip
+        len(seeded.memories) + 1,
+        len(seeded.links),
+        len(seeded.beliefs),
+        events,
+    )
     assert receipt.complete
     check_state(service, ns, [*seeded.memories], seeded.links)
     stats = service.stats(ns)
@@ -516,9 +527,12 @@ def test_the_erase_mutation_needs_a_write_key_and_answers_a_receipt(
     assert receipt["namespace"] == ns
     assert (receipt["memories"], receipt["complete"]) == (2, True)
     assert receipt["filter"] == {
-        "everything": False, "tag": None, "source": None,
-        "since": "2024-01-15T00:00:00+00:00", "until": "2024-03-15T00:00:00+00:00",
-    }  # fmt: skip
+        "everything": False,
+        "tag": None,
+        "source": None,
+        "since": "2024-01-15T00:00:00+00:00",
+        "until": "2024-03-15T00:00:00+00:00",
+    }
     check_state(service, ns, seeded.memories, seeded.links)
 
 
@@ -526,9 +540,11 @@ def test_the_clients_erase_returns_the_receipt_model(service: MemoryService, ns:
     seeded = seed(service, ns)
     key = "erase-writer-key-000001"
     app = create_app(
-        service.settings, ApiKeys.parse(f"{key}={ns}:write"), open_service=lambda: service,
+        service.settings,
+        ApiKeys.parse(f"{key}={ns}:write"),
+        open_service=lambda: service,
         owns_store=False,
-    )  # fmt: skip
+    )
     with (
         in_process(app) as http,
         GraphsvcClient("http://testserver/graphql", api_key=key, http=http) as client,
@@ -538,8 +554,10 @@ def test_the_clients_erase_returns_the_receipt_model(service: MemoryService, ns:
         receipt = client.erase(source="diary")
         assert isinstance(receipt, EraseReceipt)
         assert (receipt.namespace, receipt.filter, receipt.memories) == (
-            ns, EraseFilter(source="diary"), 2,
-        )  # fmt: skip
+            ns,
+            EraseFilter(source="diary"),
+            2,
+        )
         assert client.erase(everything=True).memories == len(seeded.memories) - 2
     assert service.stats(ns).memories == 0
 
@@ -574,5 +592,7 @@ def test_the_erase_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert code == 0, output
     receipt = json.loads(output)
     assert (receipt["memories"], receipt["complete"], receipt["filter"]["everything"]) == (
-        2, True, True,
-    )  # fmt: skip
+        2,
+        True,
+        True,
+    )

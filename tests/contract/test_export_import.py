@@ -19,13 +19,24 @@ pytestmark = pytest.mark.neo4j
 def rows(scope: str) -> list[dict[str, object]]:
     ids = [str(uuid.uuid5(uuid.NAMESPACE_URL, f"{scope}/{i}")) for i in range(4)]
     memories: list[dict[str, object]] = [
-        {"type": "memory", "id": ids[i], "text": text, "kind": "event",
-         "occurredAt": f"2024-06-0{i + 1}T08:00:00Z", "tags": ["plant"], "source": "test"}
-        for i, text in enumerate([
-            "The cooling pump tripped", "Reactor temperature rose",
-            "Operators started the backup pump", "The old pump runbook is wrong",
-        ])
-    ]  # fmt: skip
+        {
+            "type": "memory",
+            "id": ids[i],
+            "text": text,
+            "kind": "event",
+            "occurredAt": f"2024-06-0{i + 1}T08:00:00Z",
+            "tags": ["plant"],
+            "source": "test",
+        }
+        for i, text in enumerate(
+            [
+                "The cooling pump tripped",
+                "Reactor temperature rose",
+                "Operators started the backup pump",
+                "The old pump runbook is wrong",
+            ]
+        )
+    ]
     links: list[dict[str, object]] = [
         {"type": "link", "source": ids[0], "target": ids[1], "kind": "CAUSES", "weight": 1.0},
         {"type": "link", "source": ids[1], "target": ids[2], "kind": "CAUSES", "weight": 0.5,

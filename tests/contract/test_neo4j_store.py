@@ -26,7 +26,7 @@ from graphsvc.store import cypher as named
 from graphsvc.store.base import EPOCH, Candidate, CandidateColumns, Store, micros
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.neo4j import Neo4jStore
-from graphsvc.store.neo4j.store import _Ahead
+from graphsvc.store.neo4j.store import RowsAhead
 from graphsvc.text import analyse, estimate_tokens, query_terms
 from tests.neo4j_server import cypher, neo4j_store_factory, profiled_rows
 
@@ -35,9 +35,25 @@ pytestmark = pytest.mark.neo4j
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
 CAP = 100_000
 WORDS = [
-    "kettle", "boils", "whistles", "leaks", "rusts", "cracked", "descaled", "unplugged", "lid",
-    "handle", "spout", "filter", "water", "steam", "switch", "base", "cord", "light",
-]  # fmt: skip
+    "kettle",
+    "boils",
+    "whistles",
+    "leaks",
+    "rusts",
+    "cracked",
+    "descaled",
+    "unplugged",
+    "lid",
+    "handle",
+    "spout",
+    "filter",
+    "water",
+    "steam",
+    "switch",
+    "base",
+    "cord",
+    "light",
+]
 
 
 @pytest.fixture
@@ -51,10 +67,15 @@ def neo() -> Iterator[Neo4jStore]:
 
 def memory(ns: str, n: int, text: str, *, occurred: datetime | None = None) -> Memory:
     return Memory(
-        id=uuid4(), namespace=ns, text=text, kind="note", occurred_at=occurred,
-        recorded_at=BASE + timedelta(seconds=n, microseconds=n), tokens=estimate_tokens(text),
+        id=uuid4(),
+        namespace=ns,
+        text=text,
+        kind="note",
+        occurred_at=occurred,
+        recorded_at=BASE + timedelta(seconds=n, microseconds=n),
+        tokens=estimate_tokens(text),
         terms=tuple(analyse(text)),
-    )  # fmt: skip
+    )
 
 
 def corpus(ns: str, count: int) -> list[Memory]:
@@ -75,14 +96,24 @@ def chain_links(items: list[Memory]) -> list[Link]:
     links = []
     for i in range(len(items) - 1):
         links.append(
-            Link(source=items[i].id, target=items[i + 1].id, kind=kinds[i % len(kinds)],
-                 created_at=BASE + timedelta(microseconds=i))
-        )  # fmt: skip
+            Link(
+                source=items[i].id,
+                target=items[i + 1].id,
+                kind=kinds[i % len(kinds)],
+                created_at=BASE + timedelta(microseconds=i),
+            )
+        )
         if i % 5 == 0 and i + 7 < len(items):
             links.append(
-                Link(source=items[i + 7].id, target=items[i].id, kind=LinkKind.RELATES_TO,
-                     weight=0.5, note=f"jump {i}", created_at=BASE)
-            )  # fmt: skip
+                Link(
+                    source=items[i + 7].id,
+                    target=items[i].id,
+                    kind=LinkKind.RELATES_TO,
+                    weight=0.5,
+                    note=f"jump {i}",
+                    created_at=BASE,
+                )
+            )
     return links
 
 
@@ -146,9 +177,15 @@ def test_recall_candidates_is_term_stats_then_the_plan_s_candidates(
     if aged:
         age(ns)
     queries = [
-        "kettle", "the kettle boils and whistles", "rusts cracked lid spout", "unknown words only",
-        "descaled descaled water", " ".join(rare), " ".join(rare[:40] + WORDS), "",
-    ]  # fmt: skip
+        "kettle",
+        "the kettle boils and whistles",
+        "rusts cracked lid spout",
+        "unknown words only",
+        "descaled descaled water",
+        " ".join(rare),
+        " ".join(rare[:40] + WORDS),
+        "",
+    ]
     for query in queries:
         terms = query_terms(query)
         for limit in (1_000, 60, 9, 1):
@@ -185,9 +222,13 @@ def test_recall_columns_hold_the_plan_s_candidates_with_their_frequencies(
     if aged:
         age(ns)
     queries = [
-        "water lid", "kettle water water", "the kettle boils and whistles", "unknown words",
-        "waterfall", "",
-    ]  # fmt: skip
+        "water lid",
+        "kettle water water",
+        "the kettle boils and whistles",
+        "unknown words",
+        "waterfall",
+        "",
+    ]
     for query in queries:
         terms = query_terms(query)
         for limit in (1_000, 9, 1):  # 1: the newest memories of the rarest term stand in
@@ -433,7 +474,7 @@ def test_reading_ahead_scores_the_candidates_as_the_ranking_does(
             for limit in (1, 5, 12):
                 guess = replace(window_guess(stage, limit, bm25_b), size=limit)
                 recalled = neo.recall_window(ns, terms, 1_000, guess)
-                assert isinstance(recalled.ahead, _Ahead)
+                assert isinstance(recalled.ahead, RowsAhead)
                 every = rank_columns(terms, recalled.stats, recalled.columns, stage, None, bm25_b)
                 ranked = [str(memory_id) for memory_id, _, _ in every[:limit]]
                 score = {str(memory_id): value for memory_id, value, _ in every}

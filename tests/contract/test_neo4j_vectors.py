@@ -67,10 +67,14 @@ def memories(ns: str, count: int) -> list[Memory]:
     for n in range(count):
         text = f"memory number {n} of a vector index test"
         item = Memory(
-            id=uuid4(), namespace=ns, text=text, kind="note",
-            recorded_at=BASE + timedelta(seconds=n), tokens=estimate_tokens(text),
+            id=uuid4(),
+            namespace=ns,
+            text=text,
+            kind="note",
+            recorded_at=BASE + timedelta(seconds=n),
+            tokens=estimate_tokens(text),
             terms=tuple(analyse(text)),
-        )  # fmt: skip
+        )
         made.append(item)
     return made
 
@@ -398,8 +402,13 @@ def test_vectors_leave_with_their_memories_and_the_count_stays_exact(
 FIRST = neo4j_vectors.Ask("index", 400)
 
 
-def answer(mode: str = "index", returned: int = 400, mine: int = 400, least: float = 0.1,
-           vectors: int = 100_000) -> neo4j_vectors.Answer:  # fmt: skip
+def answer(
+    mode: str = "index",
+    returned: int = 400,
+    mine: int = 400,
+    least: float = 0.1,
+    vectors: int = 100_000,
+) -> neo4j_vectors.Answer:
     return neo4j_vectors.Answer(mode, returned, mine, least, vectors)
 
 
@@ -415,8 +424,10 @@ def test_the_index_is_trusted_when_its_lowest_row_is_clearly_below_the_kth() -> 
     again = neo4j_vectors.Ask("index", 3200, None, 1)
     assert ask(again, answer(least=0.12), k=10, kth=0.2, zero=False, first=400) is None
     # The index held fewer vectors than asked: it answered with all of them.
-    assert ask(FIRST, answer(returned=30, mine=30, least=0.2), k=10, kth=0.21, zero=False,
-               first=400) is None  # fmt: skip
+    assert (
+        ask(FIRST, answer(returned=30, mine=30, least=0.2), k=10, kth=0.21, zero=False, first=400)
+        is None
+    )
 
 
 def test_a_crowded_or_exhausted_index_leads_to_a_scan() -> None:

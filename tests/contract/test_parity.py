@@ -19,7 +19,7 @@ from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
-from graphsvc.tools.datasets import esc_rows, load_esc, load_locomo, locomo_rows
+from graphsvc_lab.datasets import esc_rows, load_esc, load_locomo, locomo_rows
 from tests.helpers import eval_data, fixed_clock
 from tests.neo4j_server import neo4j_store_factory
 

@@ -54,12 +54,20 @@ def test_history_reuse_omits_exactly_the_unchanged_files(service: MemoryService,
     files[1] = {"path": "docs/ops.md", "content": "Pager rota: carol, dan.\n"}  # changed
     second = service.prompt_bundle(
         ns,
-        request(projectContext=files, historyReuse="AVAILABLE", prevContextHash=hashes[0],
-                prevContextHashes=[hashes[1], hashes[2]], runId="reuse", step=2),
-    )  # fmt: skip
+        request(
+            projectContext=files,
+            historyReuse="AVAILABLE",
+            prevContextHash=hashes[0],
+            prevContextHashes=[hashes[1], hashes[2]],
+            runId="reuse",
+            step=2,
+        ),
+    )
     assert [f.visibility for f in second.project_context] == [
-        Visibility.UNCHANGED, Visibility.FULL, Visibility.UNCHANGED,
-    ]  # fmt: skip
+        Visibility.UNCHANGED,
+        Visibility.FULL,
+        Visibility.UNCHANGED,
+    ]
     assert second.rendered.count(UNCHANGED_MARKER) == 2
     for omitted in (AGENTS_MD, "The gateway terminates TLS."):
         assert omitted.strip() not in second.rendered
@@ -83,7 +91,7 @@ def test_the_rendered_prompt_is_byte_identical_for_identical_input(
         toolCatalog=[{"name": "grep", "inputSchema": {"type": "object", "properties": {}}}],
         transcript=[{"role": "USER", "text": "Checkout fails."}],
         userTurn="Why did checkout payments time out after the upgrade?",
-    )  # fmt: skip
+    )
     first = service.prompt_bundle(ns, req)
     second = service.prompt_bundle(ns, req)
     assert first.rendered.encode() == second.rendered.encode()
@@ -101,13 +109,16 @@ def test_the_rendered_prompt_is_byte_identical_for_identical_input(
 
 def test_the_memory_section_respects_its_budget(service: MemoryService, ns: str) -> None:
     service.remember_many(
-        ns, [NewMemory(text=f"Checkout payment timeout number {i}: the gateway {'slow ' * i}")
-             for i in range(30)],
-    )  # fmt: skip
+        ns,
+        [
+            NewMemory(text=f"Checkout payment timeout number {i}: the gateway {'slow ' * i}")
+            for i in range(30)
+        ],
+    )
     result = service.prompt_bundle(
-        ns, request(userTurn="Why do checkout payments time out at the gateway?",
-                    maxMemoryTokens=200),
-    )  # fmt: skip
+        ns,
+        request(userTurn="Why do checkout payments time out at the gateway?", maxMemoryTokens=200),
+    )
     memory = result.memory
     ledger = result.context_ledger
     assert memory is not None
@@ -126,22 +137,32 @@ def test_the_memory_section_respects_its_budget(service: MemoryService, ns: str)
 def test_an_assembled_event_summarises_the_turn(service: MemoryService, ns: str) -> None:
     service.remember_many(ns, [NewMemory(text=t) for t in KETTLE])
     result = service.prompt_bundle(
-        ns, request(runId="run-1", step=4, transcript=[{"role": "USER", "text": "hi"}] * 3,
-                    maxTranscriptEntries=2,
-                    projectContext=[{"path": "AGENTS.md", "content": "y" * 100}],
-                    maxContextFileTokens=5),
-    )  # fmt: skip
+        ns,
+        request(
+            runId="run-1",
+            step=4,
+            transcript=[{"role": "USER", "text": "hi"}] * 3,
+            maxTranscriptEntries=2,
+            projectContext=[{"path": "AGENTS.md", "content": "y" * 100}],
+            maxContextFileTokens=5,
+        ),
+    )
     events = service.events(ns, "run-1")
     assert [(e.kind, e.step) for e in events] == [
-        (ContextEventKind.MEMORY_RECALL, 4), (ContextEventKind.ASSEMBLED, 4),
-    ]  # fmt: skip
+        (ContextEventKind.MEMORY_RECALL, 4),
+        (ContextEventKind.ASSEMBLED, 4),
+    ]
     assembled = events[1]
     assert result.assembled_event == assembled
     assert assembled.est_tokens == result.context_ledger.estimated_input_tokens
     detail = assembled.detail or ""
-    for part in ("carried: 0 fragments, environment (2025-01-01), 1 context file", "recalled: ",
-                 "reused: none", "dropped: 1 transcript entry before the tail, truncated: "
-                 "AGENTS.md", "(fits)"):  # fmt: skip
+    for part in (
+        "carried: 0 fragments, environment (2025-01-01), 1 context file",
+        "recalled: ",
+        "reused: none",
+        "dropped: 1 transcript entry before the tail, truncated: AGENTS.md",
+        "(fits)",
+    ):
         assert part in detail, detail
 
 
@@ -203,14 +224,21 @@ def test_prompt_service_refuses_bad_runs_before_recalling(
 
 def test_window_defaults_come_from_the_settings(tmp_path: Path, store: Store, ns: str) -> None:
     settings = make_settings(
-        tmp_path, prompt_context_window=50_000, prompt_reserved_completion_tokens=1_000,
-        prompt_memory_budget_share=0.2, prompt_transcript_tail=2, prompt_context_file_max_tokens=3,
-    )  # fmt: skip
+        tmp_path,
+        prompt_context_window=50_000,
+        prompt_reserved_completion_tokens=1_000,
+        prompt_memory_budget_share=0.2,
+        prompt_transcript_tail=2,
+        prompt_context_file_max_tokens=3,
+    )
     service = MemoryService(store, settings, clock=fixed_clock())
     result = service.prompt_bundle(
-        ns, request(transcript=[{"role": "USER", "text": f"entry {i}"} for i in range(5)],
-                    projectContext=[{"path": "a.md", "content": "x" * 20}]),
-    )  # fmt: skip
+        ns,
+        request(
+            transcript=[{"role": "USER", "text": f"entry {i}"} for i in range(5)],
+            projectContext=[{"path": "a.md", "content": "x" * 20}],
+        ),
+    )
     ledger = result.context_ledger
     assert (ledger.context_window, ledger.reserved_completion_tokens) == (50_000, 1_000)
     assert [e.index for e in result.transcript_tail] == [3, 4]

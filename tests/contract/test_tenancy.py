@@ -172,14 +172,18 @@ def apply(service: MemoryService, me: Tenant, other: Tenant, op: tuple[Any, ...]
 
 index = st.integers(min_value=0, max_value=10_000)
 ops = st.one_of(
-    st.tuples(st.just("write"), st.none() | st.integers(0, len(POOL) - 1),
-              st.integers(0, len(TEXTS) - 1), st.integers(0, len(TAGS) - 1)),
+    st.tuples(
+        st.just("write"),
+        st.none() | st.integers(0, len(POOL) - 1),
+        st.integers(0, len(TEXTS) - 1),
+        st.integers(0, len(TAGS) - 1),
+    ),
     st.tuples(st.just("squat"), st.integers(0, len(TEXTS) - 1), st.integers(0, len(TAGS) - 1)),
     st.tuples(st.just("link"), index, index, st.integers(0, len(KINDS) - 1)),
     st.tuples(st.just("forget"), index),
     st.tuples(st.just("read"), index),
     st.tuples(st.just("erase"), st.integers(1, len(TAGS) - 1)),
-)  # fmt: skip
+)
 scripts = st.lists(st.tuples(st.integers(0, 1), ops), min_size=1, max_size=25)
 
 

@@ -32,10 +32,15 @@ CAP = 10_000
 def memory(ns: str, n: int, *, tags: tuple[str, ...] = (), mid: UUID | None = None) -> Memory:
     text = f"memory number {n} about vectors"
     return Memory(
-        id=mid or uuid4(), namespace=ns, text=text, kind="note",
-        recorded_at=BASE + timedelta(seconds=n), tags=tags, tokens=estimate_tokens(text),
+        id=mid or uuid4(),
+        namespace=ns,
+        text=text,
+        kind="note",
+        recorded_at=BASE + timedelta(seconds=n),
+        tags=tags,
+        tokens=estimate_tokens(text),
         terms=tuple(analyse(text)),
-    )  # fmt: skip
+    )
 
 
 def memories(ns: str, count: int, *, tags: tuple[str, ...] = ()) -> list[Memory]:

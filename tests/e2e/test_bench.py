@@ -13,18 +13,26 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from graphsvc.cli import cli
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
 from tests.helpers import STORES, installed_model
+from tests.lab_support import lab_cli
 from tests.neo4j_server import neo4j_store_factory
 
 TINY = [
-    "--memories", "200", "--queries", "5", "--rounds", "2", "--vocabulary", "400",
-    "--warmup-memories", "60",
-]  # fmt: skip
+    "--memories",
+    "200",
+    "--queries",
+    "5",
+    "--rounds",
+    "2",
+    "--vocabulary",
+    "400",
+    "--warmup-memories",
+    "60",
+]
 
 
 @pytest.fixture(params=STORES)
@@ -47,7 +55,7 @@ def where(
 
 def run_bench(args: list[str], tmp_path: Path) -> tuple[str, dict[str, Any]]:
     out = tmp_path / "bench.json"
-    result = CliRunner().invoke(cli, ["bench", *TINY, "--json", str(out), *args])
+    result = CliRunner().invoke(lab_cli, ["bench", *TINY, "--json", str(out), *args])
     assert result.exit_code == 0, result.output
     return result.output, json.loads(out.read_text(encoding="utf-8"))
 
@@ -71,11 +79,20 @@ def test_bench_reports_every_figure_with_its_settings_and_erases_its_namespace(
     assert config["retrieval"] == "lexical" and config["store"] == environment["store_kind"]
     assert len(environment["load_averages_start"]) == len(environment["load_averages_end"]) == 3
     for key in (
-        "ingest_memories_per_s", "ingest_links_per_s", "restart_open_s", "restart_s",
+        "ingest_memories_per_s",
+        "ingest_links_per_s",
+        "restart_open_s",
+        "restart_s",
         "restart_cpu_s",
-        "bundle_p50_ms", "bundle_p95_ms", "reconstruct_p50_ms", "bm25s_p50_ms",
-        "native_top10_p50_ms", "erase_s", "rss_before_ingest_mib", "rss_after_ingest_mib",
-    ):  # fmt: skip
+        "bundle_p50_ms",
+        "bundle_p95_ms",
+        "reconstruct_p50_ms",
+        "bm25s_p50_ms",
+        "native_top10_p50_ms",
+        "erase_s",
+        "rss_before_ingest_mib",
+        "rss_after_ingest_mib",
+    ):
         assert figures[key] > 0, key
     assert figures["ingest_links"] == config["links"] > 150
     assert figures["bundle_p50_min_ms"] <= figures["bundle_p50_max_ms"]
@@ -184,6 +201,6 @@ def test_embed_synthetic_prices_queries_at_the_asked_token_length(
 
 
 def test_query_tokens_without_synthetic_vectors_is_refused_before_any_work() -> None:
-    result = CliRunner().invoke(cli, ["bench", "--memories", "10", "--query-tokens", "13"])
+    result = CliRunner().invoke(lab_cli, ["bench", "--memories", "10", "--query-tokens", "13"])
     assert result.exit_code == 2
     assert "--query-tokens" in result.output and "only with --embed synthetic" in result.output

@@ -14,17 +14,29 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from graphsvc.cli import cli
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from tests.helpers import STORES
+from tests.lab_support import lab_cli
 from tests.neo4j_server import neo4j_store_factory
 
 pytestmark = pytest.mark.slow
 
-TINY = ["--memories", "40", "--requests", "20", "--seconds", "5", "--warmup", "4",
-        "--clients", "4", "--operations", "bundle"]  # fmt: skip
+TINY = [
+    "--memories",
+    "40",
+    "--requests",
+    "20",
+    "--seconds",
+    "5",
+    "--warmup",
+    "4",
+    "--clients",
+    "4",
+    "--operations",
+    "bundle",
+]
 
 
 @pytest.fixture(params=STORES)
@@ -45,7 +57,7 @@ def store_kind(
 
 def run_bench(args: list[str], tmp_path: Path) -> tuple[str, dict[str, Any]]:
     out = tmp_path / "bench-http.json"
-    result = CliRunner().invoke(cli, ["bench-http", *TINY, "--json", str(out), *args])
+    result = CliRunner().invoke(lab_cli, ["bench-http", *TINY, "--json", str(out), *args])
     assert result.exit_code == 0, result.output
     return result.output, json.loads(out.read_text(encoding="utf-8"))
 
@@ -114,8 +126,8 @@ def test_more_than_one_worker_on_the_embedded_store_is_refused(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("GRAPHSVC_NEO4J_URI", raising=False)
-    result = CliRunner().invoke(cli, ["bench-http", *TINY, "--workers", "1,2"])
+    result = CliRunner().invoke(lab_cli, ["bench-http", *TINY, "--workers", "1,2"])
     assert result.exit_code == 2
     assert "more than one worker needs Neo4j" in result.output
-    result = CliRunner().invoke(cli, ["bench-http", *TINY, "--workers", "0"])
+    result = CliRunner().invoke(lab_cli, ["bench-http", *TINY, "--workers", "0"])
     assert result.exit_code == 2 and "worker counts of 1 or more" in result.output

@@ -311,6 +311,36 @@ def test_graphiql_renders_offline_and_runs_a_query(open_page: PageFactory, demo:
     assert any("/static/graphiql/graphiql.min-" in url for url in w.requests)
 
 
+def test_graphiql_without_a_key_says_the_server_requires_one(
+    open_page: PageFactory, demo: Demo
+) -> None:
+    # Keys required and none set: the status said "No key: requests go without one", and the
+    # Explorer plugin "No Schema Available" without a word on why. The page's own link to
+    # /explore was named "Explorer", like that plugin.
+    from playwright.sync_api import expect
+
+    expect_timeout()
+    w = open_page(key=None, allow_errors=[r"status of 401"])
+    w.goto("/graphql")
+    page = w.page
+    required = "This server requires a key: paste one in the key field."
+    expect(page.locator("#gs-key-status")).to_have_text(required)
+    page.get_by_role("button", name="Show GraphiQL Explorer").click()
+    notice = page.locator(".gs-no-schema")
+    expect(notice).to_contain_text(required)
+    expect(page.get_by_text("No Schema Available")).to_have_count(0)
+    expect(page.get_by_role("link", name="Memory explorer")).to_have_attribute("href", "explore")
+    expect(page.get_by_role("link", name="Explorer", exact=True)).to_have_count(0)
+
+    # A key the server accepts: the schema comes, and the plugin shows it.
+    page.get_by_label("API key").fill(demo.key("reader"))
+    page.get_by_role("button", name="Use key").click()
+    expect(page.locator("#gs-key-status")).to_have_text("Key in use for this tab.")
+    expect(page.locator(".graphiql-explorer-root")).to_be_visible()
+    expect(notice).to_have_count(0)
+    w.shot("graphiql-no-key")
+
+
 # -- the explorer ---------------------------------------------------------------------------------
 
 
@@ -560,7 +590,7 @@ def test_the_api_key_field_and_keyboard_order(open_page: PageFactory, demo: Demo
     expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
     page.keyboard.press("Tab")
     expect(page.get_by_role("link", name="Ask")).to_be_focused()
-    for _ in range(4):
+    for _ in range(len(["Reconstruct", "Timeline", "Run & drift", "Overview"]) + 1):
         page.keyboard.press("Tab")
     expect(page.get_by_label("API key")).to_be_focused()
     page.keyboard.type(demo.key("reader"))
@@ -578,3 +608,195 @@ def test_the_api_key_field_and_keyboard_order(open_page: PageFactory, demo: Demo
     # Forget: the key is gone from the tab.
     page.get_by_role("button", name="Forget").click()
     assert page.evaluate("() => sessionStorage.getItem('graphsvc.apiKey')") is None
+
+
+# -- acting on memory (issue 31 item 7): forget, link, search, overview --------------------------
+# These run last for each store and leave the demo as they found it: what they write they forget.
+
+SCRATCH = "scratch"
+
+
+def doc_shot(w: Watched, demo: Demo, name: str, *, full_page: bool = False) -> None:
+    """A screenshot for docs/explorer.md (``docs/img/<name>.png``), written as the README's is:
+    from the mirror run, with ``UPDATE_SCREENSHOTS=1`` or when missing."""
+    shot = w.shot(name, full_page=full_page)
+    target = REPO / "docs" / "img" / f"{name}.png"
+    if demo.store == "mirror" and (
+        os.environ.get("UPDATE_SCREENSHOTS") == "1" or not target.exists()
+    ):
+        shutil.copyfile(shot, target)
+
+
+def scratch(demo: Demo, text: str) -> str:
+    data = graphql(
+        demo.server,
+        "mutation($i: MemoryInput!) { remember(input: $i) { id } }",
+        {"i": {"text": text, "kind": "note", "tags": [SCRATCH]}},
+    )
+    return str(data["remember"]["id"])
+
+
+def forget_quietly(demo: Demo, *ids: str) -> None:
+    for mid in ids:
+        httpx.post(
+            demo.server.graphql_url,
+            json={"query": "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
+                  "variables": {"id": mid}},
+            headers={"Authorization": f"Bearer {demo.key('writer')}"},
+            timeout=30,
+        )  # fmt: skip
+
+
+def test_a_write_key_forgets_a_memory_after_confirming(open_page: PageFactory, demo: Demo) -> None:
+    from playwright.sync_api import expect
+
+    expect_timeout()
+    mid = scratch(demo, "A scratch note about the checkout dashboard, to forget")
+    graphql(
+        demo.server,
+        "mutation($l: LinkInput!) { link(input: $l) { kind } }",
+        {"l": {"source": mid, "target": demo.id(1), "kind": "RELATES_TO"}},
+    )
+    w = open_page(key="writer")
+    w.goto(f"/explore?view=belief&node={mid}")
+    page = w.page
+    expect(page.locator("#memory-body .memory-text")).to_contain_text("scratch note")
+    page.get_by_role("button", name="Forget this memory…").click()
+    confirm = page.get_by_role("group", name="Confirm forgetting")
+    expect(confirm).to_contain_text("1 link(s)")
+    page.get_by_role("button", name="Cancel").click()
+    expect(confirm).to_be_hidden()
+    page.get_by_role("button", name="Forget this memory…").click()
+    page.locator("#forget-confirm").click()
+    receipt = page.locator(".memory-actions .notice-info")
+    expect(receipt).to_contain_text("Forgotten.")
+    expect(receipt).to_contain_text(f"Memory {mid} was removed from namespace {demo.namespace}")
+    expect(receipt).to_contain_text("with 1 link(s) and 0 belief(s)")
+    expect(page.locator(".receipt-links")).to_contain_text(f"{mid} RELATES_TO → {demo.id(1)}")
+    expect(page.locator("#memory-heading")).to_contain_text("Forgotten:")
+    doc_shot(w, demo, "explore-forget")
+    gone = graphql(demo.server, "query($id: UUID!) { memory(id: $id) { id } }", {"id": mid})
+    assert gone["memory"] is None
+
+
+def test_a_read_key_sees_the_actions_disabled_and_the_server_refuses(
+    open_page: PageFactory, demo: Demo
+) -> None:
+    from playwright.sync_api import expect
+
+    expect_timeout()
+    mid = scratch(demo, "A scratch note a reader cannot forget")
+    try:
+        w = open_page(key="reader")
+        w.goto(f"/explore?view=belief&node={mid}")
+        page = w.page
+        expect(page.locator("#memory-body .memory-text")).to_contain_text("reader cannot")
+        expect(page.locator(".read-only-note")).to_be_visible()
+        expect(page.get_by_role("button", name="Forget this memory…")).to_be_disabled()
+        expect(page.locator("#link-submit")).to_be_disabled()
+        # The server refuses anyway: the UI only spares the reader a useless click.
+        response = httpx.post(
+            demo.server.graphql_url,
+            json={"query": "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
+                  "variables": {"id": mid}},
+            headers={"Authorization": f"Bearer {demo.key('reader')}"},
+            timeout=30,
+        )  # fmt: skip
+        errors = response.json()["errors"]
+        assert errors[0]["extensions"]["code"] == "FORBIDDEN"
+        assert "role 'write'" in errors[0]["message"]
+    finally:
+        forget_quietly(demo, mid)
+
+
+def test_a_write_key_links_two_memories_and_sees_refusals(
+    open_page: PageFactory, demo: Demo
+) -> None:
+    from playwright.sync_api import expect
+
+    expect_timeout()
+    older = scratch(demo, "Scratch: the old retry policy")
+    newer = scratch(demo, "Scratch: the new retry policy")
+    try:
+        w = open_page(key="writer")
+        w.goto(f"/explore?view=belief&node={newer}")
+        page = w.page
+        expect(page.locator("#memory-body .memory-text")).to_contain_text("new retry policy")
+        form = page.locator("#link-form")
+        form.get_by_label("Kind").select_option("SUPERSEDES")
+        form.get_by_label("Other memory").fill(older)
+        form.get_by_label("Note").fill("replaced in the review")
+        form.get_by_role("button", name="Link").click()
+        expect(page.locator("#memory-body")).to_contain_text(f"Linked: SUPERSEDES to {older}.")
+        expect(page.locator("#memory-body ul.links")).to_contain_text("SUPERSEDES →")
+        # The other way round would be a cycle: the server's words are shown.
+        form = page.locator("#link-form")
+        form.get_by_label("Link", exact=True).select_option("to")
+        form.get_by_label("Kind").select_option("SUPERSEDES")
+        form.get_by_label("Other memory").fill(older)
+        form.get_by_role("button", name="Link").click()
+        error = page.locator(".memory-actions .notice-error")
+        expect(error).to_contain_text("SUPERSEDES links would form a cycle")
+        error.scroll_into_view_if_needed()
+        doc_shot(w, demo, "explore-link")
+        unknown = "00000000-0000-4000-8000-999999999999"
+        form.get_by_label("Link", exact=True).select_option("from")
+        form.get_by_label("Kind").select_option("CAUSES")
+        form.get_by_label("Other memory").fill(unknown)
+        form.get_by_role("button", name="Link").click()
+        expect(error).to_contain_text(f"memory {unknown} does not exist")
+        form.get_by_label("Other memory").fill("not-an-id")
+        form.get_by_role("button", name="Link").click()
+        expect(error).to_contain_text("not-an-id")
+    finally:
+        forget_quietly(demo, older, newer)
+
+
+def test_timeline_searches_words_and_filters_the_matches(
+    open_page: PageFactory, demo: Demo
+) -> None:
+    from playwright.sync_api import expect
+
+    expect_timeout()
+    w = open_page()
+    w.goto("/explore?view=timeline")
+    page = w.page
+    items = page.locator("#timeline-list > li")
+    expect(items).to_have_count(15)
+    page.get_by_label("Search").fill("connection pool")
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator("#search-summary")).to_contain_text("best matches for “connection pool”")
+    expect(items.first).to_contain_text("pool")
+    assert w.query()["q"] == ["connection pool"]
+    found = items.count()
+    assert 1 < found <= 45
+    page.get_by_label("Kind").fill("decision")
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator("#search-summary")).to_contain_text("left out by the filters")
+    expect(items.first).to_contain_text("connection pool")
+    assert all("decision" in text for text in items.all_inner_texts())
+    doc_shot(w, demo, "explore-search")
+    # A shared link gives the same result without interaction.
+    w.goto("/explore?view=timeline&q=connection%20pool&kind=decision")
+    expect(items.first).to_contain_text("connection pool")
+
+
+def test_overview_shows_counts_and_causal_components(open_page: PageFactory, demo: Demo) -> None:
+    from playwright.sync_api import expect
+
+    expect_timeout()
+    w = open_page()
+    w.goto("/explore?view=overview")
+    page = w.page
+    kinds = page.locator("#facet-kinds tbody tr")
+    expect(kinds).to_have_count(5)
+    expect(kinds.first).to_contain_text("event")
+    expect(kinds.first).to_contain_text("10")
+    expect(page.locator("#overview-results")).to_contain_text("20")
+    expect(page.locator("#facet-days tbody tr").first).to_be_visible()
+    components = page.locator("#overview-components li")
+    expect(components.first).to_contain_text("causal link(s)")
+    doc_shot(w, demo, "explore-overview", full_page=True)
+    kinds.first.get_by_role("link").click()
+    expect(page.locator("#timeline-list > li")).to_have_count(10)
+    assert w.query()["kind"] == ["event"]

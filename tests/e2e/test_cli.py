@@ -5,8 +5,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,8 +16,12 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from graphsvc.cli import COMMANDS, cli
+from graphsvc.cli import COMMANDS, LAB_COMMANDS, PLUGINS, LazyGroup, cli
 from tests.helpers import eval_data
+from tests.lab_support import LAB_COMMANDS as LAB_TABLE
+from tests.lab_support import lab_cli
+
+ROOT = Path(__file__).resolve().parents[2]
 
 Invoke = Callable[..., Result]
 
@@ -23,9 +29,18 @@ Invoke = Callable[..., Result]
 # Field names of the GraphQL contract (docs/design.md) (clients depend on them).
 CAPSULE_FIELDS = {"memoryId", "text", "kind", "score", "tokens", "occurredAt", "matchedTerms"}
 BUNDLE_FIELDS = {
-    "stage", "budgetTokens", "usedTokens", "capsules", "excluded", "skipped", "topScore",
-    "evidenceCoverage", "uncoveredTerms", "chronological", "rendered",
-}  # fmt: skip
+    "stage",
+    "budgetTokens",
+    "usedTokens",
+    "capsules",
+    "excluded",
+    "skipped",
+    "topScore",
+    "evidenceCoverage",
+    "uncoveredTerms",
+    "chronological",
+    "rendered",
+}
 BELIEF_FIELDS = {"cue", "summary", "sourceIds", "linkedContextIds", "confidence", "memories"}
 
 
@@ -128,19 +143,23 @@ _GOOD_LINE = json.dumps(ROWS[0]).encode() + b"\n"
 # the line, and what the message says.
 UNREADABLE_FILES = {
     "latin-1": (
-        _GOOD_LINE + '{"type": "memory", "text": "un café"}\n'.encode("latin-1"), 2,
+        _GOOD_LINE + '{"type": "memory", "text": "un café"}\n'.encode("latin-1"),
+        2,
         "not UTF-8 text: byte 0xe9 at column 35",
     ),
     "utf-16": (_GOOD_LINE.decode().encode("utf-16"), 1, "UTF-16"),
     "binary": (gzip.compress(_GOOD_LINE * 50), 1, "not UTF-8 text"),
     "nested-100000-deep": (
-        _GOOD_LINE + b"[" * 100_000 + b"]" * 100_000 + b"\n", 2, "nested too deeply",
+        _GOOD_LINE + b"[" * 100_000 + b"]" * 100_000 + b"\n",
+        2,
+        "nested too deeply",
     ),
     "5000-digit-integer": (
         _GOOD_LINE + b'{"type": "memory", "text": "x", "confidence": ' + b"7" * 5000 + b"}\n",
-        2, "5000 digits",
+        2,
+        "5000 digits",
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("kind", list(UNREADABLE_FILES))
@@ -158,8 +177,12 @@ def test_unreadable_files_exit_2_naming_file_and_line(tmp_path: Path, kind: str)
     ):
         done = subprocess.run(
             [sys.executable, "-m", "graphsvc.cli", *args],
-            capture_output=True, text=True, env=env, timeout=120, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 2, (args[0], done.stderr[-2000:])
         assert f"error: {path}:{line}: " in done.stderr and message in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
@@ -236,8 +259,12 @@ def test_demo_runs_as_a_process(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHSVC_")}
     proc = subprocess.run(
         [sys.executable, "-m", "graphsvc.cli", "demo"],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "chronological (oldest first)" in proc.stdout
     assert "Causal chains (cause -> effect, oldest first):" in proc.stdout
@@ -246,7 +273,7 @@ def test_demo_runs_as_a_process(tmp_path: Path) -> None:
 
 def test_locomo_conversation_ingests_and_bundles(invoke: Invoke, tmp_path: Path) -> None:
     locomo = eval_data("locomo", "locomo_dev.json")
-    converted = CliRunner().invoke(cli, ["convert", "locomo", str(locomo), "--only", "0"])
+    converted = CliRunner().invoke(lab_cli, ["convert", "locomo", str(locomo), "--only", "0"])
     assert converted.exit_code == 0
     path = tmp_path / "c0.jsonl"
     path.write_text(converted.stdout, encoding="utf-8")
@@ -283,9 +310,79 @@ def test_help_imports_neither_the_server_nor_the_stores() -> None:
 
 
 def test_every_lazy_command_loads_and_its_listed_help_is_its_own() -> None:
-    ctx = click.Context(cli)
-    for name, (target, listed) in COMMANDS.items():
-        command = cli.get_command(ctx, name)
+    ctx = click.Context(lab_cli)
+    for name, (target, listed) in {**COMMANDS, **LAB_TABLE}.items():
+        command = lab_cli.get_command(ctx, name)
         assert command is not None, target
         own = command.get_short_help_str(200)
         assert click.Command(name, help=listed).get_short_help_str(200) == own, name
+
+
+# -- the lab's commands (graphsvc-lab, lab/) ------------------------------------------------------
+
+
+def test_the_lab_brings_exactly_the_commands_graphsvc_names_for_it() -> None:
+    assert sorted(LAB_TABLE) == sorted(LAB_COMMANDS)
+    assert not set(LAB_TABLE) & set(COMMANDS)
+
+
+def test_the_lab_declares_its_commands_on_the_entry_point_graphsvc_reads() -> None:
+    project = tomllib.loads((ROOT / "lab" / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["entry-points"][PLUGINS] == {"lab": "graphsvc_lab.commands:COMMANDS"}
+
+
+def test_an_installed_plugin_adds_its_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A distribution's metadata on sys.path, as pip writes it, declaring the lab's table.
+    meta = tmp_path / "graphsvc_lab_probe-0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: graphsvc-lab-probe\nVersion: 0\n")
+    (meta / "entry_points.txt").write_text(
+        "[graphsvc.commands-probe]\nlab = graphsvc_lab.commands:COMMANDS\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    group = LazyGroup(name="graphsvc", lazy=COMMANDS, plugins="graphsvc.commands-probe")
+    listed = CliRunner().invoke(group, ["--help"])
+    assert listed.exit_code == 0
+    assert "eval " in listed.output and "not installed" not in listed.output
+    shown = CliRunner().invoke(group, ["bench", "--help"])
+    assert shown.exit_code == 0 and "--memories" in shown.output
+
+
+def test_without_the_lab_its_commands_say_how_to_install_it() -> None:
+    group = LazyGroup(name="graphsvc", lazy=COMMANDS, plugins="graphsvc.commands-absent")
+    for name in LAB_COMMANDS:
+        result = CliRunner().invoke(group, [name, "--help"])
+        assert result.exit_code == 2, name
+        assert "graphsvc-lab" in result.output and "pip install -e lab" in result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+    listed = CliRunner().invoke(group, ["--help"])
+    assert "not installed" in listed.output and "pip install -e lab" in listed.output
+    assert "No such command" in CliRunner().invoke(group, ["evaluate"]).output
+
+
+@pytest.mark.parametrize("command", ["mcp", "serve"])
+def test_a_missing_data_dir_is_refused_unless_create(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `graphsvc mcp --data-dir /typo` opened a new, empty store there: the host's agent then
+    # found no memories and nothing said why.
+    monkeypatch.delenv("GRAPHSVC_NEO4J_URI", raising=False)
+    monkeypatch.delenv("GRAPHSVC_API_KEYS", raising=False)
+    typo = tmp_path / "no-such-store"
+    result = CliRunner().invoke(cli, [command, "--data-dir", str(typo)])
+    assert result.exit_code == 2, result.output
+    assert f"--data-dir {typo}: no such folder" in result.output
+    assert "--create" in result.output
+    assert not typo.exists()
+
+
+def test_stats_prints_a_dash_for_an_absent_value(invoke: Invoke) -> None:
+    # `graphsvc stats` printed "retrievalNote  None" (Python's None, for "no note").
+    result = invoke("stats")
+    assert result.exit_code == 0, result.output
+    assert "None" not in result.output
+    absent = [k for k, v in json.loads(invoke("stats", "--json").output).items() if v is None]
+    for key in absent:  # retrievalNote, unless the encoder is missing here
+        assert re.search(rf"^  {key} +-$", result.output, re.MULTILINE), result.output

@@ -15,13 +15,13 @@ from hypothesis import strategies as st
 
 from graphsvc.model import MemoryInput
 from graphsvc.recall.policy import RecallPolicy
-from graphsvc.tools.datasets import locomo_rows
-from graphsvc.tools.eval.beam import beam_questions, beam_rows, parse_beam_anchor
-from graphsvc.tools.eval.cli import eval_group
-from graphsvc.tools.eval.common import describe_tuning, parse_tuning, run_context, tuned_policy
-from graphsvc.tools.eval.esc import within
-from graphsvc.tools.eval.locomo import locomo_conversations, normalise_evidence
-from graphsvc.tools.eval.metrics import (
+from graphsvc_lab.datasets import locomo_rows
+from graphsvc_lab.eval.beam import beam_questions, beam_rows, parse_beam_anchor
+from graphsvc_lab.eval.cli import eval_group
+from graphsvc_lab.eval.common import describe_tuning, parse_tuning, run_context, tuned_policy
+from graphsvc_lab.eval.esc import within
+from graphsvc_lab.eval.locomo import locomo_conversations, normalise_evidence
+from graphsvc_lab.eval.metrics import (
     all_hit_at_k,
     auroc,
     first_rank,
@@ -34,8 +34,8 @@ from graphsvc.tools.eval.metrics import (
     recall_of,
     roc_curve,
 )
-from graphsvc.tools.eval.qa import run_questions
-from graphsvc.tools.eval.report import Table, fmt
+from graphsvc_lab.eval.qa import run_questions
+from graphsvc_lab.eval.report import Table, fmt
 from tests.helpers import eval_data
 
 LOCOMO = ("locomo", "locomo_dev.json")
@@ -207,13 +207,17 @@ def test_locomo_rows_declare_speakers_and_keep_the_text() -> None:
             "session_1_date_time": "1:56 pm on 8 May, 2023",
             "session_1": [
                 {"speaker": "Caroline", "dia_id": "D1:1", "text": "How was the race?"},
-                {"speaker": long_name, "dia_id": "D1:2", "text": "Great!",
-                 "blip_caption": "a medal"},
+                {
+                    "speaker": long_name,
+                    "dia_id": "D1:2",
+                    "text": "Great!",
+                    "blip_caption": "a medal",
+                },
             ],
             "session_2_date_time": "2:00 pm on 9 May, 2023",
             "session_2": [{"speaker": "Caroline", "dia_id": "D2:1", "text": "Hi"}],
         }
-    }  # fmt: skip
+    }
     every = list(locomo_rows(conversation, "conv-x", scope="s"))
     rows = [r for r in every if r["type"] == "memory"]
     assert rows[0]["text"] == "Caroline: How was the race?"

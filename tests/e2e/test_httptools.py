@@ -49,9 +49,10 @@ def server(
     )
     try:
         protocols = [
-            str(line.get("msg", "")) for line in running.log_lines()
+            str(line.get("msg", ""))
+            for line in running.log_lines()
             if str(line.get("msg", "")).startswith("HTTP protocol: ")
-        ]  # fmt: skip
+        ]
         expected = (
             "HttpToolsDeadlineProtocol" if parser == "httptools" else "HeaderDeadlineProtocol"
         )
@@ -78,9 +79,15 @@ def _request(server: Server, body: bytes = VIEWER, extra: bytes = b"") -> bytes:
     key = server.keys["writer"]
     return (
         b"POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        b"Authorization: Bearer " + key.encode() + b"\r\n" + extra
-        + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
-    )  # fmt: skip
+        b"Authorization: Bearer "
+        + key.encode()
+        + b"\r\n"
+        + extra
+        + b"Content-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
+    )
 
 
 def _read_all(conn: socket.socket) -> bytes:

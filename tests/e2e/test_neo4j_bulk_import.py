@@ -30,8 +30,8 @@ from graphsvc.ingest import export_lines, ingest, parse_jsonl
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.neo4j import Neo4jStore
-from graphsvc.tools.bench import make_corpus
-from graphsvc.tools.launcher import LAUNCHER, OwnNeo4j
+from graphsvc_lab.bench import make_corpus
+from graphsvc_lab.own_neo4j import LAUNCHER, OwnNeo4j
 from tests.helpers import fixed_clock
 from tests.neo4j_server import neo4j_store_factory
 
@@ -67,10 +67,19 @@ def export_file(n: int = 300) -> list[str]:
         if a != b and (a, b) not in seen and kind.value != "SUPERSEDES":
             seen.add((a, b))
             rows.append({"type": "link", "source": ids[a], "target": ids[b], "kind": kind.value})
-    rows.append({"type": "link", "source": ids[1], "target": ids[2], "kind": "CAUSES",
-                 "weight": 0.25})  # fmt: skip
-    rows.append({"type": "link", "source": ids[1], "target": ids[2], "kind": "CAUSES",
-                 "weight": 0.75, "note": 'the last "line",\nwins'})  # fmt: skip
+    rows.append(
+        {"type": "link", "source": ids[1], "target": ids[2], "kind": "CAUSES", "weight": 0.25}
+    )
+    rows.append(
+        {
+            "type": "link",
+            "source": ids[1],
+            "target": ids[2],
+            "kind": "CAUSES",
+            "weight": 0.75,
+            "note": 'the last "line",\nwins',
+        }
+    )
     for i in range(6, min(60, n), 6):
         rows.append({"type": "link", "source": ids[i], "target": ids[i - 3], "kind": "SUPERSEDES"})
     return [json.dumps(row, ensure_ascii=False) + "\n" for row in rows]
@@ -83,15 +92,21 @@ class Second(OwnNeo4j):
         """``scripts/neo4j.sh ARGS...`` for this server (``import DIR``)."""
         env = dict(os.environ)
         env.update(
-            GRAPHSVC_NEO4J_HOME=str(self.home), GRAPHSVC_NEO4J_HOST="127.0.0.1",
+            GRAPHSVC_NEO4J_HOME=str(self.home),
+            GRAPHSVC_NEO4J_HOST="127.0.0.1",
             GRAPHSVC_NEO4J_BOLT_PORT=str(self.bolt_port),
-            GRAPHSVC_NEO4J_HTTP_PORT=str(self.http_port), GRAPHSVC_NEO4J_HEAP=self.heap,
+            GRAPHSVC_NEO4J_HTTP_PORT=str(self.http_port),
+            GRAPHSVC_NEO4J_HEAP=self.heap,
             GRAPHSVC_NEO4J_PAGECACHE="64m",
-        )  # fmt: skip
+        )
         return subprocess.run(
-            ["bash", str(LAUNCHER), *args], capture_output=True, text=True, timeout=self.timeout,
-            check=False, env=env,
-        )  # fmt: skip
+            ["bash", str(LAUNCHER), *args],
+            capture_output=True,
+            text=True,
+            timeout=self.timeout,
+            check=False,
+            env=env,
+        )
 
 
 def props(session: neo4j.Session, query: str, ns: str) -> list[Any]:
@@ -193,8 +208,17 @@ def test_a_bad_file_names_the_line_and_writes_nothing(tmp_path: Path) -> None:
     malformed = [*good[:3], '{"type": "memory", "text": \n', *good[3:]]
     with pytest.raises(BadInputError, match=r"^export\.jsonl:4: not valid JSON"):
         bulk_files(malformed, "ns", tmp_path / "out", settings, name="export.jsonl")
-    dangling = [*good, json.dumps({"type": "link", "source": str(uuid.uuid4()),
-                                   "target": str(uuid.uuid4()), "kind": "CAUSES"})]  # fmt: skip
+    dangling = [
+        *good,
+        json.dumps(
+            {
+                "type": "link",
+                "source": str(uuid.uuid4()),
+                "target": str(uuid.uuid4()),
+                "kind": "CAUSES",
+            }
+        ),
+    ]
     with pytest.raises(BadInputError, match=rf"^export\.jsonl:{len(dangling)}: link names memory"):
         bulk_files(dangling, "ns", tmp_path / "out", settings, name="export.jsonl")
     assert list(tmp_path.iterdir()) == []

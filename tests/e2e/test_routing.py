@@ -6,7 +6,7 @@ sessions, its reads READ sessions. A standalone Neo4j 5.26 answers routing reque
 writer, reader and router), so the suite's server checks that every kind of call works through
 routing: writes, reads, walks, a mutation that reads and writes, a forget, in two workers and from
 the command line. What a cluster adds (reads on followers, and what holds for read-your-writes
-there) is in the README.
+there) is in docs/operations.md.
 """
 
 from __future__ import annotations
@@ -71,11 +71,19 @@ def test_the_service_runs_on_a_routing_uri(tmp_path: Path, routed: str) -> None:
         written = server.gql(
             key,
             "mutation($inputs: [MemoryInput!]!) { rememberMany(inputs: $inputs) { id } }",
-            {"inputs": [
-                {"text": "The router lost its lease at noon", "occurredAt": "2025-04-01T12:00Z"},
-                {"text": "Writes failed over to the new leader", "occurredAt": "2025-04-01T12:01Z"},
-            ]},
-        )["rememberMany"]  # fmt: skip
+            {
+                "inputs": [
+                    {
+                        "text": "The router lost its lease at noon",
+                        "occurredAt": "2025-04-01T12:00Z",
+                    },
+                    {
+                        "text": "Writes failed over to the new leader",
+                        "occurredAt": "2025-04-01T12:01Z",
+                    },
+                ]
+            },
+        )["rememberMany"]
         ids = [w["id"] for w in written]
         server.gql(
             key,
@@ -85,18 +93,24 @@ def test_the_service_runs_on_a_routing_uri(tmp_path: Path, routed: str) -> None:
         memory = server.gql(key, MEMORY, {"id": ids[1]})["memory"]
         assert memory["text"] == "Writes failed over to the new leader"
         assert memory["links"] == [{"source": ids[0], "target": ids[1], "kind": "CAUSES"}]
-        bundle = server.gql(key, '{ bundle(query: "why did writes fail over to the leader?") '
-                                 "{ capsules { memoryId } skipped } }")["bundle"]  # fmt: skip
+        bundle = server.gql(
+            key,
+            '{ bundle(query: "why did writes fail over to the leader?") '
+            "{ capsules { memoryId } skipped } }",
+        )["bundle"]
         assert bundle["skipped"] is False
         assert bundle["capsules"][0]["memoryId"] == ids[1]
-        reconstruct = ('mutation { reconstruct(cue: "writes failed over", runId: "rt") '
-                       "{ sourceIds linkedContextIds beliefId } }")  # fmt: skip
+        reconstruct = (
+            'mutation { reconstruct(cue: "writes failed over", runId: "rt") '
+            "{ sourceIds linkedContextIds beliefId } }"
+        )
         belief = server.gql(key, reconstruct)["reconstruct"]
         assert belief["sourceIds"][0] == ids[1]
         assert ids[0] in belief["sourceIds"] + belief["linkedContextIds"]  # the walk, routed
         assert belief["beliefId"]
-        forgotten = server.gql(key, "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
-                               {"id": ids[0]})["forget"]  # fmt: skip
+        forgotten = server.gql(
+            key, "mutation($id: UUID!) { forget(id: $id) { memoryId } }", {"id": ids[0]}
+        )["forget"]
         assert forgotten["memoryId"] == ids[0]
         assert server.gql(key, MEMORY, {"id": ids[0]})["memory"] is None
 

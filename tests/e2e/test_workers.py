@@ -116,8 +116,11 @@ def test_two_workers_answer_and_read_each_others_writes(tmp_path: Path) -> None:
             stats = server.gql(key, "{ stats { memories } }")["stats"]
             assert stats["memories"] == len(written)
             query = f"reindexing s{crossed[0]}k"
-            bundle = server.gql(key, "query($q: String!) { bundle(query: $q) "
-                                     "{ capsules { memoryId } } }", {"q": query})  # fmt: skip
+            bundle = server.gql(
+                key,
+                "query($q: String!) { bundle(query: $q) { capsules { memoryId } } }",
+                {"q": query},
+            )
             assert bundle["bundle"]["capsules"][0]["memoryId"] == written[crossed[0]]
     finally:
         status = server.stop()
@@ -191,12 +194,16 @@ def test_a_write_through_one_server_is_read_through_another(tmp_path: Path) -> N
             seen = two.gql(two.keys["w"], MEMORY, {"id": ids[0]})["memory"]
             assert seen["text"] == "The cache warmer stalled at dawn"
             assert seen["links"] == [{"source": ids[0], "target": ids[1], "kind": "CAUSES"}]
-            bundle = two.gql(two.keys["w"], '{ bundle(query: "cold cache at dawn") '
-                                            "{ capsules { memoryId } } }")["bundle"]  # fmt: skip
+            bundle = two.gql(
+                two.keys["w"], '{ bundle(query: "cold cache at dawn") { capsules { memoryId } } }'
+            )["bundle"]
             assert {c["memoryId"] for c in bundle["capsules"]} == set(ids)
 
-            two.gql(two.keys["w"], "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
-                    {"id": ids[1]})  # fmt: skip
+            two.gql(
+                two.keys["w"],
+                "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
+                {"id": ids[1]},
+            )
             assert one.gql(one.keys["w"], MEMORY, {"id": ids[1]})["memory"] is None
             assert one.gql(one.keys["w"], MEMORY, {"id": ids[0]})["memory"]["links"] == []
         finally:

@@ -93,7 +93,7 @@ def start(
     log_path = tmp_path / f"server-{secrets.token_hex(4)}.log"
     data_dir = tmp_path / f"data-{secrets.token_hex(4)}"
     command = [sys.executable, "-m", "graphsvc.api.serve", "--port", "0"]
-    command += ["--data-dir", str(data_dir), *args]
+    command += ["--data-dir", str(data_dir), "--create", *args]
     with log_path.open("wb") as log:
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env=server_env(store, env_extra)

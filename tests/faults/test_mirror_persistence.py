@@ -16,7 +16,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import math
 import os
 import random
 import shutil
@@ -27,7 +26,6 @@ import textwrap
 import threading
 import time
 import zlib
-from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,7 +41,6 @@ from graphsvc.service import MemoryService
 from graphsvc.store import journal
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.repair import repair, repair_command
-from graphsvc.text import query_terms
 from tests.helpers import fixed_clock, make_settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -231,9 +228,12 @@ def test_snapshot_compaction_then_reopen_is_equal(data_dir: Path, tmp_path: Path
     assert snapshot.head.gen >= 1  # compacted (how often depends on the thread's pace)
     assert snapshot.head.log == head.log and snapshot.head.seq >= head.base > 0
     assert sorted(p.name for p in data_dir.iterdir()) == [
-        journal.LOCK_NAME, journal.CLEAN_NAME, journal.LOG_NAME, journal.SNAPSHOT_NAME,
+        journal.LOCK_NAME,
+        journal.CLEAN_NAME,
+        journal.LOG_NAME,
+        journal.SNAPSHOT_NAME,
         journal.STORE_NAME,
-    ]  # fmt: skip
+    ]
     store_id = journal.read_store_id(data_dir / journal.STORE_NAME)
     assert store_id is not None and snapshot.head.store == head.store == store_id
 
@@ -598,10 +598,23 @@ def test_a_log_emptied_after_kill_9_is_refused_by_the_command_line(tmp_path: Pat
     env.pop("GRAPHSVC_NEO4J_URI", None)
     for command in (["stats"], ["remember", "after the loss"]):
         done = subprocess.run(
-            [sys.executable, "-m", "graphsvc.cli", *command, "--data-dir", str(data_dir),
-             "--namespace", "crash"],
-            capture_output=True, text=True, env=env, cwd=REPO, timeout=120, check=False,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "graphsvc.cli",
+                *command,
+                "--data-dir",
+                str(data_dir),
+                "--namespace",
+                "crash",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 3, (done.stdout, done.stderr)
         assert "lost its header" in done.stderr and f"{REPAIR} {data_dir}" in done.stderr
         assert "Traceback" not in done.stderr and "migrating" not in done.stderr
@@ -693,8 +706,10 @@ def test_a_log_from_another_store_without_snapshot_or_marker_is_refused(
     foreign = (other / journal.LOG_NAME).read_bytes()
     (data_dir / journal.LOG_NAME).write_bytes(foreign)
     assert {p.name for p in data_dir.iterdir()} == {
-        journal.LOCK_NAME, journal.LOG_NAME, journal.STORE_NAME
-    }  # fmt: skip
+        journal.LOCK_NAME,
+        journal.LOG_NAME,
+        journal.STORE_NAME,
+    }
     refuses(data_dir, r"is a log of store [0-9a-f]{32}, but .*store\.json says .*another store")
     refuses(data_dir, r"another store", read_only=True)
 
@@ -1322,48 +1337,6 @@ def test_a_compaction_does_not_block_reads(tmp_path: Path) -> None:
     assert max(during) < 1.0
     assert write < 1.0
     assert journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.seq == 11
-
-
-# -- the native baseline ------------------------------------------------------------------------
-
-
-def test_native_top_k_is_plain_bm25(data_dir: Path, tmp_path: Path) -> None:
-    store = open_store(data_dir, fsync=False)
-    try:
-        service = service_on(store, tmp_path)
-        texts = [
-            "the kettle broke in the kitchen",
-            "kettle kettle kettle descaled",
-            "the boiler broke",
-            "a long note about the garden, the fence, the shed and also the kettle once",
-            "nothing relevant here at all",
-        ]
-        memories = service.remember_many("alpha", [MemoryInput(text=t) for t in texts])
-        service.remember("beta", MemoryInput(text="kettle in another namespace"))
-        terms = query_terms("kettle broke")
-        n = len(memories)
-        avg = sum(len(m.terms) for m in memories) / n
-
-        def bm25(memory: Memory) -> float:
-            counts = Counter(memory.terms)
-            score = 0.0
-            for term in terms:
-                df = sum(term in m.terms for m in memories)
-                tf = counts[term]
-                if tf:
-                    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                    norm = 1.2 * (1 - 0.75 + 0.75 * len(memory.terms) / avg)
-                    score += idf * tf * 2.2 / (tf + norm)
-            return score
-
-        ranked = sorted((m for m in memories if bm25(m) > 0), key=lambda m: (-bm25(m), str(m.id)))
-        assert store.native_top_k("alpha", terms, 10) == [m.id for m in ranked]
-        assert store.native_top_k("alpha", [*terms, *terms], 2) == [m.id for m in ranked[:2]]
-        assert store.native_top_k("alpha", ["zebra"], 3) == []
-        assert store.native_top_k("alpha", terms, 0) == []
-        assert store.native_top_k("empty", terms, 3) == []
-    finally:
-        store.close()
 
 
 # -- kill -9 ------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from graphsvc.model import MemoryInput
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.neo4j import Neo4jStore
-from graphsvc.tools.launcher import OwnNeo4j, free_port
+from graphsvc_lab.own_neo4j import OwnNeo4j, free_port
 from tests.helpers import fixed_clock
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]

@@ -46,10 +46,18 @@ POLICY = ConversationPolicy()  # the weights the functions default to
 def mem(n: int, text: str, speaker: str | None = None, tags: Sequence[str] = ()) -> Memory:
     declared = (f"speaker:{speaker}",) if speaker is not None else ()
     return Memory(
-        id=UUID(int=n), namespace="ns", text=text, kind="turn", occurred_at=None,
-        recorded_at=BASE + timedelta(seconds=n), tags=(*tags, *declared), source=None,
-        confidence=1.0, tokens=1, terms=tuple(analyse(text)),
-    )  # fmt: skip
+        id=UUID(int=n),
+        namespace="ns",
+        text=text,
+        kind="turn",
+        occurred_at=None,
+        recorded_at=BASE + timedelta(seconds=n),
+        tags=(*tags, *declared),
+        source=None,
+        confidence=1.0,
+        tokens=1,
+        terms=tuple(analyse(text)),
+    )
 
 
 def turn(n: int, speaker: str, text: str) -> Memory:
@@ -167,8 +175,9 @@ def test_expansion_never_lowers_a_direct_hit_nor_follows_statements() -> None:
     strong = turn(3, "Melanie", "Painting sunsets is my thing?")
     follower = turn(4, "Caroline", "Nice.")
     direct = [hit(statement, 0.9), hit(strong, 0.5), hit(follower, 0.7)]
-    walk = Walk(reached=((after, 1),),
-                links=(precedes(statement, after), precedes(strong, follower)))  # fmt: skip
+    walk = Walk(
+        reached=((after, 1),), links=(precedes(statement, after), precedes(strong, follower))
+    )
     items = {it.memory.id: it for it in expand_answers(direct, answer_seeds(direct), walk, [])}
     assert after.id not in items  # a statement passes nothing on
     assert items[follower.id].score == 0.7  # 0.5 * share is less than its own score
@@ -177,8 +186,9 @@ def test_expansion_never_lowers_a_direct_hit_nor_follows_statements() -> None:
 def test_other_link_kinds_pass_nothing_on() -> None:
     question = mem(1, "Why did the deploy fail?")
     effect = mem(2, "Rollback at 14:05.")
-    causes = Link(source=question.id, target=effect.id, kind=LinkKind.CAUSES, weight=1.0,
-                  created_at=BASE)  # fmt: skip
+    causes = Link(
+        source=question.id, target=effect.id, kind=LinkKind.CAUSES, weight=1.0, created_at=BASE
+    )
     direct = [hit(question, 0.9)]
     walk = Walk(reached=((effect, 1),), links=(causes,))
     assert expand_answers(direct, answer_seeds(direct), walk, []) == direct
@@ -199,8 +209,10 @@ def test_attribution_prefers_the_named_speaker_and_lowers_confidence() -> None:
     said_by_other = turn(2, "Melanie", "I ran a charity race too.")
     asked = turn(3, "Caroline", "Did you run the charity race?")
     terms = query_terms("What did Caroline realise after her charity race?")
-    out = {it.memory.id: it.score for it in attribute([hit(own, 0.8), hit(said_by_other, 0.8),
-                                                       hit(asked, 0.8)], terms)}  # fmt: skip
+    out = {
+        it.memory.id: it.score
+        for it in attribute([hit(own, 0.8), hit(said_by_other, 0.8), hit(asked, 0.8)], terms)
+    }
     common = 1 - POLICY.competition_weight * 0.8
     assert out[own.id] == round(0.8 * common, 6)
     assert out[said_by_other.id] == round(0.8 * common * POLICY.other_speaker_factor, 6)
@@ -298,8 +310,10 @@ def test_a_capitalised_prefix_is_content_not_a_speaker(
 def test_a_capitalised_prefix_is_content_even_beside_a_conversation() -> None:
     """A namespace holding both a chat and an ops log: the log's prefixes name no one, so a query
     naming a log prefix is not a speaker query, and the chat's speakers act only on the chat."""
-    chat = [turn(10, "Caroline", "The backup drive is full again."),
-            turn(11, "Melanie", "I will order a bigger backup drive.")]  # fmt: skip
+    chat = [
+        turn(10, "Caroline", "The backup drive is full again."),
+        turn(11, "Melanie", "I will order a bigger backup drive."),
+    ]
     for query in ("Which error stopped the backup?", "What did Caroline say about the backup?"):
         colon = rank([*corpus_of(OPS_LOG, OPS_PREFIXES, ": "), *chat], query)
         dash = rank([*corpus_of(OPS_LOG, OPS_PREFIXES, " - "), *chat], query)

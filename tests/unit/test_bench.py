@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from graphsvc.model import LinkKind, MemoryInput
 from graphsvc.text import analyse
-from graphsvc.tools.bench import (
+from graphsvc_lab.bench import (
     Target,
     Timed,
     WordHashEmbedder,
@@ -88,8 +88,11 @@ def test_links_join_distinct_positions_in_the_documented_directions() -> None:
     assert len(set(links)) == len(links)
     kinds = Counter(kind for _, _, kind in links)
     assert set(kinds) == {
-        LinkKind.CAUSES, LinkKind.RELATES_TO, LinkKind.PRECEDES, LinkKind.SUPERSEDES
-    }  # fmt: skip
+        LinkKind.CAUSES,
+        LinkKind.RELATES_TO,
+        LinkKind.PRECEDES,
+        LinkKind.SUPERSEDES,
+    }
     for source, target, kind in links:
         assert source != target
         assert 0 <= source < 2_000 and 0 <= target < 2_000

@@ -27,7 +27,7 @@ from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.store import journal
 from graphsvc.store.mirror import MirrorStore, loader
-from graphsvc.store.mirror.rows import _memory_row
+from graphsvc.store.mirror.rows import log_memory_row
 from graphsvc.store.mirror.table import (
     LinkGraph,
     LinkTuple,
@@ -52,14 +52,19 @@ def open_store(path: Path, **kwargs: Any) -> MirrorStore:
 def make_memory(ns: str, n: int, rng: random.Random) -> Memory:
     text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 9))) + f" item{n % 7}"
     return Memory(
-        id=uuid4(), namespace=ns, text=text, kind=rng.choice(["note", "event", "fact"]),
+        id=uuid4(),
+        namespace=ns,
+        text=text,
+        kind=rng.choice(["note", "event", "fact"]),
         recorded_at=BASE + timedelta(seconds=n, microseconds=n * 7),
         occurred_at=None if n % 3 else BASE - timedelta(days=n, microseconds=3),
         invalidated_at=BASE + timedelta(days=400) if n % 11 == 0 else None,
         tags=tuple(rng.sample(["ops", "home", "x", "y"], rng.randint(0, 3))),
-        source=None if n % 2 else f"src{n % 4}", confidence=rng.choice([1.0, 0.5, 0.123456789]),
-        tokens=estimate_tokens(text), terms=tuple(analyse(text)),
-    )  # fmt: skip
+        source=None if n % 2 else f"src{n % 4}",
+        confidence=rng.choice([1.0, 0.5, 0.123456789]),
+        tokens=estimate_tokens(text),
+        terms=tuple(analyse(text)),
+    )
 
 
 def populate(store: MirrorStore, count: int = 120, seed: int = 3) -> list[Memory]:
@@ -125,7 +130,6 @@ def state(store: MirrorStore) -> dict[str, Any]:
             "term_stats": store.term_stats(ns, terms),
             "candidates": store.candidates(ns, terms[:3], terms),
             "recent": [store.recent_candidates(ns, t, 5, terms[:2]) for t in terms],
-            "top": [store.native_top_k(ns, [t, terms[0]], 7) for t in terms],
             "pages": [
                 store.list_memories(
                     ns, after=None, limit=50, kind=kind, tag=tag, since=since, until=None
@@ -344,10 +348,16 @@ def test_links_added_in_a_batch_equal_those_added_one_by_one() -> None:
 
 def test_link_rows_read_in_a_batch_equal_those_read_one_by_one() -> None:
     rows: list[list[Any]] = [
-        [str(uuid4()), str(uuid4()), kind.value, 0.5 * n,
-         (BASE + timedelta(hours=n % 3)).isoformat(), None if n % 2 else f"note {n}"]
+        [
+            str(uuid4()),
+            str(uuid4()),
+            kind.value,
+            0.5 * n,
+            (BASE + timedelta(hours=n % 3)).isoformat(),
+            None if n % 2 else f"note {n}",
+        ]
         for n, kind in enumerate(list(LinkKind) * 4)
-    ]  # fmt: skip
+    ]
     rows.append([rows[0][1], rows[0][0].upper(), "RELATES_TO", 1, BASE.isoformat(), None])
     assert link_tuples_from_rows(rows) == [link_tuple_from_row(row) for row in rows]
     with pytest.raises(ValueError, match="not a link row"):
@@ -389,7 +399,7 @@ def test_memory_rows_added_in_a_batch_equal_those_added_one_by_one() -> None:
     """A log record's memories replayed as one batch (``add_rows``) give the columns and term
     numbers that adding its rows one by one gives."""
     rng = random.Random(9)
-    rows = [_memory_row(make_memory(NS, n, rng)) for n in range(80)]
+    rows = [log_memory_row(make_memory(NS, n, rng)) for n in range(80)]
     one_by_one, batched = MemoryTable(NS), MemoryTable(NS)
     for first in (0, 30):
         chunk = rows[first : first + 30] if first == 0 else rows[first:]
@@ -397,9 +407,25 @@ def test_memory_rows_added_in_a_batch_equal_those_added_one_by_one() -> None:
             one_by_one.add_row(row)
         assert batched.add_rows(chunk) == range(first, first + len(chunk))
     assert batched.add_rows([]) == range(len(rows), len(rows))
-    for name in ("row_of", "ids", "keys", "texts", "kinds", "sources", "tags", "recorded",
-                 "occurred", "invalidated", "confidence", "tokens", "lengths", "term_start",
-                 "term_data", "term_names", "term_numbers"):  # fmt: skip
+    for name in (
+        "row_of",
+        "ids",
+        "keys",
+        "texts",
+        "kinds",
+        "sources",
+        "tags",
+        "recorded",
+        "occurred",
+        "invalidated",
+        "confidence",
+        "tokens",
+        "lengths",
+        "term_start",
+        "term_data",
+        "term_names",
+        "term_numbers",
+    ):
         assert getattr(batched, name) == getattr(one_by_one, name), name
     assert [batched.row_form(r) for r in range(len(rows))] == rows
     bad = [*rows[:2], [*rows[2][:1], None, *rows[2][2:]]]

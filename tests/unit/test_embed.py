@@ -22,8 +22,8 @@ from graphsvc.embed import (
     PackagedModel,
     PinnedFile,
     Wheel,
-    _mean_pool,
     locate,
+    mean_pool,
     open_embedder,
     packaged_model,
 )
@@ -99,7 +99,7 @@ def test_mean_pooling_sums_each_rows_own_tokens_in_order(lengths: list[int]) -> 
     expected = np.stack(
         [hidden[row, :n].astype(np.float64).sum(axis=0) / n for row, n in enumerate(lengths)]
     )
-    assert np.array_equal(_mean_pool(hidden, lengths), expected)
+    assert np.array_equal(mean_pool(hidden, lengths), expected)
 
 
 @pytest.mark.parametrize("workers", [2, 3])

@@ -1,5 +1,5 @@
 """Leave-one-conversation-out, the sweep's tables and the new metrics, on hand-made numbers
-(graphsvc/tools/eval/crossval.py, metrics.py)."""
+(lab/graphsvc_lab/eval/crossval.py, metrics.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import statistics
 
 import pytest
 
-from graphsvc.tools.eval.crossval import (
+from graphsvc_lab.eval.crossval import (
     cross_validate,
     crossval_tables,
     leave_one_out,
 )
-from graphsvc.tools.eval.metrics import operating_point, stdev
-from graphsvc.tools.eval.qa import Outcome, Question, Result, SweepPoint
+from graphsvc_lab.eval.metrics import operating_point, stdev
+from graphsvc_lab.eval.qa import Outcome, Question, Result, SweepPoint
 
 
 def test_leave_one_out_by_hand() -> None:

@@ -1,4 +1,4 @@
-"""The side-by-side tables of the question-answering evaluation (graphsvc/tools/eval/qa.py):
+"""The side-by-side tables of the question-answering evaluation (lab/graphsvc_lab/eval/qa.py):
 hand-made outcomes for the arithmetic, and one tiny conversation through the real embedded store
 for the loadings (lexical, plain)."""
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from graphsvc.tools.datasets import dataset_id
-from graphsvc.tools.eval.common import run_context
-from graphsvc.tools.eval.qa import (
+from graphsvc_lab.datasets import dataset_id
+from graphsvc_lab.eval.common import run_context
+from graphsvc_lab.eval.qa import (
     Conversation,
     Outcome,
     Question,
@@ -44,9 +44,13 @@ def _o(ranked: list[str], top: float, skipped: bool | None = None, cover: float 
 
 def _r(n: int, answerable: bool, outcomes: dict[str, Outcome]) -> Result:
     q = Question(
-        f"c#{n}", "c", "1 multi-hop" if answerable else "5 adversarial", "?",
-        ("g",) if answerable else (), answerable,
-    )  # fmt: skip
+        f"c#{n}",
+        "c",
+        "1 multi-hop" if answerable else "5 adversarial",
+        "?",
+        ("g",) if answerable else (),
+        answerable,
+    )
     return Result(q, {"g": 0} if answerable else {}, 1, outcomes)
 
 
@@ -192,8 +196,13 @@ def test_hybrid_and_dense_run_beside_lexical_with_the_real_model(tmp_path: Path)
         results = run_questions(ctx, "tiny", [_tiny()], 0.3, None, plain=True, configs=configs)
         assert ctx.embedder.misses == 5 + 3  # the turns, then the questions
     assert systems_of(results) == [
-        "bm25", "dense", "lexical", "hybrid", "plain lexical", "plain hybrid"
-    ]  # fmt: skip
+        "bm25",
+        "dense",
+        "lexical",
+        "hybrid",
+        "plain lexical",
+        "plain hybrid",
+    ]
     assert {r.outcomes["hybrid"].retrieval for r in results} == {"hybrid"}
     assert {r.outcomes["plain hybrid"].retrieval for r in results} == {"hybrid"}
     assert {r.outcomes["lexical"].retrieval for r in results} == {"lexical"}

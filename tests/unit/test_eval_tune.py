@@ -1,5 +1,5 @@
 """``--tune``: constants and settings, one value or a list to cross-validate
-(graphsvc/tools/eval/common.py), and the rows of the plain loading (qa.py)."""
+(lab/graphsvc_lab/eval/common.py), and the rows of the plain loading (qa.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from graphsvc.recall.policy import RecallPolicy
-from graphsvc.tools.eval.common import (
+from graphsvc_lab.eval.common import (
     SETTINGS_TUNABLE,
     TUNABLE,
     TuneRequest,
@@ -21,7 +21,7 @@ from graphsvc.tools.eval.common import (
     tuned_policy,
     tuning_value,
 )
-from graphsvc.tools.eval.qa import resalted, without_links
+from graphsvc_lab.eval.qa import resalted, without_links
 
 
 def test_lists_become_a_sweep_and_single_values_stay_fixed() -> None:

@@ -1,4 +1,4 @@
-"""The evaluation's vector cache and dense-only baseline (graphsvc/tools/eval/vectors.py).
+"""The evaluation's vector cache and dense-only baseline (lab/graphsvc_lab/eval/vectors.py).
 
 A deterministic fake embedder stands in for the model: these tests check the cache's arithmetic
 and files and the baseline's ranking, not the model (tests/unit/test_embed.py does that).
@@ -15,7 +15,7 @@ import pytest
 
 from graphsvc import dense
 from graphsvc.errors import BadInputError
-from graphsvc.tools.eval.vectors import CachedEmbedder, DenseIndex, cache_file, text_key
+from graphsvc_lab.eval.vectors import CachedEmbedder, DenseIndex, cache_file, text_key
 
 DIMENSION = 16
 

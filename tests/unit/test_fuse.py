@@ -150,8 +150,14 @@ def test_spread_maps_the_cosine_between_its_lowest_and_best() -> None:
 
 def test_spread_never_drops_a_lexical_match_to_zero() -> None:
     # Two memories that match: the weaker by both words and meaning keeps its lexical share.
-    out = fuse([scored(1, 0.9), scored(2, 0.3)], {UUID(int=1): 0.8, UUID(int=2): 0.7}, [], 0.7,
-               ["alpha"], mode="minmax")  # fmt: skip
+    out = fuse(
+        [scored(1, 0.9), scored(2, 0.3)],
+        {UUID(int=1): 0.8, UUID(int=2): 0.7},
+        [],
+        0.7,
+        ["alpha"],
+        mode="minmax",
+    )
     assert [(it.memory.id.int, it.score) for it in out] == [
         (1, 1.0),
         (2, round(0.3 / 0.9 * 0.3, 6)),

@@ -40,9 +40,15 @@ CAP = 100_000
 def memory(ns: str, n: int, *, tag: str = "t") -> Memory:
     text = f"memory number {n} about vectors"
     return Memory(
-        id=uuid4(), namespace=ns, text=text, kind="note", recorded_at=BASE + timedelta(seconds=n),
-        tags=(tag,), tokens=estimate_tokens(text), terms=tuple(analyse(text)),
-    )  # fmt: skip
+        id=uuid4(),
+        namespace=ns,
+        text=text,
+        kind="note",
+        recorded_at=BASE + timedelta(seconds=n),
+        tags=(tag,),
+        tokens=estimate_tokens(text),
+        terms=tuple(analyse(text)),
+    )
 
 
 def random_codes(count: int, seed: int, dimension: int = DIM) -> list[bytes]:
@@ -95,8 +101,9 @@ def populate(store: MirrorStore) -> None:
     )
     store.set_vectors("alpha", {alpha[30].id: codes[30], alpha[0].id: codes[55]})
     store.forget("alpha", alpha[1].id, at=BASE)
-    store.erase("alpha", EraseFilter(tag="even", until=BASE + timedelta(seconds=6)), at=BASE,
-                batch_size=10)  # fmt: skip
+    store.erase(
+        "alpha", EraseFilter(tag="even", until=BASE + timedelta(seconds=6)), at=BASE, batch_size=10
+    )
     beta = [memory("beta", n) for n in range(10)]
     small = random_codes(10, 2, dimension=16)
     store.upsert_memories(
@@ -124,9 +131,11 @@ def test_an_upsert_and_its_vectors_are_one_record(tmp_path: Path) -> None:
     store.close()
     model_record, upsert = log_records(data_dir)
     assert model_record == {
-        "op": "vectorModel", "ns": "alpha", "model": {"id": MODEL.model_id, "dimension": DIM},
+        "op": "vectorModel",
+        "ns": "alpha",
+        "model": {"id": MODEL.model_id, "dimension": DIM},
         "seq": 1,
-    }  # fmt: skip
+    }
     assert upsert["op"] == "upsert" and len(upsert["memories"]) == 3
     assert upsert["vectors"] == [
         [str(batch[0].id), base64.b64encode(codes[0]).decode()],
@@ -218,8 +227,10 @@ def test_a_snapshot_of_many_vectors_comes_in_chunks(tmp_path: Path) -> None:
     store.close()
     frames = [f.record() for f in journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).frames]
     assert [len(base64.b64decode(f["ids"])) // 16 for f in frames if f["op"] == "vectors"] == [
-        1000, 1000, 500,
-    ]  # fmt: skip
+        1000,
+        1000,
+        500,
+    ]
     store = open_store(data_dir)
     try:
         assert store.similar("alpha", query, 50, [batch[2000].id]) == before

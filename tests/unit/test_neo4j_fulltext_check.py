@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from graphsvc.errors import StoreCorruptError
-from graphsvc.store.neo4j.boundary import FULLTEXT_CONFIG, _check_fulltext
+from graphsvc.store.neo4j.boundary import FULLTEXT_CONFIG, check_fulltext
 
 
 def test_the_index_the_schema_makes_passes() -> None:
-    _check_fulltext([dict(FULLTEXT_CONFIG)])
+    check_fulltext([dict(FULLTEXT_CONFIG)])
 
 
 @pytest.mark.parametrize(
@@ -24,5 +24,5 @@ def test_the_index_the_schema_makes_passes() -> None:
 )
 def test_another_index_is_refused_with_what_to_do(found: list[dict[str, object]]) -> None:
     with pytest.raises(StoreCorruptError, match=r"DROP INDEX memory_terms") as raised:
-        _check_fulltext(found)
+        check_fulltext(found)
     assert ("missing" in str(raised.value)) == (not found)

@@ -49,10 +49,14 @@ AGENTS_MD = "# Agents\nRun `make test` before proposing a fix.\n"
 
 def window(**overrides: Any) -> Window:
     values: dict[str, Any] = {
-        "context_window": 200_000, "reserved_completion_tokens": 8_192,
-        "memory_budget_share": 0.1, "max_memory_tokens": 100_000, "max_transcript_entries": 20,
-        "max_context_file_tokens": 8_000, "max_capsules": 20,
-    }  # fmt: skip
+        "context_window": 200_000,
+        "reserved_completion_tokens": 8_192,
+        "memory_budget_share": 0.1,
+        "max_memory_tokens": 100_000,
+        "max_transcript_entries": 20,
+        "max_context_file_tokens": 8_000,
+        "max_capsules": 20,
+    }
     values.update(overrides)
     return Window(**values)
 
@@ -63,9 +67,13 @@ def request(**fields: Any) -> PromptInput:
 
 def capsule(n: int, text: str, reason: str = "match") -> ContextCapsule:
     return ContextCapsule(
-        memory_id=uuid.UUID(int=n), text=text, kind="event", score=0.5,
-        tokens=estimate_tokens(text), reason=reason,
-    )  # fmt: skip
+        memory_id=uuid.UUID(int=n),
+        text=text,
+        kind="event",
+        score=0.5,
+        tokens=estimate_tokens(text),
+        reason=reason,
+    )
 
 
 def fake_bundle(
@@ -94,12 +102,20 @@ def fake_bundle(
     terms = query_terms(plan.memory_query)
     mask = uncovered if uncovered is not None else [True] * len(terms)
     return ContextBundle(
-        query=plan.memory_query, stage="default", budget_tokens=plan.bundle_budget,
-        min_score=0.25, used_tokens=used, capsules=tuple(packed), excluded=tuple(excluded),
-        skipped=skipped, top_score=0.123456, evidence_coverage=0.0 if skipped else coverage,
+        query=plan.memory_query,
+        stage="default",
+        budget_tokens=plan.bundle_budget,
+        min_score=0.25,
+        used_tokens=used,
+        capsules=tuple(packed),
+        excluded=tuple(excluded),
+        skipped=skipped,
+        top_score=0.123456,
+        evidence_coverage=0.0 if skipped else coverage,
         uncovered_terms=tuple(t for t, m in zip(terms, mask, strict=False) if m),
-        chronological=asks_about_order(plan.memory_query), rendered="",
-    )  # fmt: skip
+        chronological=asks_about_order(plan.memory_query),
+        rendered="",
+    )
 
 
 def assemble(
@@ -108,9 +124,12 @@ def assemble(
     """Plan, fake a recall, finish; the window from the request and the default limits."""
     if win is None:
         win = resolve_window(
-            req, PromptDefaults(), max_budget_tokens=100_000, default_max_capsules=20,
+            req,
+            PromptDefaults(),
+            max_budget_tokens=100_000,
+            default_max_capsules=20,
             max_capsules_limit=200,
-        )  # fmt: skip
+        )
     plan = plan_prompt(req, win, DAY, max_query_chars=QUERY_CHARS)
     memory = None if plan.bundle_budget < 1 else fake_bundle(plan, memory_texts or [])
     return finish_prompt(plan, memory)
@@ -128,7 +147,7 @@ def test_sections_are_delimited_and_ordered_most_stable_first() -> None:
         environment={"cwd": "/srv/shop", "model": "claude-x", "searchMode": "off"},
         projectContext=[{"path": "AGENTS.md", "content": AGENTS_MD}],
         availableSkills=[{"name": "pdf", "description": "Read PDFs", "path": "skills/pdf"}],
-    )  # fmt: skip
+    )
     bundle = assemble(req, memory_texts=["The checkout timed out after the upgrade"])
     text = bundle.rendered
     tags = ["<fragments>", "<environment>", "<project_context>", "<skills>", "<memory>"]
@@ -159,9 +178,11 @@ def test_empty_sections_are_left_out_but_memory_always_speaks() -> None:
 
 def test_memory_notes_name_what_memory_does_not_cover_and_the_order() -> None:
     plan = plan_prompt(
-        request(userTurn="What happened before the pager alarm?"), window(), DAY,
+        request(userTurn="What happened before the pager alarm?"),
+        window(),
+        DAY,
         max_query_chars=QUERY_CHARS,
-    )  # fmt: skip
+    )
     bundle = fake_bundle(plan, ["[2025-01-01] The deploy froze"], uncovered=[False, False, True])
     section = render_memory(bundle, "")
     assert "oldest first" in section
@@ -191,8 +212,10 @@ def test_context_files_are_capped_hashed_and_reused() -> None:
     bundle = assemble(req)
     files = {f.path: f for f in bundle.project_context}
     assert [f.visibility for f in bundle.project_context] == [
-        Visibility.UNCHANGED, Visibility.UNCHANGED, Visibility.FULL,
-    ]  # fmt: skip
+        Visibility.UNCHANGED,
+        Visibility.UNCHANGED,
+        Visibility.FULL,
+    ]
     assert files["big.md"].truncated
     assert files["big.md"].content == "x" * 52
     assert files["big.md"].content_hash == sha256_hex(big)  # of the full content
@@ -295,8 +318,9 @@ def test_window_defaults_and_refusals() -> None:
     assert resolved.available_input_tokens == 200_000 - 8_192
     assert resolved.max_memory_tokens == 100_000
     with pytest.raises(BadInputError, match="must be below contextWindow"):
-        resolve_window(request(contextWindow=1000, reservedCompletionTokens=1000),
-                       PromptDefaults(), **limits)  # fmt: skip
+        resolve_window(
+            request(contextWindow=1000, reservedCompletionTokens=1000), PromptDefaults(), **limits
+        )
     with pytest.raises(LimitExceededError, match="GRAPHSVC_MAX_BUDGET_TOKENS"):
         resolve_window(request(maxMemoryTokens=100_001), PromptDefaults(), **limits)
     with pytest.raises(LimitExceededError, match="memoryMaxCapsules"):
@@ -334,9 +358,14 @@ def test_drift_report_uses_the_latest_assembly_per_step() -> None:
         seq: int, step: int, kind: str, est: int | None, reported: int | None
     ) -> ContextEvent:
         return ContextEvent(
-            run_id="r", seq=seq, step=step, kind=ContextEventKind(kind), est_tokens=est,
-            reported_tokens=reported, recorded_at=at + timedelta(seconds=seq),
-        )  # fmt: skip
+            run_id="r",
+            seq=seq,
+            step=step,
+            kind=ContextEventKind(kind),
+            est_tokens=est,
+            reported_tokens=reported,
+            recorded_at=at + timedelta(seconds=seq),
+        )
 
     events = [
         event(0, 1, "memory_recall", 50, None),
@@ -390,10 +419,13 @@ def prompt_cases(draw: st.DrawFn) -> Case:
     reuse = draw(st.sampled_from(list(HistoryReuse)))
     previous = [sha256_hex(c) for c in files if draw(st.booleans())]
     transcript = [
-        {"role": draw(st.sampled_from(list(TranscriptRole))).value, "text": text,
-         "toolName": draw(st.sampled_from([None, "grep"]))}
+        {
+            "role": draw(st.sampled_from(list(TranscriptRole))).value,
+            "text": text,
+            "toolName": draw(st.sampled_from([None, "grep"])),
+        }
         for text in draw(st.lists(spoken, max_size=12))
-    ]  # fmt: skip
+    ]
     req = PromptInput.model_validate(
         {
             "userTurn": draw(spoken),
@@ -407,7 +439,7 @@ def prompt_cases(draw: st.DrawFn) -> Case:
             "prevContextHashes": previous,
             "toolCatalog": [{"name": f"tool{i}"} for i in range(draw(st.integers(0, 3)))],
         }
-    )  # fmt: skip
+    )
     win_size = draw(st.one_of(st.integers(20, 500), st.integers(500, 20_000)))
     win = window(
         context_window=win_size,
@@ -524,13 +556,16 @@ def test_memory_section_never_exceeds_its_budget(
     if capsule_budget < 1:
         return
     plan_like = plan_prompt(
-        request(userTurn=query), window(max_capsules=max_capsules), DAY,
+        request(userTurn=query),
+        window(max_capsules=max_capsules),
+        DAY,
         max_query_chars=QUERY_CHARS,
-    )  # fmt: skip
+    )
     fake_plan = dataclasses.replace(plan_like, bundle_budget=capsule_budget, memory_budget=budget)
     texts_ = data.draw(st.lists(st.text(min_size=0, max_size=300), max_size=2 * max_capsules))
-    mask = data.draw(st.lists(st.booleans(), min_size=len(query_terms(query)),
-                              max_size=len(query_terms(query))))  # fmt: skip
+    mask = data.draw(
+        st.lists(st.booleans(), min_size=len(query_terms(query)), max_size=len(query_terms(query)))
+    )
     skipped = data.draw(st.booleans())
     bundle = fake_bundle(fake_plan, texts_, uncovered=mask, skipped=skipped, coverage=1.0)
     assert estimate_tokens(render_memory(bundle, "")) <= budget

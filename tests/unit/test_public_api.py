@@ -71,6 +71,35 @@ def test_importing_the_client_loads_only_httpx_and_pydantic() -> None:
     assert {"httpx", "pydantic"} <= third_party
 
 
+# httpx's own package imports its command line (httpx._main: click, pygments, rich) and keeps what
+# it loaded even when that fails (encode/httpx#3547 would move it to ``python -m httpx``). With that
+# import refused, whatever loads click on ``import graphsvc.client`` is graphsvc's own chain.
+WITHOUT_HTTPX_CLI = """
+import json, sys
+sys.modules["httpx._main"] = None
+import graphsvc.client
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_importing_the_client_does_not_load_click_or_the_command_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_HTTPX_CLI],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stdout))
+    assert "click" not in loaded, (
+        "import graphsvc.client loads click through graphsvc; find the chain with: python -X "
+        "importtime -c 'import graphsvc.client'"
+    )
+    assert not sorted(n for n in loaded if n == "graphsvc.cli" or n.startswith("graphsvc.cli."))
+    assert "httpx" in loaded  # the probe imported the client for real
+
+
 GRAPHSVC_ALL = [
     "BadInputError",
     "ConflictError",

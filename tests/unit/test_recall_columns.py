@@ -28,7 +28,7 @@ from graphsvc.store import journal
 from graphsvc.store.base import CandidateColumns
 from graphsvc.store.journal import isoformats
 from graphsvc.store.mirror import MirrorStore
-from graphsvc.store.mirror.rows import _memory_row, _memory_rows, memory_fields
+from graphsvc.store.mirror.rows import log_memory_row, log_memory_rows, memory_fields
 from graphsvc.store.mirror.table import MemoryTable
 from graphsvc.text import analyse, estimate_tokens, query_terms
 
@@ -41,12 +41,18 @@ NS = "alpha"
 def make_memory(n: int, rng: random.Random) -> Memory:
     text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6)))
     return Memory(
-        id=uuid4(), namespace=NS, text=text, kind="note",
+        id=uuid4(),
+        namespace=NS,
+        text=text,
+        kind="note",
         recorded_at=BASE + timedelta(seconds=n // 3),  # ties of recordedAt too
         occurred_at=None if n % 3 else BASE - timedelta(days=rng.randint(0, 900)),
-        tags=(), source=None, confidence=rng.choice([1.0, 0.5, 0.25]),
-        tokens=estimate_tokens(text), terms=tuple(analyse(text)),
-    )  # fmt: skip
+        tags=(),
+        source=None,
+        confidence=rng.choice([1.0, 0.5, 0.25]),
+        tokens=estimate_tokens(text),
+        terms=tuple(analyse(text)),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -114,12 +120,18 @@ def test_the_limit_cuts_through_rounded_ties_as_a_full_sort_does() -> None:
 
     def tied(n: int) -> Memory:
         return Memory(
-            id=uuid4(), namespace=NS, text=text, kind="note",
+            id=uuid4(),
+            namespace=NS,
+            text=text,
+            kind="note",
             recorded_at=BASE + timedelta(microseconds=rng.randint(0, 3)),
-            occurred_at=None, tags=(), source=None,
+            occurred_at=None,
+            tags=(),
+            source=None,
             confidence=0.5 + rng.choice([0.0, 1e-9, 2e-9, 4e-7, 6e-7]),
-            tokens=estimate_tokens(text), terms=tuple(analyse(text)),
-        )  # fmt: skip
+            tokens=estimate_tokens(text),
+            terms=tuple(analyse(text)),
+        )
 
     memories = [tied(n) for n in range(200)]
     opened.upsert_memories(NS, memories, max_memories=10_000)
@@ -147,9 +159,25 @@ def test_add_columns_stores_what_add_stores() -> None:
         one.add(memory)
     columns = list(zip(*map(memory_fields, memories[10:]), strict=True))
     assert list(many.add_columns(columns)) == list(range(10, 300))
-    for name in ("row_of", "ids", "keys", "texts", "kinds", "sources", "tags", "term_names",
-                 "term_numbers", "recorded", "occurred", "invalidated", "confidence", "tokens",
-                 "lengths", "term_start", "term_data"):  # fmt: skip
+    for name in (
+        "row_of",
+        "ids",
+        "keys",
+        "texts",
+        "kinds",
+        "sources",
+        "tags",
+        "term_names",
+        "term_numbers",
+        "recorded",
+        "occurred",
+        "invalidated",
+        "confidence",
+        "tokens",
+        "lengths",
+        "term_start",
+        "term_data",
+    ):
         assert getattr(many, name) == getattr(one, name), name
     assert [many.memory(row) for row in many.rows()] == memories
 
@@ -225,16 +253,27 @@ def test_content_ids_of_a_batch_are_each_items_id() -> None:
     items = []
     for n in range(400):
         occurred = BASE + timedelta(microseconds=rng.randint(-(10**15), 10**15))
-        items.append(MemoryInput(
-            id=uuid4() if n % 5 == 0 else None, text=f"memory {n} é" if n % 2 else f"m {n}",
-            occurred_at=rng.choice([None, occurred]), tags=("a", "b:c")[: n % 3],
-            source=rng.choice([None, "", "s"]),
-        ))  # fmt: skip
+        items.append(
+            MemoryInput(
+                id=uuid4() if n % 5 == 0 else None,
+                text=f"memory {n} é" if n % 2 else f"m {n}",
+                occurred_at=rng.choice([None, occurred]),
+                tags=("a", "b:c")[: n % 3],
+                source=rng.choice([None, "", "s"]),
+            )
+        )
     # model_construct keeps a zone the validator would have converted to UTC
-    items.append(MemoryInput.model_construct(
-        id=None, text="zoned", kind="observation", tags=(), source=None, confidence=1.0,
-        occurred_at=datetime(2020, 1, 1, 12, tzinfo=rng.choice(zones[1:])),
-    ))  # fmt: skip
+    items.append(
+        MemoryInput.model_construct(
+            id=None,
+            text="zoned",
+            kind="observation",
+            tags=(),
+            source=None,
+            confidence=1.0,
+            occurred_at=datetime(2020, 1, 1, 12, tzinfo=rng.choice(zones[1:])),
+        )
+    )
     for namespace in ("n", "ns_1"):
         assert content_ids(namespace, items) == [
             item.id or _reference_content_id(namespace, item) for item in items
@@ -248,8 +287,10 @@ def test_isoformats_are_isoformat_whatever_the_zone() -> None:
             datetime(1, 1, 1) + timedelta(microseconds=rng.randrange(315_537_897_600_000_000))
             for _ in range(300)
         ]
-        times = [t.replace(tzinfo=zone, microsecond=0 if n % 4 == 0 else t.microsecond)
-                 for n, t in enumerate(times)]  # fmt: skip
+        times = [
+            t.replace(tzinfo=zone, microsecond=0 if n % 4 == 0 else t.microsecond)
+            for n, t in enumerate(times)
+        ]
         assert isoformats(times) == [t.isoformat() for t in times]
     assert isoformats([]) == []
 
@@ -261,8 +302,8 @@ def test_log_rows_of_a_batch_encode_as_the_row_of_each_memory() -> None:
     zoned = [m.model_copy(update={"occurred_at": BASE.astimezone(odd)}) for m in memories[:3]]
     for batch in (memories, memories + zoned, zoned, []):
         fields = [memory_fields(m) for m in batch]
-        rows = _memory_rows(fields, list(zip(*fields, strict=True)))
-        assert orjson.dumps(rows) == orjson.dumps([_memory_row(m) for m in batch])
+        rows = log_memory_rows(fields, list(zip(*fields, strict=True)))
+        assert orjson.dumps(rows) == orjson.dumps([log_memory_row(m) for m in batch])
 
 
 def test_a_frame_in_parts_is_the_frame(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,9 +17,9 @@ from graphsvc.dense import (
     SKETCH_MARGIN,
     SearchPool,
     Sketch,
-    _probe,
     cosines,
     nearest_rows,
+    probe_rows,
     quantize,
     squared_norms,
     top_k,
@@ -139,7 +139,7 @@ def test_a_search_split_over_threads_gives_the_one_threads_answer(
 )
 def test_a_probe_takes_the_best_bounds_and_enough_of_them(bounds: list[float], size: int) -> None:
     values = np.array(bounds, dtype=np.float32)
-    rows = _probe(values, size)
+    rows = probe_rows(values, size)
     assert len(set(rows.tolist())) == len(rows)
     assert len(rows) >= min(len(values), size // 2)
     left = np.setdiff1d(np.arange(len(values)), rows)

@@ -1,12 +1,15 @@
-"""The namespace and the caller: ``stats``, ``viewer``."""
+"""The namespace and the caller: ``stats``, ``overview``, ``viewer``."""
 
 from __future__ import annotations
+
+from typing import Annotated
 
 import strawberry
 
 from graphsvc import model as m
+from graphsvc import overview as ov
 from graphsvc.api.context import Info
-from graphsvc.api.types import NamespaceStats, Viewer, resolver
+from graphsvc.api.types import NamespaceStats, Overview, Viewer, arg, resolver
 
 
 @strawberry.type
@@ -15,6 +18,22 @@ class AdminQuery:
     async def stats(self, info: Info) -> m.NamespaceStats:
         ctx = info.context
         return await ctx.run(ctx.service.stats, ctx.namespace)
+
+    @resolver(
+        "The caller's namespace at a glance: memories by kind, tag, source and day, and the "
+        "largest causal components (CAUSES and PRECEDES links). Counts are kept at write time; "
+        "components are searched from the newest memories, within bounds it reports.",
+        Overview,
+    )
+    async def overview(
+        self,
+        info: Info,
+        top: Annotated[int, arg(f"Values of each facet, and components (1 to {ov.MAX_TOP}).")] = 10,
+        days: Annotated[int, arg(f"Latest days with memories (1 to {ov.MAX_DAYS}).")] = 31,
+    ) -> ov.Overview:
+        ctx = info.context
+        ctx.service.check_namespace(ctx.namespace)
+        return await ctx.run(ov.overview, ctx.service.store, ctx.namespace, top, days)
 
     @resolver("The caller: namespace, role and key fingerprint.")
     def viewer(self, info: Info) -> Viewer:

@@ -61,10 +61,15 @@ class MemoryQuery:
             )
         key = None if after is None else decode_cursor(after)
         rows = await ctx.run(
-            ctx.service.list_memories, ctx.namespace, after=key, limit=size + 1, kind=kind,
-            tag=tag, since=None if since is None else m.as_utc(since),
+            ctx.service.list_memories,
+            ctx.namespace,
+            after=key,
+            limit=size + 1,
+            kind=kind,
+            tag=tag,
+            since=None if since is None else m.as_utc(since),
             until=None if until is None else m.as_utc(until),
-        )  # fmt: skip
+        )
         page = rows[:size]
         edges = [MemoryEdge(cursor=encode_cursor(memory), node=memory) for memory in page]
         return MemoryConnection(
@@ -153,9 +158,14 @@ class MemoryMutation:
         ctx.caller.require_write("erase")
         spec = to_domain(m.EraseFilter, input, "input")
         return await ctx.run(
-            ctx.service.erase, ctx.namespace, everything=spec.everything, tag=spec.tag,
-            source=spec.source, since=spec.since, until=spec.until,
-        )  # fmt: skip
+            ctx.service.erase,
+            ctx.namespace,
+            everything=spec.everything,
+            tag=spec.tag,
+            source=spec.source,
+            since=spec.since,
+            until=spec.until,
+        )
 
 
 __all__ = ["MemoryMutation", "MemoryQuery"]

@@ -96,9 +96,14 @@ class PromptMutation:
         ctx = info.context
         ctx.caller.require_write("recordContextEvent")
         return await ctx.run(
-            ctx.service.record_agent_event, ctx.namespace, run_id, step, kind, detail,
+            ctx.service.record_agent_event,
+            ctx.namespace,
+            run_id,
+            step,
+            kind,
+            detail,
             est_tokens,
-        )  # fmt: skip
+        )
 
 
 __all__ = ["PromptMutation", "PromptQuery"]

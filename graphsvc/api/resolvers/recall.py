@@ -43,9 +43,16 @@ class RecallQuery:
         if run_id is not None:
             ctx.caller.require_write("bundle with runId (it records a memory_recall event)")
         return await ctx.run(
-            ctx.service.bundle, ctx.namespace, query, budget_tokens=budget_tokens, stage=stage,
-            min_score=min_score, max_capsules=max_capsules, run_id=run_id, step=step,
-        )  # fmt: skip
+            ctx.service.bundle,
+            ctx.namespace,
+            query,
+            budget_tokens=budget_tokens,
+            stage=stage,
+            min_score=min_score,
+            max_capsules=max_capsules,
+            run_id=run_id,
+            step=step,
+        )
 
     @resolver(
         "The belief memory supports about `cue`: the top-k hits and the graph context within "
@@ -78,9 +85,14 @@ class RecallMutation:
         ctx = info.context
         ctx.caller.require_write("reconstruct (mutation)")
         return await ctx.run(
-            ctx.service.reconstruct_and_store, ctx.namespace, cue, k=k, depth=depth,
-            run_id=run_id, step=step,
-        )  # fmt: skip
+            ctx.service.reconstruct_and_store,
+            ctx.namespace,
+            cue,
+            k=k,
+            depth=depth,
+            run_id=run_id,
+            step=step,
+        )
 
 
 __all__ = ["RecallMutation", "RecallQuery"]

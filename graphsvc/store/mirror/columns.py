@@ -126,15 +126,20 @@ def table_records(ns: str, table: MemoryTable) -> Iterator[dict[str, Any]]:
         listed = rows.tolist()
         times = np.stack([recorded[rows], occurred[rows], invalidated[rows]], axis=1)
         yield {
-            "op": "columns", "ns": ns, "count": len(listed),
+            "op": "columns",
+            "ns": ns,
+            "count": len(listed),
             "ids": _b64(b"".join([ids[r].bytes for r in listed])),
-            "texts": [texts[r] for r in listed], "kinds": [kinds[r] for r in listed],
-            "sources": [sources[r] for r in listed], "tags": [list(tags[r]) for r in listed],
-            "times": _b64(times.astype("<i8")), "confidence": _b64(confidence[rows].astype("<f8")),
+            "texts": [texts[r] for r in listed],
+            "kinds": [kinds[r] for r in listed],
+            "sources": [sources[r] for r in listed],
+            "tags": [list(tags[r]) for r in listed],
+            "times": _b64(times.astype("<i8")),
+            "confidence": _b64(confidence[rows].astype("<f8")),
             "tokens": _b64(tokens[rows].astype("<i8")),
             "lengths": _b64(lengths[rows].astype("<i4")),
             "terms": _b64(gather_terms(table, rows).astype("<i4")),
-        }  # fmt: skip
+        }
     yield from _posting_records(ns, table, live)
 
 
@@ -159,11 +164,13 @@ def _posting_records(
             last += 1
         low, high = int(starts[first]), int(ends[last - 1])
         yield {
-            "op": "postings", "ns": ns,
+            "op": "postings",
+            "ns": ns,
             "terms": _b64(numbers[starts[first:last]].astype("<i4")),
             "df": _b64((ends[first:last] - starts[first:last]).astype("<i4")),
-            "rows": _b64(rows[low:high].astype("<i4")), "tfs": _b64(tfs[low:high].astype("<i4")),
-        }  # fmt: skip
+            "rows": _b64(rows[low:high].astype("<i4")),
+            "tfs": _b64(tfs[low:high].astype("<i4")),
+        }
         first = last
 
 
@@ -172,14 +179,16 @@ def link_records(ns: str, links: Sequence[LinkTuple]) -> Iterator[dict[str, Any]
     for first in range(0, len(links), COLUMN_CHUNK):
         chunk = links[first : first + COLUMN_CHUNK]
         yield {
-            "op": "linkColumns", "ns": ns, "count": len(chunk),
+            "op": "linkColumns",
+            "ns": ns,
+            "count": len(chunk),
             "sources": _b64(b"".join([lk[0].to_bytes(16, "big") for lk in chunk])),
             "targets": _b64(b"".join([lk[1].to_bytes(16, "big") for lk in chunk])),
             "kinds": _b64(np.array([_KIND_INDEX[lk[2]] for lk in chunk], dtype="<i1")),
             "weights": _b64(np.array([lk[3] for lk in chunk], dtype="<f8")),
             "created": _b64(np.array([lk[4] for lk in chunk], dtype="<i8")),
             "notes": [lk[5] for lk in chunk],
-        }  # fmt: skip
+        }
 
 
 def _keys(data: Any, count: int, name: str) -> list[int]:
@@ -239,7 +248,7 @@ def load_columns(table: MemoryTable, value: dict[str, Any]) -> range:
     held.update(zip(keys, range(first, first + count), strict=True))
     if len(held) != known + count:  # a repeat: the load fails and its state is dropped
         raise ValueError("a memory is stored twice")
-    share = table._shared.setdefault
+    share = table.shared.setdefault
     tags = list(map(tuple, tags))  # () is one object: shared as it is
     table.ids.extend(uuids_of(keys))
     table.keys.extend(keys)

@@ -36,8 +36,8 @@ from graphsvc.store.journal import (
     Problem,
 )
 from graphsvc.store.mirror import columns
-from graphsvc.store.mirror.rows import _model_from_row
-from graphsvc.store.mirror.state import _Namespace
+from graphsvc.store.mirror.rows import model_from_log_row
+from graphsvc.store.mirror.state import MirrorNamespace
 from graphsvc.store.mirror.table import Posting, link_tuples_from_rows
 from graphsvc.store.mirror.vectors import VectorTable
 from graphsvc.store.mirror.writer import FORMAT_VERSION, MirrorWriter
@@ -188,8 +188,10 @@ class MirrorLoader(MirrorWriter):
                         logger.warning(
                             "could not write %s in %s (%s): the next open cannot tell a torn "
                             "write from damage at the end of the log",
-                            CLEAN_NAME, self._dir, exc.strerror,
-                        )  # fmt: skip
+                            CLEAN_NAME,
+                            self._dir,
+                            exc.strerror,
+                        )
             if self._lock_file is not None:
                 self._lock_file.close()  # releases the flock
                 self._lock_file = None
@@ -233,7 +235,7 @@ class MirrorLoader(MirrorWriter):
             if chain.refusal is not None:
                 raise StoreCorruptError(f"cannot open {root}: {chain.refusal}; {repair_hint(root)}")
             if chain.snapshot is not None:
-                self._load_snapshot(chain.snapshot)
+                self.load_snapshot(chain.snapshot)
             replayed = self.replay(chain)
             self._check_replay(chain, replayed)
             if not self._read_only:
@@ -242,8 +244,10 @@ class MirrorLoader(MirrorWriter):
                 logger.info(
                     "%s ends with an incomplete record (%s, line %d): a write in progress or one "
                     "that was never acknowledged; a read-only open leaves it",
-                    chain.active.path, replayed.problem.reason, replayed.problem.line,
-                )  # fmt: skip
+                    chain.active.path,
+                    replayed.problem.reason,
+                    replayed.problem.line,
+                )
         except LogError as exc:
             self._abandon()
             hint = _snapshot_hint(exc.path) if exc.path.name == SNAPSHOT_NAME else repair_hint(root)
@@ -296,7 +300,7 @@ class MirrorLoader(MirrorWriter):
 
     # -- loading ---------------------------------------------------------------------------------
 
-    def _load_snapshot(self, snapshot: journal.Snapshot) -> None:
+    def load_snapshot(self, snapshot: journal.Snapshot) -> None:
         """Load a verified snapshot into an empty store.
 
         Raises:
@@ -321,7 +325,7 @@ class MirrorLoader(MirrorWriter):
                     self._load_column_record(space, op, value, first_rows, order)
                     continue
                 if op == "vectorModel":
-                    space.model = _model_from_row(value["model"])
+                    space.model = model_from_log_row(value["model"])
                     continue
                 if op == "vectors":
                     self._load_vectors(space, value)
@@ -351,7 +355,7 @@ class MirrorLoader(MirrorWriter):
 
     @staticmethod
     def _load_column_record(
-        space: _Namespace,
+        space: MirrorNamespace,
         op: str,
         value: dict[str, Any],
         first_rows: dict[str, int],
@@ -372,6 +376,7 @@ class MirrorLoader(MirrorWriter):
             pending = order.setdefault(table.namespace, [])
             pending += zip(table.recorded[first:stop], table.keys[first:stop], strict=True)
             space.total_length += int(np.frombuffer(table.lengths, dtype=np.int32)[first:].sum())
+            space.facets.add(table, added)
         elif op == "postings":
             first = first_rows.get(table.namespace, len(table.ids))
             postings = space.postings
@@ -385,7 +390,7 @@ class MirrorLoader(MirrorWriter):
             space.graph.add_many(columns.load_links(value, table))
 
     @staticmethod
-    def _load_vectors(space: _Namespace, value: dict[str, Any]) -> None:
+    def _load_vectors(space: MirrorNamespace, value: dict[str, Any]) -> None:
         """Load a snapshot's chunk of vectors (ids as 16 bytes each, int8 codes, base64; the first
         chunk of a namespace says how many there are in all).
 
@@ -455,9 +460,11 @@ class MirrorLoader(MirrorWriter):
                 problem = scan.problem
                 if problem.kind == "torn" and index != last:
                     problem = Problem(
-                        "damaged", problem.line, problem.offset,
+                        "damaged",
+                        problem.line,
+                        problem.offset,
                         f"{problem.reason}, in a segment that is not the last one",
-                    )  # fmt: skip
+                    )
                 out.problem = problem
                 out.problem_segment = index
                 out.after = list(scan.after)
@@ -520,25 +527,31 @@ class MirrorLoader(MirrorWriter):
                 )
             if marker is not None:
                 raise LogError(
-                    path, problem.line, problem.offset,
+                    path,
+                    problem.line,
+                    problem.offset,
                     f"damaged: {problem.reason} at the end of a log that was closed cleanly at "
                     f"seq {marker.seq}: it is not a torn write, the file was changed after close",
-                )  # fmt: skip
+                )
         active = chain.active
         if marker is not None and active is not None:
             if active.head.log != marker.log:
                 raise LogError(
-                    active.path, 1, 0,
+                    active.path,
+                    1,
+                    0,
                     f"the store was closed cleanly with log {marker.log}, but this is "
                     f"{active.describe()}: the log was replaced",
-                )  # fmt: skip
+                )
             if self._seq != marker.seq:
                 scan = active.scan
                 raise LogError(
-                    active.path, len(scan.frames) + 1, scan.end,
+                    active.path,
+                    len(scan.frames) + 1,
+                    scan.end,
                     f"the log ends at seq {self._seq} but the store was closed cleanly at seq "
                     f"{marker.seq}: acknowledged records are missing (the file was cut)",
-                )  # fmt: skip
+                )
 
     def _prepare_writes(self, chain: Chain, replayed: Replayed) -> None:
         """Make the directory ready for appends: give the store an id if it has none, drop the
@@ -568,8 +581,10 @@ class MirrorLoader(MirrorWriter):
             journal.fsync_dir(root)
             logger.warning(
                 "finished an interrupted log switch in %s: %s is now %s",
-                root, NEW_LOG_NAME, LOG_NAME,
-            )  # fmt: skip
+                root,
+                NEW_LOG_NAME,
+                LOG_NAME,
+            )
             chain.segments[-1].path = root / LOG_NAME
         if chain.leftover_new is not None:
             chain.leftover_new.unlink()
@@ -595,8 +610,13 @@ class MirrorLoader(MirrorWriter):
             logger.warning(
                 "cut a torn last record from %s: %d bytes from byte %d (line %d), a write that "
                 "was never acknowledged (%s); the %d records replayed before it are intact",
-                log_path, scan.size - end, end, problem.line, problem.reason, replayed.applied,
-            )  # fmt: skip
+                log_path,
+                scan.size - end,
+                end,
+                problem.line,
+                problem.reason,
+                replayed.applied,
+            )
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
         self._log_fd = fd
         if problem is None and scan.missing_newline:

@@ -21,27 +21,45 @@ def _dt(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
-def _memory_row(m: Memory) -> list[Any]:
+def log_memory_row(m: Memory) -> list[Any]:
     return _memory_row_of(memory_fields(m))
 
 
-#: A memory's fields in its log row's order (:func:`_memory_row`), as the memory holds them.
+#: A memory's fields in its log row's order (:func:`log_memory_row`), as the memory holds them.
 MemoryFields = tuple[
-    UUID, str, str, datetime | None, datetime, datetime | None, tuple[str, ...], str | None,
-    float, int, tuple[str, ...],
-]  # fmt: skip
+    UUID,
+    str,
+    str,
+    datetime | None,
+    datetime,
+    datetime | None,
+    tuple[str, ...],
+    str | None,
+    float,
+    int,
+    tuple[str, ...],
+]
 memory_fields: Callable[[Memory], MemoryFields] = attrgetter(
-    "id", "text", "kind", "occurred_at", "recorded_at", "invalidated_at", "tags", "source",
-    "confidence", "tokens", "terms",
-)  # fmt: skip
+    "id",
+    "text",
+    "kind",
+    "occurred_at",
+    "recorded_at",
+    "invalidated_at",
+    "tags",
+    "source",
+    "confidence",
+    "tokens",
+    "terms",
+)
 
 
-def _memory_rows(
+def log_memory_rows(
     fields: Sequence[MemoryFields], columns: Sequence[Sequence[Any]]
 ) -> Sequence[MemoryFields | list[Any]]:
     """The log rows of memories given as ``fields`` (and the same as ``columns``): the fields
-    themselves, which the log's encoder (orjson) writes exactly as :func:`_memory_row`'s strings
-    and lists (``str(id)``, ``isoformat()``, tuples as lists); :func:`_memory_row`'s own when a
+    themselves, which the log's encoder (orjson) writes exactly as :func:`log_memory_row`'s strings
+    and lists (``str(id)``, ``isoformat()``, tuples as lists); :func:`log_memory_row`'s own when a
     time is in a zone other than UTC (none is through the service)."""
     times = chain(columns[3], columns[4], columns[5]) if columns else ()
     if orjson_writes_isoformat(filter(None, times)):
@@ -52,28 +70,37 @@ def _memory_rows(
 def _memory_row_of(row: MemoryFields) -> list[Any]:
     mid, text, kind, occurred, recorded, invalidated, tags, source, confidence, tokens, terms = row
     return [
-        str(mid), text, kind, _dt(occurred), recorded.isoformat(), _dt(invalidated), list(tags),
-        source, confidence, tokens, list(terms),
-    ]  # fmt: skip
+        str(mid),
+        text,
+        kind,
+        _dt(occurred),
+        recorded.isoformat(),
+        _dt(invalidated),
+        list(tags),
+        source,
+        confidence,
+        tokens,
+        list(terms),
+    ]
 
 
-def _link_row(lk: Link) -> list[Any]:
+def log_link_row(lk: Link) -> list[Any]:
     return [str(lk.source), str(lk.target), lk.kind.value, lk.weight, _dt(lk.created_at), lk.note]
 
 
-def _belief_row(b: Belief) -> dict[str, Any]:
+def log_belief_row(b: Belief) -> dict[str, Any]:
     return b.model_dump(mode="json")
 
 
-def _event_row(e: ContextEvent) -> dict[str, Any]:
+def log_event_row(e: ContextEvent) -> dict[str, Any]:
     return e.model_dump(mode="json")
 
 
-def _model_row(model: VectorModel | None) -> dict[str, Any] | None:
+def log_model_row(model: VectorModel | None) -> dict[str, Any] | None:
     return None if model is None else {"id": model.model_id, "dimension": model.dimension}
 
 
-def _model_from_row(row: dict[str, Any] | None) -> VectorModel | None:
+def model_from_log_row(row: dict[str, Any] | None) -> VectorModel | None:
     if row is None:
         return None
     model_id, dimension = row["id"], row["dimension"]
@@ -82,6 +109,6 @@ def _model_from_row(row: dict[str, Any] | None) -> VectorModel | None:
     return VectorModel(model_id, dimension)
 
 
-def _vector_rows(vectors: Iterable[tuple[UUID, bytes]]) -> list[list[str]]:
+def log_vector_rows(vectors: Iterable[tuple[UUID, bytes]]) -> list[list[str]]:
     """Vectors as ``[id, base64 of the int8 codes]`` pairs (a log record's form)."""
     return [[str(mid), base64.b64encode(codes).decode("ascii")] for mid, codes in vectors]

@@ -1,6 +1,7 @@
-"""The mirror's in-memory state: one :class:`_Namespace` per namespace (the graph, the memories,
-the inverted index with its exact statistics, beliefs, context events, the vector model and the
-vectors) and the pure state changes that writes, log replay and snapshot loading apply to it."""
+"""The mirror's in-memory state: one :class:`MirrorNamespace` per namespace (the graph, the
+memories, the inverted index with its exact statistics, beliefs, context events, the vector model
+and the vectors) and the pure state changes that writes, log replay and snapshot loading apply to
+it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from graphsvc.errors import StoreCorruptError
 from graphsvc.model import Belief, ContextEvent, Link
 from graphsvc.store.base import redact, uuids_in
 from graphsvc.store.mirror.columns import gather_terms
-from graphsvc.store.mirror.rows import _model_from_row
+from graphsvc.store.mirror.facets import Facets
+from graphsvc.store.mirror.rows import model_from_log_row
 from graphsvc.store.mirror.table import (
     LinkGraph,
     LinkTuple,
@@ -35,7 +37,7 @@ BULK_ROWS = 64
 
 
 @dataclass
-class _Namespace:
+class MirrorNamespace:
     """Everything of one namespace, compactly (:mod:`~graphsvc.store.mirror.table`). Memories
     are keyed by ``id.int`` (integers hash in C, UUIDs in Python; integer order is ``str(id)``
     order) and indexed by row."""
@@ -56,6 +58,8 @@ class _Namespace:
     # Every memory key in order (str(id) order), built by the first call that pages by id and
     # kept up to date from then on.
     by_id: SortedList | None = None
+    # How many memories have each kind, tag, source and day (kept by every change).
+    facets: Facets = field(default_factory=Facets)
 
 
 class MirrorState:
@@ -63,14 +67,14 @@ class MirrorState:
     log record and a loaded snapshot apply. The first layer of
     :class:`~graphsvc.store.mirror.MirrorStore` (whose constructor sets the attributes)."""
 
-    _spaces: dict[str, _Namespace]
+    _spaces: dict[str, MirrorNamespace]
 
     # -- state changes (no I/O) ------------------------------------------------------------------
 
-    def _space(self, namespace: str) -> _Namespace:
+    def _space(self, namespace: str) -> MirrorNamespace:
         space = self._spaces.get(namespace)
         if space is None:
-            space = self._spaces[namespace] = _Namespace(MemoryTable(namespace))
+            space = self._spaces[namespace] = MirrorNamespace(MemoryTable(namespace))
         return space
 
     def _apply(self, record: dict[str, Any]) -> None:
@@ -84,7 +88,7 @@ class MirrorState:
             if record.get("vectors"):  # absent from records written before vectors
                 self._put_vectors(space, _vectors_from_rows(record["vectors"]))
         elif op == "vectorModel":
-            space.model = _model_from_row(record["model"])
+            space.model = model_from_log_row(record["model"])
         elif op == "vectors":
             self._put_vectors(space, _vectors_from_rows(record["vectors"]))
         elif op == "clearVectors":
@@ -112,18 +116,18 @@ class MirrorState:
         else:
             raise StoreCorruptError(f"unknown log operation {op!r}")
 
-    def _add_columns(self, space: _Namespace, columns: Sequence[Sequence[Any]]) -> None:
+    def _add_columns(self, space: MirrorNamespace, columns: Sequence[Sequence[Any]]) -> None:
         """Index memories that are not in the store, given as the columns of their fields
         (:meth:`~graphsvc.store.mirror.table.MemoryTable.add_columns`; a batch: sorted
         structures grow once)."""
         self._index_rows(space, space.memories.add_columns(columns))
 
-    def _add_rows(self, space: _Namespace, rows: Sequence[Sequence[Any]]) -> None:
+    def _add_rows(self, space: MirrorNamespace, rows: Sequence[Sequence[Any]]) -> None:
         """Index memories given as log rows that are not in the store."""
         self._index_rows(space, space.memories.add_rows(rows))
 
     @staticmethod
-    def _index_rows(space: _Namespace, rows: Sequence[int]) -> None:
+    def _index_rows(space: MirrorNamespace, rows: Sequence[int]) -> None:
         """Index rows just added (each larger than every row indexed before)."""
         table = space.memories
         keys, recorded, lengths = table.keys, table.recorded, table.lengths
@@ -144,11 +148,12 @@ class MirrorState:
             MirrorState._index_bulk(space, rows)
         space.order.update(order)
         space.total_length += total
+        space.facets.add(table, rows)
         if space.by_id is not None:
             space.by_id.update(key for _, key in order)
 
     @staticmethod
-    def _index_bulk(space: _Namespace, rows: Sequence[int]) -> None:
+    def _index_bulk(space: MirrorNamespace, rows: Sequence[int]) -> None:
         """:meth:`_index_rows`' postings for many rows at once: the (term, row) pairs counted and
         grouped by numpy, then each term's run appended to its posting in one go (the same
         postings as row by row)."""
@@ -171,9 +176,11 @@ class MirrorState:
         tf_bytes = tfs.data.cast("B")
         width = posted.itemsize
         for number, low, high in zip(
-            numbers[starts].tolist(), (starts * width).tolist(), (ends * width).tolist(),
+            numbers[starts].tolist(),
+            (starts * width).tolist(),
+            (ends * width).tolist(),
             strict=True,
-        ):  # fmt: skip
+        ):
             term = names[number]
             posting = postings.get(term)
             if posting is None:
@@ -181,13 +188,14 @@ class MirrorState:
             posting.rows.frombytes(posted_bytes[low:high])
             posting.tfs.frombytes(tf_bytes[low:high])
 
-    def _remove_memory(self, space: _Namespace, key: int) -> None:
+    def _remove_memory(self, space: MirrorNamespace, key: int) -> None:
         table = space.memories
         row = table.row_of.get(key)
         if row is None:
             return
         counts = table.term_counts(row)
         length = table.lengths[row]
+        space.facets.remove(table, row)
         table.remove(key)
         space.order.remove((table.recorded[row], key))
         space.graph.remove_node(key)
@@ -206,7 +214,7 @@ class MirrorState:
             space.by_id.remove(key)
 
     @staticmethod
-    def _put_vectors(space: _Namespace, vectors: Sequence[tuple[UUID, bytes]]) -> None:
+    def _put_vectors(space: MirrorNamespace, vectors: Sequence[tuple[UUID, bytes]]) -> None:
         """Store vectors (codes of the namespace's model) of memories the namespace holds.
 
         Raises:
@@ -239,12 +247,12 @@ class MirrorState:
         space.vectors = table
 
     @staticmethod
-    def _remove_vector(space: _Namespace, key: int) -> None:
+    def _remove_vector(space: MirrorNamespace, key: int) -> None:
         table = space.vectors
         if table is not None and table.remove(key) and not len(table):
             space.vectors = None
 
-    def _erase_memories(self, space: _Namespace, keys: Sequence[int]) -> tuple[int, int, int]:
+    def _erase_memories(self, space: MirrorNamespace, keys: Sequence[int]) -> tuple[int, int, int]:
         """Remove memories with their links and beliefs, and put ``[erased]`` in place of their
         ids in the details of context events; return how many links, beliefs and events."""
         graph = space.graph
@@ -266,24 +274,24 @@ class MirrorState:
         return len(links), len(beliefs), rewritten
 
     @staticmethod
-    def _by_id(space: _Namespace) -> SortedList:
+    def _by_id(space: MirrorNamespace) -> SortedList:
         """The namespace's memory keys in order (built on first use, then kept up to date)."""
         if space.by_id is None:
             space.by_id = SortedList(space.memories)
         return space.by_id
 
     @staticmethod
-    def _add_link(space: _Namespace, link: Link) -> None:
+    def _add_link(space: MirrorNamespace, link: Link) -> None:
         space.graph.add(link_tuple(link))
 
     @staticmethod
-    def _add_belief(space: _Namespace, belief: Belief) -> None:
+    def _add_belief(space: MirrorNamespace, belief: Belief) -> None:
         space.beliefs[belief.id] = belief
         for mid in (*belief.source_ids, *belief.linked_context_ids):
             space.beliefs_of.setdefault(mid.int, set()).add(belief.id)
 
     @staticmethod
-    def _remove_belief(space: _Namespace, belief_id: UUID) -> None:
+    def _remove_belief(space: MirrorNamespace, belief_id: UUID) -> None:
         belief = space.beliefs.pop(belief_id, None)
         if belief is None:
             return
@@ -295,15 +303,15 @@ class MirrorState:
                     del space.beliefs_of[mid.int]
 
     @staticmethod
-    def _all_links(space: _Namespace) -> list[Link]:
+    def _all_links(space: MirrorNamespace) -> list[Link]:
         return [make_link(lk, space.memories) for lk in space.graph.links()]
 
     @staticmethod
-    def _links_touching(space: _Namespace, key: int) -> list[Link]:
+    def _links_touching(space: MirrorNamespace, key: int) -> list[Link]:
         return MirrorState._links_of(space, space.graph.touching(key))
 
     @staticmethod
-    def _links_of(space: _Namespace, links: Sequence[LinkTuple]) -> list[Link]:
+    def _links_of(space: MirrorNamespace, links: Sequence[LinkTuple]) -> list[Link]:
         return [make_link(lk, space.memories) for lk in links]
 
 

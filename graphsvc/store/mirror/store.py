@@ -4,7 +4,6 @@ state under the store's lock, and writes that check, log and apply one record ea
 from __future__ import annotations
 
 import heapq
-import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -32,11 +31,14 @@ from graphsvc.model import (
     WriteResult,
 )
 from graphsvc.store.base import (
+    FACETS,
     Candidate,
     CandidateColumns,
+    FacetCounts,
     Store,
     TermStats,
     Walk,
+    bad_facet,
     bad_model,
     belief_memory_missing,
     link_end_missing,
@@ -54,22 +56,18 @@ from graphsvc.store.base import (
 from graphsvc.store.journal import LogHead
 from graphsvc.store.mirror.loader import MirrorLoader
 from graphsvc.store.mirror.rows import (
-    _belief_row,
-    _event_row,
-    _link_row,
-    _memory_rows,
-    _model_row,
-    _vector_rows,
+    log_belief_row,
+    log_event_row,
+    log_link_row,
+    log_memory_rows,
+    log_model_row,
+    log_vector_rows,
     memory_fields,
 )
-from graphsvc.store.mirror.state import _Namespace
+from graphsvc.store.mirror.state import MirrorNamespace
 from graphsvc.store.mirror.table import NO_TIME, LinkTuple, from_micros, make_link
 
 _id_of = attrgetter("id")
-
-# BM25 parameters of native_top_k (Lucene's defaults).
-BM25_K1 = 1.2
-BM25_B = 0.75
 
 
 class MirrorStore(MirrorLoader, Store):
@@ -99,7 +97,7 @@ class MirrorStore(MirrorLoader, Store):
         self._snapshot_bytes = snapshot_bytes
         self._read_only = read_only
         self._lock = threading.RLock()
-        self._spaces: dict[str, _Namespace] = {}
+        self._spaces: dict[str, MirrorNamespace] = {}
         self._seq = 0
         self._gen = 0
         self._log_fd: int | None = None
@@ -179,17 +177,19 @@ class MirrorStore(MirrorLoader, Store):
 
             if created or evict or given:
                 record: dict[str, Any] = {
-                    "op": "upsert", "ns": namespace,
-                    "memories": _memory_rows(fields, columns),
+                    "op": "upsert",
+                    "ns": namespace,
+                    "memories": log_memory_rows(fields, columns),
                     "evict": [str(mid) for mid in evict],
-                }  # fmt: skip
+                }
                 if given:  # in the same record as the memories: one atomic write
-                    record["vectors"] = _vector_rows(given.items())
+                    record["vectors"] = log_vector_rows(given.items())
                 self._write(record, apply)
             return WriteResult(
-                created=tuple(m.id for m in created), unchanged=tuple(unchanged),
+                created=tuple(m.id for m in created),
+                unchanged=tuple(unchanged),
                 evicted=tuple(evict),
-            )  # fmt: skip
+            )
 
     def add_links(self, namespace: str, links: Sequence[Link]) -> None:
         with self._lock:
@@ -204,12 +204,12 @@ class MirrorStore(MirrorLoader, Store):
                 old = space.graph.find(link.source.int, link.target.int, link.kind.value)
                 if old is not None:  # keep the original creation time
                     link = link.model_copy(update={"created_at": from_micros(old[4])})
-                rows.append(_link_row(link))
+                rows.append(log_link_row(link))
             if rows:
                 self._write({"op": "link", "ns": namespace, "links": rows})
 
     @staticmethod
-    def _check_supersedes_acyclic(space: _Namespace, links: Sequence[Link]) -> None:
+    def _check_supersedes_acyclic(space: MirrorNamespace, links: Sequence[Link]) -> None:
         pending: dict[int, set[int]] = {}
         for link in links:
             if link.kind is LinkKind.SUPERSEDES:
@@ -266,9 +266,15 @@ class MirrorStore(MirrorLoader, Store):
         del batch_size, time_budget
         with self._lock:
             receipt = EraseReceipt(
-                namespace=namespace, filter=spec, memories=0, links=0, beliefs=0, events=0,
-                erased_at=at, complete=True,
-            )  # fmt: skip
+                namespace=namespace,
+                filter=spec,
+                memories=0,
+                links=0,
+                beliefs=0,
+                events=0,
+                erased_at=at,
+                complete=True,
+            )
             space = self._spaces.get(namespace)
             if space is None:
                 return receipt
@@ -277,10 +283,11 @@ class MirrorStore(MirrorLoader, Store):
                     return receipt
                 links = space.graph.count
                 counts = {
-                    "memories": len(space.memories), "links": links,
+                    "memories": len(space.memories),
+                    "links": links,
                     "beliefs": len(space.beliefs),
                     "events": sum(len(events) for events in space.events.values()),
-                }  # fmt: skip
+                }
                 self._write({"op": "drop", "ns": namespace})
             else:
                 order = [key for _, key in space.order]  # oldest first: the log names them so
@@ -296,8 +303,12 @@ class MirrorStore(MirrorLoader, Store):
 
                 self._write(record, apply)
                 links, beliefs, events = removed
-                counts = {"memories": len(keys), "links": links, "beliefs": beliefs,
-                          "events": events}  # fmt: skip
+                counts = {
+                    "memories": len(keys),
+                    "links": links,
+                    "beliefs": beliefs,
+                    "events": events,
+                }
             receipt = receipt.model_copy(update=counts)
         if progress is not None:
             progress(receipt)
@@ -307,12 +318,13 @@ class MirrorStore(MirrorLoader, Store):
         with self._lock:
             space = self._space(belief.namespace)
             missing = [
-                m for m in (*belief.source_ids, *belief.linked_context_ids)
+                m
+                for m in (*belief.source_ids, *belief.linked_context_ids)
                 if m.int not in space.memories
-            ]  # fmt: skip
+            ]
             if missing:
                 raise belief_memory_missing(missing[0])
-            self._write({"op": "belief", "ns": belief.namespace, "belief": _belief_row(belief)})
+            self._write({"op": "belief", "ns": belief.namespace, "belief": log_belief_row(belief)})
 
     def append_event(
         self,
@@ -337,7 +349,7 @@ class MirrorStore(MirrorLoader, Store):
                 reported_tokens=None,
                 recorded_at=at,
             )
-            self._write({"op": "event", "ns": namespace, "event": _event_row(event)})
+            self._write({"op": "event", "ns": namespace, "event": log_event_row(event)})
             return event
 
     def set_reported_tokens(
@@ -348,10 +360,15 @@ class MirrorStore(MirrorLoader, Store):
             target = self._assembled(events, step)
             if target is None:
                 raise no_assembled_event(run_id, step)
-            self._write({
-                "op": "report", "ns": namespace, "run": run_id,
-                "eventSeq": target.seq, "tokens": reported_tokens,
-            })  # fmt: skip
+            self._write(
+                {
+                    "op": "report",
+                    "ns": namespace,
+                    "run": run_id,
+                    "eventSeq": target.seq,
+                    "tokens": reported_tokens,
+                }
+            )
             return events[target.seq]
 
     @staticmethod
@@ -362,7 +379,9 @@ class MirrorStore(MirrorLoader, Store):
     # -- vectors ---------------------------------------------------------------------------------
 
     @staticmethod
-    def _check_vectors(namespace: str, space: _Namespace, vectors: Mapping[UUID, bytes]) -> None:
+    def _check_vectors(
+        namespace: str, space: MirrorNamespace, vectors: Mapping[UUID, bytes]
+    ) -> None:
         """Raise BadInputError unless every vector fits the namespace's model."""
         model = space.model
         if model is None:
@@ -391,7 +410,9 @@ class MirrorStore(MirrorLoader, Store):
             def apply() -> None:
                 space.model = model
 
-            self._write({"op": "vectorModel", "ns": namespace, "model": _model_row(model)}, apply)
+            self._write(
+                {"op": "vectorModel", "ns": namespace, "model": log_model_row(model)}, apply
+            )
 
     def clear_vectors(self, namespace: str, limit: int) -> int:
         with self._lock:
@@ -416,7 +437,7 @@ class MirrorStore(MirrorLoader, Store):
             self._check_vectors(namespace, space, vectors)
             known = [(mid, codes) for mid, codes in vectors.items() if mid.int in space.memories]
             if known:
-                record = {"op": "vectors", "ns": namespace, "vectors": _vector_rows(known)}
+                record = {"op": "vectors", "ns": namespace, "vectors": log_vector_rows(known)}
                 self._write(record, lambda: self._put_vectors(space, known))
             return len(known)
 
@@ -488,7 +509,7 @@ class MirrorStore(MirrorLoader, Store):
 
     @staticmethod
     def _candidates(
-        space: _Namespace, rows: Sequence[int], score_terms: Sequence[str]
+        space: MirrorNamespace, rows: Sequence[int], score_terms: Sequence[str]
     ) -> list[Candidate]:
         """The candidates of ``rows`` (in that order)."""
         table = space.memories
@@ -508,10 +529,14 @@ class MirrorStore(MirrorLoader, Store):
             occ = occurred[row]
             found.append(
                 Candidate(
-                    ids[row], tf, lengths[row], recorded[row],  # type: ignore[arg-type]
-                    None if occ == NO_TIME else occ, confidence[row],
+                    ids[row],  # type: ignore[arg-type]
+                    tf,
+                    lengths[row],
+                    recorded[row],
+                    None if occ == NO_TIME else occ,
+                    confidence[row],
                 )
-            )  # fmt: skip
+            )
         return found
 
     def candidates(
@@ -562,7 +587,7 @@ class MirrorStore(MirrorLoader, Store):
             return stats, self._columns(space, rows, terms)
 
     @staticmethod
-    def _rows_with(space: _Namespace, terms: Sequence[str]) -> NDArray[np.int64]:
+    def _rows_with(space: MirrorNamespace, terms: Sequence[str]) -> NDArray[np.int64]:
         """The rows holding one of ``terms``, ascending (the postings' buffers are released
         before this returns: nothing may grow them while a view is held)."""
         parts = [
@@ -575,7 +600,7 @@ class MirrorStore(MirrorLoader, Store):
         return np.unique(np.concatenate(parts)).astype(np.int64)
 
     @staticmethod
-    def _newest_rows(space: _Namespace, term: str, limit: int) -> NDArray[np.int64]:
+    def _newest_rows(space: MirrorNamespace, term: str, limit: int) -> NDArray[np.int64]:
         """The ``limit`` newest rows holding ``term`` (``recordedAt`` descending, then id), as
         :meth:`recent_candidates` picks them; only the rows recorded no earlier than the
         limit-th newest are ordered in Python."""
@@ -595,7 +620,7 @@ class MirrorStore(MirrorLoader, Store):
 
     @staticmethod
     def _columns(
-        space: _Namespace, rows: NDArray[np.int64], terms: Sequence[str]
+        space: MirrorNamespace, rows: NDArray[np.int64], terms: Sequence[str]
     ) -> CandidateColumns:
         """The candidate columns of ``rows`` (copies: no view of a growing array escapes)."""
         table = space.memories
@@ -703,6 +728,15 @@ class MirrorStore(MirrorLoader, Store):
                 events=sum(len(ev) for ev in space.events.values()),
             )
 
+    def facet_counts(self, namespace: str, facet: str, top: int) -> FacetCounts:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            if space is None:
+                if facet not in FACETS:
+                    raise bad_facet(facet)
+                return FacetCounts(facet, 0, ())
+            return space.facets.top(facet, top)
+
     def list_memories(
         self,
         namespace: str,
@@ -741,36 +775,6 @@ class MirrorStore(MirrorLoader, Store):
                 if len(page) == limit:
                     break
             return page
-
-    def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
-        """A plain BM25 top ``k`` over the inverted index (k1 1.2, b 0.75, BM25's IDF
-        ``ln(1 + (N - df + 0.5) / (df + 0.5))``; each distinct term counted once), ties by id:
-        the embedded store's own baseline for benchmarks. Not used by recall."""
-        with self._lock:
-            space = self._space(namespace)
-            n_docs = len(space.memories)
-            if not n_docs or k <= 0:
-                return []
-            avg_length = space.total_length / n_docs or 1.0
-            table = space.memories
-            lengths, ids, keys = table.lengths, table.ids, table.keys
-            scores: dict[int, float] = {}
-            for term in dict.fromkeys(terms):
-                posting = space.postings.get(term)
-                if not posting:
-                    continue
-                df = len(posting)
-                idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-                for row, tf in zip(posting.rows, posting.tfs, strict=True):
-                    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[row] / avg_length)
-                    gain = idf * tf * (BM25_K1 + 1.0) / (tf + norm)
-                    scores[row] = scores.get(row, 0.0) + gain
-            best = heapq.nsmallest(
-                k,
-                scores.items(),
-                key=lambda item: (-item[1], keys[item[0]]),
-            )
-            return [ids[row] for row, _ in best]  # type: ignore[misc]
 
     def export(self, namespace: str) -> Iterator[Memory | Link]:
         """As :meth:`Store.export`: the state at the call, copied under the lock (a few memory

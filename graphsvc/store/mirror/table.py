@@ -142,7 +142,7 @@ class MemoryTable:
         self.term_data = array("i")  # term numbers, row after row (repeats kept)
         self.term_names: list[str] = []  # term number -> term
         self.term_numbers: dict[str, int] = {}
-        self._shared: dict[Any, Any] = {}  # one object for each repeated kind, source, tag tuple
+        self.shared: dict[Any, Any] = {}  # one object for each repeated kind, source, tag tuple
 
     # -- the mapping ----------------------------------------------------------------------------
 
@@ -197,15 +197,25 @@ class MemoryTable:
         made = []
         for row in rows:
             at, gone, start = occurred[row], invalidated[row], starts[row]
-            made.append(_construct(Memory, {
-                "id": ids[row], "namespace": namespace, "text": texts[row], "kind": kinds[row],
-                "occurred_at": None if at == NO_TIME else from_micros(at),
-                "recorded_at": from_micros(recorded[row]),
-                "invalidated_at": None if gone == NO_TIME else from_micros(gone),
-                "tags": tags[row], "source": sources[row], "confidence": confidence[row],
-                "tokens": tokens[row],
-                "terms": tuple(map(name_of, data[start : start + lengths[row]])),
-            }))  # fmt: skip
+            made.append(
+                _construct(
+                    Memory,
+                    {
+                        "id": ids[row],
+                        "namespace": namespace,
+                        "text": texts[row],
+                        "kind": kinds[row],
+                        "occurred_at": None if at == NO_TIME else from_micros(at),
+                        "recorded_at": from_micros(recorded[row]),
+                        "invalidated_at": None if gone == NO_TIME else from_micros(gone),
+                        "tags": tags[row],
+                        "source": sources[row],
+                        "confidence": confidence[row],
+                        "tokens": tokens[row],
+                        "terms": tuple(map(name_of, data[start : start + lengths[row]])),
+                    },
+                )
+            )
         return made
 
     def when(self, row: int) -> int:
@@ -216,7 +226,7 @@ class MemoryTable:
     # -- changes --------------------------------------------------------------------------------
 
     def _share(self, value: Any) -> Any:
-        return self._shared.setdefault(value, value)
+        return self.shared.setdefault(value, value)
 
     def _append(
         self,
@@ -266,10 +276,18 @@ class MemoryTable:
     def add(self, memory: Memory) -> int:
         """Add a memory that is not stored; its row."""
         return self._append(
-            memory.id, memory.text, memory.kind, _micros_or_none(memory.occurred_at),
-            micros(memory.recorded_at), _micros_or_none(memory.invalidated_at),
-            tuple(memory.tags), memory.source, memory.confidence, memory.tokens, memory.terms,
-        )  # fmt: skip
+            memory.id,
+            memory.text,
+            memory.kind,
+            _micros_or_none(memory.occurred_at),
+            micros(memory.recorded_at),
+            _micros_or_none(memory.invalidated_at),
+            tuple(memory.tags),
+            memory.source,
+            memory.confidence,
+            memory.tokens,
+            memory.terms,
+        )
 
     def add_columns(self, columns: Sequence[Sequence[Any]]) -> range:
         """Add memories that are not stored (each once), given as the columns of their fields
@@ -279,11 +297,22 @@ class MemoryTable:
         first = len(self.ids)
         if not columns:
             return range(first, first)
-        ids, texts, kinds, occurred, recorded, invalidated, tags, sources, confidence, tokens, \
-            terms = columns  # fmt: skip
+        (
+            ids,
+            texts,
+            kinds,
+            occurred,
+            recorded,
+            invalidated,
+            tags,
+            sources,
+            confidence,
+            tokens,
+            terms,
+        ) = columns
         count = len(ids)
         keys = list(map(_int_of, ids))
-        share = self._shared.setdefault
+        share = self.shared.setdefault
         kinds = list(map(share, kinds, kinds))
         sources = list(map(share, sources, sources))  # None stays None
         tags = list(map(tuple, tags))
@@ -329,14 +358,23 @@ class MemoryTable:
         return range(first, first + count)
 
     def add_row(self, row: Sequence[Any]) -> int:
-        """Add a memory from its log row (:func:`~graphsvc.store.mirror.rows._memory_row`)."""
+        """Add a memory from its log row (:func:`~graphsvc.store.mirror.rows.log_memory_row`)."""
         mid, text, kind, occ, rec, inv, tags, source, conf, tokens, terms = row
         if not isinstance(text, str) or not isinstance(kind, str) or not isinstance(rec, str):
             raise TypeError(f"not a memory row: {row!r}"[:200])
         return self._append(
-            uuid_of(key_of(mid)), text, kind, _iso_micros(occ), _iso_micros(rec), _iso_micros(inv),
-            tuple(tags), source, float(conf), int(tokens), terms,
-        )  # fmt: skip
+            uuid_of(key_of(mid)),
+            text,
+            kind,
+            _iso_micros(occ),
+            _iso_micros(rec),
+            _iso_micros(inv),
+            tuple(tags),
+            source,
+            float(conf),
+            int(tokens),
+            terms,
+        )
 
     def add_rows(self, rows: Sequence[Sequence[Any]]) -> range:
         """:meth:`add_row` for each of a log record's rows, as one :meth:`add_columns` (the same
@@ -344,18 +382,38 @@ class MemoryTable:
         rows."""
         if not rows:
             return range(len(self.ids), len(self.ids))
-        ids, texts, kinds, occurred, recorded, invalidated, tags, sources, confidence, tokens, \
-            terms = zip(*rows, strict=True)  # fmt: skip
+        (
+            ids,
+            texts,
+            kinds,
+            occurred,
+            recorded,
+            invalidated,
+            tags,
+            sources,
+            confidence,
+            tokens,
+            terms,
+        ) = zip(*rows, strict=True)
         for text, kind, rec in zip(texts, kinds, recorded, strict=True):
             if not isinstance(text, str) or not isinstance(kind, str) or not isinstance(rec, str):
                 raise TypeError("not a memory row: text, kind and recordedAt must be strings")
         parse = datetime.fromisoformat
-        return self.add_columns([
-            uuids_of(map(key_of, ids)), texts, kinds,
-            [None if t is None else parse(t) for t in occurred], list(map(parse, recorded)),
-            [None if t is None else parse(t) for t in invalidated], tags, sources,
-            list(map(float, confidence)), list(map(int, tokens)), terms,
-        ])  # fmt: skip
+        return self.add_columns(
+            [
+                uuids_of(map(key_of, ids)),
+                texts,
+                kinds,
+                [None if t is None else parse(t) for t in occurred],
+                list(map(parse, recorded)),
+                [None if t is None else parse(t) for t in invalidated],
+                tags,
+                sources,
+                list(map(float, confidence)),
+                list(map(int, tokens)),
+                terms,
+            ]
+        )
 
     def remove(self, key: int) -> int | None:
         """Remove a memory; its former row, or None when it is not stored."""
@@ -375,16 +433,21 @@ class MemoryTable:
         return Counter(self.term_data[start : start + self.lengths[row]])
 
     def row_form(self, row: int) -> list[Any]:
-        """A live row in the log's form (:func:`~graphsvc.store.mirror.rows._memory_row`)."""
+        """A live row in the log's form (:func:`~graphsvc.store.mirror.rows.log_memory_row`)."""
         occurred, invalidated = self.occurred[row], self.invalidated[row]
         return [
-            str(self.ids[row]), self.texts[row], self.kinds[row],
+            str(self.ids[row]),
+            self.texts[row],
+            self.kinds[row],
             None if occurred == NO_TIME else from_micros(occurred).isoformat(),
             from_micros(self.recorded[row]).isoformat(),
             None if invalidated == NO_TIME else from_micros(invalidated).isoformat(),
-            list(self.tags[row]), self.sources[row], self.confidence[row], self.tokens[row],
+            list(self.tags[row]),
+            self.sources[row],
+            self.confidence[row],
+            self.tokens[row],
             list(self.terms(row)),
-        ]  # fmt: skip
+        ]
 
     def copy(self) -> MemoryTable:
         """A consistent copy for a snapshot written while writes go on (its items are immutable
@@ -395,11 +458,19 @@ class MemoryTable:
         other.row_of = dict(self.row_of)
         for name in ("ids", "texts", "kinds", "sources", "tags", "term_names"):
             setattr(other, name, list(getattr(self, name)))
-        for name in ("recorded", "occurred", "invalidated", "confidence", "tokens", "lengths",
-                     "term_start", "term_data"):  # fmt: skip
+        for name in (
+            "recorded",
+            "occurred",
+            "invalidated",
+            "confidence",
+            "tokens",
+            "lengths",
+            "term_start",
+            "term_data",
+        ):
             setattr(other, name, getattr(self, name)[:])
         other.term_numbers = {}
-        other._shared = {}
+        other.shared = {}
         return other
 
     def rows(self) -> list[int]:
@@ -522,13 +593,17 @@ class LinkGraph:
 def link_tuple(link: Link) -> LinkTuple:
     """A link as the graph holds it."""
     return (
-        link.source.int, link.target.int, link.kind.value, link.weight, micros(link.created_at),
+        link.source.int,
+        link.target.int,
+        link.kind.value,
+        link.weight,
+        micros(link.created_at),
         link.note,
-    )  # fmt: skip
+    )
 
 
 def link_tuple_from_row(row: Sequence[Any]) -> LinkTuple:
-    """A link from its log row (:func:`~graphsvc.store.mirror.rows._link_row`)."""
+    """A link from its log row (:func:`~graphsvc.store.mirror.rows.log_link_row`)."""
     src, dst, kind, weight, created, note = row
     if kind not in _KINDS or not isinstance(created, str):
         raise ValueError(f"not a link row: {row!r}"[:200])
@@ -571,16 +646,27 @@ def link_tuples_from_rows(rows: Iterable[Sequence[Any]]) -> list[LinkTuple]:
 def make_link(link: LinkTuple, table: MemoryTable) -> Link:
     """The :class:`Link` of a tuple whose ends are stored."""
     source, target, kind, weight, created, note = link
-    return _construct(Link, {
-        "source": table.uuid(source), "target": table.uuid(target), "kind": _KINDS[kind],
-        "weight": weight, "created_at": from_micros(created), "note": note,
-    })  # fmt: skip
+    return _construct(
+        Link,
+        {
+            "source": table.uuid(source),
+            "target": table.uuid(target),
+            "kind": _KINDS[kind],
+            "weight": weight,
+            "created_at": from_micros(created),
+            "note": note,
+        },
+    )
 
 
 def link_row(link: LinkTuple) -> list[Any]:
-    """A link tuple in the log's form (:func:`~graphsvc.store.mirror.rows._link_row`)."""
+    """A link tuple in the log's form (:func:`~graphsvc.store.mirror.rows.log_link_row`)."""
     source, target, kind, weight, created, note = link
     return [
-        str(UUID(int=source)), str(UUID(int=target)), kind, weight,
-        from_micros(created).isoformat(), note,
-    ]  # fmt: skip
+        str(UUID(int=source)),
+        str(UUID(int=target)),
+        kind,
+        weight,
+        from_micros(created).isoformat(),
+        note,
+    ]

@@ -33,7 +33,7 @@ from graphsvc.store.journal import (
     SnapshotHead,
 )
 from graphsvc.store.mirror import columns
-from graphsvc.store.mirror.rows import _belief_row, _event_row, _model_row
+from graphsvc.store.mirror.rows import log_belief_row, log_event_row, log_model_row
 from graphsvc.store.mirror.state import MirrorState
 from graphsvc.store.mirror.table import LinkTuple, MemoryTable, link_row
 from graphsvc.store.mirror.vectors import VectorShare
@@ -108,6 +108,12 @@ class MirrorWriter(MirrorState):
         """Whether a background compaction is running."""
         thread = self._compactor
         return thread is not None and thread.is_alive()
+
+    @property
+    def seq(self) -> int:
+        """The ``seq`` of the last record applied (loaded from the snapshot, replayed or written);
+        0 before any."""
+        return self._seq
 
     # -- the log ---------------------------------------------------------------------------------
 
@@ -241,8 +247,10 @@ class MirrorWriter(MirrorState):
             logger.error(
                 "could not start a compaction in %s (%s); the log keeps every write, next "
                 "attempt past %d bytes",
-                self._dir, exc.strerror, self._compact_after,
-            )  # fmt: skip
+                self._dir,
+                exc.strerror,
+                self._compact_after,
+            )
 
     def _compact(
         self,
@@ -265,9 +273,11 @@ class MirrorWriter(MirrorState):
         capture = self._capture(version)
         if background:
             thread = threading.Thread(
-                target=self._write_snapshot, args=(capture, False),
-                name="graphsvc-compaction", daemon=True,
-            )  # fmt: skip
+                target=self._write_snapshot,
+                args=(capture, False),
+                name="graphsvc-compaction",
+                daemon=True,
+            )
             self._compactor = thread
             thread.start()
         else:
@@ -312,9 +322,12 @@ class MirrorWriter(MirrorState):
         root = self._dir
         prev = self._log_head.log or LEGACY_PREV
         head = LogHead(
-            journal.new_log_id(), gen=self._gen + 1, base=self._seq, prev=prev,
+            journal.new_log_id(),
+            gen=self._gen + 1,
+            base=self._seq,
+            prev=prev,
             store=self._store_id,
-        )  # fmt: skip
+        )
         new_path, log_path, old_path = root / NEW_LOG_NAME, root / LOG_NAME, root / OLD_LOG_NAME
         frame = journal.encode(head.record())
         fd = os.open(new_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
@@ -426,10 +439,10 @@ class MirrorWriter(MirrorState):
         parts: list[tuple[bytes, Sequence[Any], Callable[[Any], Any]]] = [
             (b'"op":"memories","ns":%b' % dumps(ns), memory_rows, list),
             (b'"op":"links","ns":%b' % dumps(ns), links, link_row),
-            (b'"op":"beliefs","ns":%b' % dumps(ns), beliefs, _belief_row),
+            (b'"op":"beliefs","ns":%b' % dumps(ns), beliefs, log_belief_row),
         ]
         parts += [
-            (b'"op":"events","ns":%b,"run":%b' % (dumps(ns), dumps(run)), rows, _event_row)
+            (b'"op":"events","ns":%b,"run":%b' % (dumps(ns), dumps(run)), rows, log_event_row)
             for run, rows in events.items()
         ]
         for head, items, row in parts:
@@ -442,7 +455,7 @@ class MirrorWriter(MirrorState):
         """Frames of each namespace's vector model and vectors."""
         for ns, model, share in capture.vectors:
             if model is not None:
-                yield journal.encode({"op": "vectorModel", "ns": ns, "model": _model_row(model)})
+                yield journal.encode({"op": "vectorModel", "ns": ns, "model": log_model_row(model)})
             if share is None:
                 continue
             # Compact and fast to load: per chunk of rows, the ids as 16 bytes each and the int8
@@ -450,12 +463,16 @@ class MirrorWriter(MirrorState):
             for start in range(0, len(share.ids), SNAPSHOT_CHUNK):
                 stop = min(start + SNAPSHOT_CHUNK, len(share.ids))
                 ids = b"".join([mid.bytes for mid in share.ids[start:stop]])
-                yield journal.encode({
-                    "op": "vectors", "ns": ns, "dimension": share.matrix.shape[1],
-                    "total": len(share.ids),
-                    "ids": base64.b64encode(ids).decode("ascii"),
-                    "codes": base64.b64encode(share.codes(start, stop)).decode("ascii"),
-                })  # fmt: skip
+                yield journal.encode(
+                    {
+                        "op": "vectors",
+                        "ns": ns,
+                        "dimension": share.matrix.shape[1],
+                        "total": len(share.ids),
+                        "ids": base64.b64encode(ids).decode("ascii"),
+                        "codes": base64.b64encode(share.codes(start, stop)).decode("ascii"),
+                    }
+                )
 
     def _write_snapshot(self, capture: _Capture, raise_errors: bool) -> None:
         """Write the captured state to ``snapshot.json`` (temporary file, fsync, rename), then
@@ -492,7 +509,9 @@ class MirrorWriter(MirrorState):
             logger.error(
                 "compaction in %s failed (%s); the log keeps every write, next attempt past %d "
                 "bytes",
-                root, getattr(exc, "strerror", None) or repr(exc), self._compact_after,
-            )  # fmt: skip
+                root,
+                getattr(exc, "strerror", None) or repr(exc),
+                self._compact_after,
+            )
         else:
             self._compact_after = 0

@@ -98,11 +98,14 @@ def _commit(tx: Transaction) -> None:
 # How the schema makes the full-text index memory_terms (cypher/schema.cypher). Its namespace
 # field is then one exact token, so `+namespace:"ns"` matches exactly one namespace and the
 # candidate queries read no namespace property to check what the index found.
-FULLTEXT_CONFIG = {"labels": ["Memory"], "properties": ["namespace", "termText"],
-                   "analyzer": "whitespace"}  # fmt: skip
+FULLTEXT_CONFIG = {
+    "labels": ["Memory"],
+    "properties": ["namespace", "termText"],
+    "analyzer": "whitespace",
+}
 
 
-def _check_fulltext(found: list[dict[str, Any]]) -> None:
+def check_fulltext(found: list[dict[str, Any]]) -> None:
     """Refuse a database whose memory_terms index was made otherwise (by hand, or by another
     program): with another analyser a namespace could match another's memories."""
     if found != [FULLTEXT_CONFIG]:
@@ -395,7 +398,7 @@ class Neo4jBoundary:
                     session.run(statement).consume()
                 session.run("CALL db.awaitIndexes(120)").consume()
                 found = [record.data() for record in session.run(query("fulltext_config"))]
-            _check_fulltext(found)
+            check_fulltext(found)
 
         self._call(attempt, write=False)
 

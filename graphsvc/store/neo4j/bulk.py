@@ -4,7 +4,7 @@
 (what ``neo4j-admin database import full`` runs; here ``scripts/neo4j.sh import DIR``) turns into
 exactly the nodes and relationships the Neo4j store writes for the same memories and links:
 
-- ``memories.csv`` (``:Memory``): every property :func:`~graphsvc.store.neo4j.rows._memory_props`
+- ``memories.csv`` (``:Memory``): every property :func:`~graphsvc.store.neo4j.rows.memory_props`
   gives (the index helpers ``termText``, ``termSeq``, ``length``, ``recordedUs``, ``occurredUs``
   included), plus what ``create_memories.cypher`` adds (``namespace``, the DateTime copies
   ``recordedAt`` and ``occurredAt``);
@@ -13,7 +13,7 @@ exactly the nodes and relationships the Neo4j store writes for the same memories
 - ``term_stats.csv`` (``:TermStat``: ``key``, ``namespace``, ``term``, ``df``) and
   ``namespace_stat.csv`` (``:NamespaceStat``: ``memories``, ``totalLength``, ``vectors``), as the
   store's statistics writes leave them (the document frequencies come from
-  :meth:`~graphsvc.store.neo4j.store.Neo4jStore._term_deltas`); the namespace's link, belief and
+  :func:`~graphsvc.store.neo4j.rows.term_deltas`); the namespace's link, belief and
   term counts are left out, and the store's first open counts them once (``backfill_counts``);
 - ``import.args``: the importer's options for these files (one a line; the launcher's import mode
   reads it), and ``after_import.cypher``: what the importer cannot write, run on the store before
@@ -45,10 +45,9 @@ from graphsvc.errors import BadInputError, GraphsvcError
 from graphsvc.model import Link, Memory
 from graphsvc.store.base import micros
 from graphsvc.store.cypher import query
-from graphsvc.store.neo4j.rows import _key, _memory_props
-from graphsvc.store.neo4j.store import Neo4jStore
+from graphsvc.store.neo4j.rows import memory_props, namespaced_key, term_deltas
 
-#: The importer's type of each ``:Memory`` property: those of ``_memory_props`` (``id`` is the
+#: The importer's type of each ``:Memory`` property: those of ``memory_props`` (``id`` is the
 #: node's import id, kept as the property ``id``), then those ``create_memories.cypher`` sets.
 MEMORY_TYPES: dict[str, str] = {
     "id": "ID(Memory)",
@@ -69,13 +68,21 @@ MEMORY_TYPES: dict[str, str] = {
     "occurredAt": "datetime",
 }
 LINK_HEADER = (
-    ":START_ID(Memory)", ":END_ID(Memory)", ":TYPE", "weight:double", "note:string",
-    "createdUs:long", "createdAt:datetime",
-)  # fmt: skip
+    ":START_ID(Memory)",
+    ":END_ID(Memory)",
+    ":TYPE",
+    "weight:double",
+    "note:string",
+    "createdUs:long",
+    "createdAt:datetime",
+)
 TERM_STAT_HEADER = ("key:string", "namespace:string", "term:string", "df:long")
 NAMESPACE_STAT_HEADER = (
-    "namespace:string", "memories:long", "totalLength:long", "vectors:long",
-)  # fmt: skip
+    "namespace:string",
+    "memories:long",
+    "totalLength:long",
+    "vectors:long",
+)
 #: Array delimiters tried in turn (the first that no tag holds): control characters.
 ARRAY_DELIMITERS = ("\x1f", "\x1e", "\x1d", "\x1c", "\x07", "\x01")
 
@@ -146,14 +153,14 @@ class _Rows:
 
 
 def memory_row(namespace: str, memory: Memory) -> dict[str, Any]:
-    """The properties of a ``:Memory`` node as the store writes it: ``_memory_props`` and the
+    """The properties of a ``:Memory`` node as the store writes it: ``memory_props`` and the
     ones ``create_memories.cypher`` sets from them.
 
     Raises:
-        GraphsvcError: ``_memory_props`` gives a property this module has no CSV type for (add it
+        GraphsvcError: ``memory_props`` gives a property this module has no CSV type for (add it
             to :data:`MEMORY_TYPES`).
     """
-    props = _memory_props(memory)
+    props = memory_props(memory)
     unknown = sorted(props.keys() - MEMORY_TYPES.keys())
     if unknown:
         raise GraphsvcError(
@@ -170,10 +177,14 @@ def link_row(link: Link) -> dict[str, Any]:
     """A link as ``merge_links.cypher`` receives it from :meth:`Neo4jStore.add_links`, plus the
     DateTime ``createdAt`` that query makes from ``createdUs``."""
     return {
-        "source": str(link.source), "target": str(link.target), "kind": link.kind.value,
-        "weight": link.weight, "note": link.note, "createdUs": micros(link.created_at),
+        "source": str(link.source),
+        "target": str(link.target),
+        "kind": link.kind.value,
+        "weight": link.weight,
+        "note": link.note,
+        "createdUs": micros(link.created_at),
         "createdAt": link.created_at,
-    }  # fmt: skip
+    }
 
 
 def _delimiter(memories: Sequence[Memory]) -> str:
@@ -275,15 +286,24 @@ def _write(
             rows = _Rows(out, LINK_HEADER, delimiter)
             for link in links:
                 r = link_row(link)
-                rows.write([r["source"], r["target"], r["kind"], r["weight"], r["note"],
-                            r["createdUs"], r["createdAt"]])  # fmt: skip
+                rows.write(
+                    [
+                        r["source"],
+                        r["target"],
+                        r["kind"],
+                        r["weight"],
+                        r["note"],
+                        r["createdUs"],
+                        r["createdAt"],
+                    ]
+                )
         if rows.multiline:
             multiline.append("links.csv")
-    terms, dfs = Neo4jStore._term_deltas([m.terms for m in memories], [])
+    terms, dfs = term_deltas([m.terms for m in memories], [])
     with opened("term_stats.csv") as out:
         rows = _Rows(out, TERM_STAT_HEADER, delimiter)
         for term, df in zip(terms, dfs, strict=True):
-            rows.write([_key(namespace, term), namespace, term, df])
+            rows.write([namespaced_key(namespace, term), namespace, term, df])
     with opened("namespace_stat.csv") as out:
         rows = _Rows(out, NAMESPACE_STAT_HEADER, delimiter)
         if memories:

@@ -3,6 +3,7 @@ queries that the named queries take."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, overload
@@ -33,11 +34,11 @@ COLUMNS = ("ids", "tf", "lengths", "recorded", "occurred", "confidence")
 FEW_TERMS = 8
 
 
-def _key(namespace: str, name: str) -> str:
+def namespaced_key(namespace: str, name: str) -> str:
     return f"{namespace}{KEY_SEP}{name}"
 
 
-def _native(value: Any) -> datetime | None:
+def utc_datetime(value: Any) -> datetime | None:
     """A Neo4j temporal value as an aware UTC datetime."""
     if value is None:
         return None
@@ -48,7 +49,7 @@ def _native(value: Any) -> datetime | None:
     return as_utc(value)
 
 
-def _memory_props(memory: Memory) -> dict[str, Any]:
+def memory_props(memory: Memory) -> dict[str, Any]:
     return {
         "id": str(memory.id),
         "text": memory.text,
@@ -76,10 +77,10 @@ def _time(props: dict[str, Any], name: str) -> datetime | None:
     micros = props.get(f"{name}Us")
     if micros is not None:
         return _frommicros(micros)
-    return _native(props.get(f"{name}At"))
+    return utc_datetime(props.get(f"{name}At"))
 
 
-def _memory(ns: str, props: dict[str, Any]) -> Memory:
+def memory_from_props(ns: str, props: dict[str, Any]) -> Memory:
     recorded = _time(props, "recorded")
     if recorded is None:
         raise GraphsvcError(f"memory {props.get('id')} has no recordedAt")
@@ -94,7 +95,7 @@ def _memory(ns: str, props: dict[str, Any]) -> Memory:
             "kind": props["kind"],
             "occurred_at": _time(props, "occurred"),
             "recorded_at": recorded,
-            "invalidated_at": _native(props.get("invalidatedAt")),
+            "invalidated_at": utc_datetime(props.get("invalidatedAt")),
             "tags": tuple(props.get("tags") or ()),
             "source": props.get("source"),
             "confidence": float(props.get("confidence", 1.0)),
@@ -104,11 +105,25 @@ def _memory(ns: str, props: dict[str, Any]) -> Memory:
     )
 
 
-def _stored_terms(value: str | Sequence[str] | None) -> tuple[str, ...]:
+def stored_terms(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """Analysed terms as a query returned ``coalesce(m.termSeq, m.terms)``."""
     if isinstance(value, str):
         return tuple(value.split())
     return tuple(value or ())
+
+
+def term_deltas(
+    added: Sequence[Sequence[str]], removed: Sequence[Sequence[str]]
+) -> tuple[list[str], list[int]]:
+    """The terms whose document frequency changes (sorted) and by how much: ``bump_term_stats``'s
+    ``terms`` and ``deltas`` after memories with these analysed terms were added and removed."""
+    counts: Counter[str] = Counter()
+    for terms in added:
+        counts.update(set(terms))
+    for terms in removed:
+        counts.subtract(set(terms))
+    changed = sorted(term for term, delta in counts.items() if delta != 0)
+    return changed, [counts[term] for term in changed]
 
 
 def _terms(sequence: str | None, listed: Sequence[str] | None) -> tuple[str, ...]:
@@ -123,7 +138,9 @@ def _frommicros(value: int) -> datetime:
     return EPOCH + timedelta(microseconds=value)
 
 
-def _candidates(rows: Sequence[Sequence[Any]], score_terms: Sequence[str]) -> list[Candidate]:
+def candidates_from_rows(
+    rows: Sequence[Sequence[Any]], score_terms: Sequence[str]
+) -> list[Candidate]:
     """Candidates from ``[id, terms, length, recordedUs, occurredUs, confidence]`` rows of
     candidates.cypher (``terms``: termSeq, or the list of an older memory), with the frequency of
     each of ``score_terms`` (counted here: the query's handful of terms against each memory's)."""
@@ -143,9 +160,13 @@ def _candidates(rows: Sequence[Sequence[Any]], score_terms: Sequence[str]) -> li
             tf = tuple(counts)
         occurred_us = None if occurred is None else int(occurred)
         candidate = Candidate(
-            id=UUID(memory_id), tf=tf, length=int(length), recorded_us=int(recorded),
-            occurred_us=occurred_us, confidence=float(confidence),
-        )  # fmt: skip
+            id=UUID(memory_id),
+            tf=tf,
+            length=int(length),
+            recorded_us=int(recorded),
+            occurred_us=occurred_us,
+            confidence=float(confidence),
+        )
         found.append(candidate)
     return found
 
@@ -178,7 +199,9 @@ class _Ids(Sequence[UUID]):
         return found
 
 
-def _columns(row: Any, asked: Sequence[str], score_terms: Sequence[str]) -> CandidateColumns:
+def columns_from_row(
+    row: Any, asked: Sequence[str], score_terms: Sequence[str]
+) -> CandidateColumns:
     """The candidate columns of a recall_columns.cypher row, whose frequencies are those of
     ``asked``, with one frequency column per entry of ``score_terms`` (each one of ``asked``).
 
@@ -211,9 +234,9 @@ def _columns(row: Any, asked: Sequence[str], score_terms: Sequence[str]) -> Cand
     )
 
 
-def _link(row: Any) -> Link:
+def link_from_row(row: Any) -> Link:
     micros = row["createdUs"]
-    created = _frommicros(micros) if micros is not None else _native(row["createdAt"])
+    created = _frommicros(micros) if micros is not None else utc_datetime(row["createdAt"])
     if created is None:
         raise GraphsvcError(f"link {row['source']} -> {row['target']} has no createdAt")
     return construct(
@@ -229,8 +252,8 @@ def _link(row: Any) -> Link:
     )
 
 
-def _event(props: dict[str, Any]) -> ContextEvent:
-    recorded = _native(props.get("recordedAt"))
+def event_from_props(props: dict[str, Any]) -> ContextEvent:
+    recorded = utc_datetime(props.get("recordedAt"))
     return ContextEvent.model_construct(
         run_id=props["runId"],
         seq=int(props["seq"]),
@@ -243,7 +266,7 @@ def _event(props: dict[str, Any]) -> ContextEvent:
     )
 
 
-def _lucene(namespace: str, terms: Sequence[str]) -> str:
+def lucene_query(namespace: str, terms: Sequence[str]) -> str:
     """A full-text query for memories of ``namespace`` containing any of ``terms``. Namespaces are
     ``[A-Za-z0-9_-]`` and analysed terms are letters and digits only, so nothing needs escaping."""
     return f'+namespace:"{namespace}" +termText:({" ".join(terms)})'

@@ -35,16 +35,21 @@ from graphsvc.model import (
     WriteResult,
 )
 from graphsvc.store.base import (
+    FACETS,
     Candidate,
     CandidateColumns,
+    FacetCounts,
     ReadAhead,
     Recalled,
     Store,
     TermStats,
     Walk,
     WindowGuess,
+    bad_facet,
     belief_memory_missing,
+    facet_deltas,
     link_end_missing,
+    memory_facets,
     memory_missing,
     micros,
     no_assembled_event,
@@ -59,18 +64,19 @@ from graphsvc.store.neo4j.boundary import DEFAULT_TIMEOUT, PING_TIMEOUT
 from graphsvc.store.neo4j.rows import (
     KEY_SEP,
     NO_OCCURRED,
-    _candidates,
-    _columns,
-    _event,
-    _key,
-    _link,
-    _lucene,
-    _memory,
-    _memory_props,
-    _native,
-    _stored_terms,
+    candidates_from_rows,
+    columns_from_row,
+    event_from_props,
+    link_from_row,
+    lucene_query,
+    memory_from_props,
+    memory_props,
+    namespaced_key,
+    stored_terms,
+    term_deltas,
+    utc_datetime,
 )
-from graphsvc.store.neo4j.vectors import Neo4jVectors, _model
+from graphsvc.store.neo4j.vectors import Neo4jVectors, vector_model_from_row
 
 # Terms per full-text query: Lucene refuses more than 1024 clauses, and some versions return
 # nothing for very long queries; chunks stay well below both.
@@ -103,7 +109,16 @@ class _Recalled:
     ahead: ReadAhead | None = None
 
 
-class _Ahead(ReadAhead):
+def _erased_facets(memory: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The facets (:func:`memory_facets`) of a memory as erase_select.cypher gives it."""
+    pairs = [("kind", str(memory["kind"])), ("day", str(memory["day"]))]
+    pairs += [("tag", str(tag)) for tag in dict.fromkeys(memory["tags"])]
+    if memory["source"] is not None:
+        pairs.append(("source", str(memory["source"])))
+    return pairs
+
+
+class RowsAhead(ReadAhead):
     """The memories recall_columns.cypher read ahead of the window, as window.cypher's rows,
     by id."""
 
@@ -119,12 +134,19 @@ def _guess_params(guess: WindowGuess | None, asked: Sequence[str], terms: Sequen
         return {"size": 0}
     count, stage = Counter(terms), guess.stage
     return {
-        "size": guess.size, "dayUs": guess.day_us, "mult": [count[term] for term in asked],
-        "k1": guess.k1, "b": guess.bm25_b, "coverageB": guess.coverage_b,
-        "coverage": stage.coverage, "bm25": stage.bm25, "freshness": stage.freshness,
-        "confidence": stage.confidence, "keep": 1.0 - stage.freshness - stage.confidence,
+        "size": guess.size,
+        "dayUs": guess.day_us,
+        "mult": [count[term] for term in asked],
+        "k1": guess.k1,
+        "b": guess.bm25_b,
+        "coverageB": guess.coverage_b,
+        "coverage": stage.coverage,
+        "bm25": stage.bm25,
+        "freshness": stage.freshness,
+        "confidence": stage.confidence,
+        "keep": 1.0 - stage.freshness - stage.confidence,
         "halfLife": stage.half_life_days,
-    }  # fmt: skip
+    }
 
 
 class Neo4jStore(Neo4jVectors, Store):
@@ -181,6 +203,7 @@ class Neo4jStore(Neo4jVectors, Store):
         try:
             self._ensure_vector_indexes()
             self._backfill_counts()
+            self._backfill_facets()
         except GraphsvcError:
             self.close()
             raise
@@ -196,23 +219,28 @@ class Neo4jStore(Neo4jVectors, Store):
             row = rows[0]
             logger.info(
                 "namespace %r: counted %d links, %d beliefs and %d terms once; writes keep them "
-                "from now on", row["namespace"], row["links"], row["beliefs"], row["terms"],
-            )  # fmt: skip
+                "from now on",
+                row["namespace"],
+                row["links"],
+                row["beliefs"],
+                row["terms"],
+            )
+
+    def _backfill_facets(self) -> None:
+        """Count the facets of every namespace whose NamespaceStat does not say they are kept
+        (backfill_facets.cypher), one namespace a transaction; writes keep them from then on."""
+        while True:
+            rows = self._write(lambda tx: self._tx(tx, "backfill_facets", sep=KEY_SEP))
+            if not rows:
+                return
+            logger.info(
+                "namespace %r: counted its kinds, tags, sources and days once (%d values); "
+                "writes keep them from now on",
+                rows[0]["namespace"],
+                rows[0]["facets"],
+            )
 
     # -- writes ----------------------------------------------------------------------------------
-
-    @staticmethod
-    def _term_deltas(
-        added: Sequence[Sequence[str]], removed: Sequence[Sequence[str]]
-    ) -> tuple[list[str], list[int]]:
-        """The terms whose document frequency changes (sorted) and by how much."""
-        counts: Counter[str] = Counter()
-        for terms in added:
-            counts.update(set(terms))
-        for terms in removed:
-            counts.subtract(set(terms))
-        changed = sorted(term for term, delta in counts.items() if delta != 0)
-        return changed, [counts[term] for term in changed]
 
     def _apply_stats(
         self,
@@ -222,13 +250,16 @@ class Neo4jStore(Neo4jVectors, Store):
         removed: Sequence[Sequence[str]],
         vectors: int = 0,
         gone: Mapping[str, Any] | None = None,
+        facets: Sequence[Sequence[tuple[str, str]]] = (),
     ) -> None:
         """Term statistics after memories with these analysed terms were added and removed, and
         ``vectors`` more (or fewer) stored vectors (in the transaction that makes the change);
         ``gone``: what delete_memories answered for the removed ones (their links and beliefs
-        leave the namespace's counts). TermStats are locked (in key order) before the
-        NamespaceStat, in every write."""
+        leave the namespace's counts); ``facets``: the removed ones' (:func:`memory_facets`).
+        TermStats, then FacetStats, are locked (in key order) before the NamespaceStat, in every
+        write."""
         terms = self._bump_terms(tx, ns, added, removed)
+        self._bump_facets(tx, ns, (), facets)
         links = -int(gone["links"]) if gone is not None else 0
         beliefs = -int(gone["beliefs"]) if gone is not None else 0
         self._bump_namespace(tx, ns, added, removed, vectors, terms, links, beliefs)
@@ -241,11 +272,32 @@ class Neo4jStore(Neo4jVectors, Store):
         removed: Sequence[Sequence[str]],
     ) -> int:
         """Add to the TermStats; how many more (or fewer) terms the namespace then holds."""
-        terms, deltas = self._term_deltas(added, removed)
+        terms, deltas = term_deltas(added, removed)
         if not terms:
             return 0
         rows = self._tx(tx, "bump_term_stats", ns=ns, sep=KEY_SEP, terms=terms, deltas=deltas)
         return int(rows[0]["terms"])
+
+    def _bump_facets(
+        self,
+        tx: Transaction,
+        ns: str,
+        added: Sequence[Sequence[tuple[str, str]]],
+        removed: Sequence[Sequence[tuple[str, str]]],
+    ) -> None:
+        """Add to the FacetStats (how many memories have each kind, tag, source and day)."""
+        deltas = facet_deltas(added, removed)
+        if deltas:
+            facets, values, counts = (list(column) for column in zip(*deltas, strict=True))
+            self._tx(
+                tx,
+                "bump_facet_stats",
+                ns=ns,
+                sep=KEY_SEP,
+                facets=facets,
+                values=values,
+                deltas=counts,
+            )
 
     def _bump_namespace(
         self,
@@ -262,9 +314,15 @@ class Neo4jStore(Neo4jVectors, Store):
         exact: every write changes them under this lock."""
         length = sum(len(t) for t in added) - sum(len(t) for t in removed)
         return self._bump_counts(
-            tx, ns, memories=len(added) - len(removed), length=length, vectors=vectors,
-            terms=terms, links=links, beliefs=beliefs,
-        )  # fmt: skip
+            tx,
+            ns,
+            memories=len(added) - len(removed),
+            length=length,
+            vectors=vectors,
+            terms=terms,
+            links=links,
+            beliefs=beliefs,
+        )
 
     def _count(self, tx: Transaction, ns: str) -> int:
         """The namespace's memories, read without a lock."""
@@ -277,7 +335,7 @@ class Neo4jStore(Neo4jVectors, Store):
         and what delete_memories answered (how many had a vector, the links and beliefs that
         went). The caller adjusts the namespace's statistics."""
         rows = self._tx(tx, "oldest_memories", ns=ns, skip=list(skip), limit=count)
-        evicted = [_memory(ns, row["memory"]) for row in rows]
+        evicted = [memory_from_props(ns, row["memory"]) for row in rows]
         gone = self._tx(tx, "delete_memories", ns=ns, ids=[str(m.id) for m in evicted])[0]
         return evicted, dict(gone)
 
@@ -295,12 +353,15 @@ class Neo4jStore(Neo4jVectors, Store):
             here = {props["id"]: props for props in found}
             created, unchanged = split_upsert(
                 memories,
-                stored=lambda mid: _memory(namespace, here[str(mid)]) if str(mid) in here else None,
+                stored=lambda mid: (
+                    memory_from_props(namespace, here[str(mid)]) if str(mid) in here else None
+                ),
             )
             self._create_memories(tx, namespace, created)
             added = [m.terms for m in created]
             # Counted while the last part of the create runs on the server.
             terms = self._bump_terms(tx, namespace, added, [])
+            self._bump_facets(tx, namespace, [memory_facets(m) for m in created], ())
             vector_delta = 0
             if vectors:
                 # A created memory gets its vector; one already there only if it has none. (The
@@ -321,7 +382,13 @@ class Neo4jStore(Neo4jVectors, Store):
                 if after > max_memories:
                     evicted, gone = self._evict(tx, namespace, ids, after - max_memories)
                     self._apply_stats(
-                        tx, namespace, [], [m.terms for m in evicted], -int(gone["vectors"]), gone
+                        tx,
+                        namespace,
+                        [],
+                        [m.terms for m in evicted],
+                        -int(gone["vectors"]),
+                        gone,
+                        [memory_facets(m) for m in evicted],
                     )
             return WriteResult(
                 created=tuple(m.id for m in created),
@@ -340,7 +407,7 @@ class Neo4jStore(Neo4jVectors, Store):
         transaction."""
         text = query("create_memories")
         for start in range(0, len(created), CREATE_PART):
-            rows = [_memory_props(m) for m in created[start : start + CREATE_PART]]
+            rows = [memory_props(m) for m in created[start : start + CREATE_PART]]
             tx.run(text, {"ns": namespace, "rows": rows})
 
     def add_links(self, namespace: str, links: Sequence[Link]) -> None:
@@ -349,10 +416,16 @@ class Neo4jStore(Neo4jVectors, Store):
 
         def work(tx: Transaction) -> None:
             rows = [
-                {"source": str(lk.source), "target": str(lk.target), "kind": lk.kind.value,
-                 "weight": lk.weight, "note": lk.note, "createdUs": micros(lk.created_at)}
+                {
+                    "source": str(lk.source),
+                    "target": str(lk.target),
+                    "kind": lk.kind.value,
+                    "weight": lk.weight,
+                    "note": lk.note,
+                    "createdUs": micros(lk.created_at),
+                }
                 for lk in links
-            ]  # fmt: skip
+            ]
             row = self._tx(tx, "merge_links", ns=namespace, links=rows)[0]
             # Fewer merged than sent: an end is missing; name the first (the write rolls back).
             if row["merged"] < len(links):
@@ -380,14 +453,25 @@ class Neo4jStore(Neo4jVectors, Store):
             if not rows:
                 raise memory_missing(memory_id, namespace)
             row = rows[0]
-            memory = _memory(namespace, row["memory"])
+            memory = memory_from_props(namespace, row["memory"])
             refs = sorted(
-                (LinkRef(source=UUID(r["source"]), target=UUID(r["target"]), kind=r["kind"])
-                 for r in row["links"] if r["kind"] is not None),
+                (
+                    LinkRef(source=UUID(r["source"]), target=UUID(r["target"]), kind=r["kind"])
+                    for r in row["links"]
+                    if r["kind"] is not None
+                ),
                 key=lambda lk: (str(lk.source), str(lk.target), lk.kind.value),
-            )  # fmt: skip
+            )
             gone = self._tx(tx, "delete_memories", ns=namespace, ids=[str(memory_id)])[0]
-            self._apply_stats(tx, namespace, [], [memory.terms], -int(gone["vectors"]), gone)
+            self._apply_stats(
+                tx,
+                namespace,
+                [],
+                [memory.terms],
+                -int(gone["vectors"]),
+                gone,
+                [memory_facets(memory)],
+            )
             return ForgetReceipt(
                 memory_id=memory_id,
                 namespace=namespace,
@@ -416,9 +500,15 @@ class Neo4jStore(Neo4jVectors, Store):
         finishes the work; no transaction grows with the namespace."""
         started = time.monotonic()
         receipt = EraseReceipt(
-            namespace=namespace, filter=spec, memories=0, links=0, beliefs=0, events=0,
-            erased_at=at, complete=False,
-        )  # fmt: skip
+            namespace=namespace,
+            filter=spec,
+            memories=0,
+            links=0,
+            beliefs=0,
+            events=0,
+            erased_at=at,
+            complete=False,
+        )
 
         def done(**more: int) -> None:
             nonlocal receipt
@@ -444,9 +534,14 @@ class Neo4jStore(Neo4jVectors, Store):
         after = ERASE_START
         while True:
             batch = functools.partial(
-                self._erase_batch, namespace=namespace, spec=spec, after=after,
-                limit=batch_size, details=details, naming=naming,
-            )  # fmt: skip
+                self._erase_batch,
+                namespace=namespace,
+                spec=spec,
+                after=after,
+                limit=batch_size,
+                details=details,
+                naming=naming,
+            )
             count, links, beliefs, last, new = self._write(batch)
             if count == 0:
                 break
@@ -486,9 +581,16 @@ class Neo4jStore(Neo4jVectors, Store):
         transaction, so a retry is safe). Returns the memories, links and beliefs removed, the
         newest recordedAt of the batch, and the events rewritten with their new details."""
         row = self._tx(
-            tx, "erase_select", ns=namespace, after=after, limit=limit, tag=spec.tag,
-            source=spec.source, since=spec.since, until=spec.until,
-        )[0]  # fmt: skip
+            tx,
+            "erase_select",
+            ns=namespace,
+            after=after,
+            limit=limit,
+            tag=spec.tag,
+            source=spec.source,
+            since=spec.since,
+            until=spec.until,
+        )[0]
         batch = row["memories"]
         if not batch:
             return 0, 0, 0, after, {}
@@ -498,9 +600,10 @@ class Neo4jStore(Neo4jVectors, Store):
             tx,
             namespace,
             [],
-            [_stored_terms(memory["terms"]) for memory in batch],
+            [stored_terms(memory["terms"]) for memory in batch],
             -int(gone["vectors"]),
             gone,
+            [_erased_facets(memory) for memory in batch],
         )
         erased = set(ids)
         events = sorted({event for mid in ids for event in naming.get(mid, ())})
@@ -508,7 +611,7 @@ class Neo4jStore(Neo4jVectors, Store):
         if new:
             rows = [{"key": key, "seq": seq, "detail": d} for (key, seq), d in new.items()]
             self._tx(tx, "erase_rewrite_events", rows=rows)
-        last = _native(batch[-1]["recordedAt"]) or after
+        last = utc_datetime(batch[-1]["recordedAt"]) or after
         return len(ids), int(row["links"]), int(row["beliefs"]), last, new
 
     def _erase_nodes(self, what: str, namespace: str, limit: int, tx: Transaction) -> int:
@@ -536,14 +639,20 @@ class Neo4jStore(Neo4jVectors, Store):
             if missing:
                 raise belief_memory_missing(missing[0])
             props = {
-                "id": str(belief.id), "cue": belief.cue, "summary": belief.summary,
-                "confidence": belief.confidence, "createdAt": belief.created_at,
-            }  # fmt: skip
+                "id": str(belief.id),
+                "cue": belief.cue,
+                "summary": belief.summary,
+                "confidence": belief.confidence,
+                "createdAt": belief.created_at,
+            }
             self._tx(
-                tx, "save_belief", ns=ns, belief=props,
+                tx,
+                "save_belief",
+                ns=ns,
+                belief=props,
                 sources=[str(m) for m in belief.source_ids],
                 context=[str(m) for m in belief.linked_context_ids],
-            )  # fmt: skip
+            )
             self._bump_counts(tx, ns, beliefs=1)
 
         self._write(work)
@@ -560,33 +669,51 @@ class Neo4jStore(Neo4jVectors, Store):
         at: datetime,
     ) -> ContextEvent:
         props = {
-            "step": step, "kind": ContextEventKind(kind).value, "detail": detail,
-            "estTokens": est_tokens, "reportedTokens": None, "recordedAt": at,
-        }  # fmt: skip
+            "step": step,
+            "kind": ContextEventKind(kind).value,
+            "detail": detail,
+            "estTokens": est_tokens,
+            "reportedTokens": None,
+            "recordedAt": at,
+        }
 
         def work(tx: Transaction) -> int:
             rows = self._tx(
-                tx, "append_event", ns=namespace, key=_key(namespace, run_id), runId=run_id,
+                tx,
+                "append_event",
+                ns=namespace,
+                key=namespaced_key(namespace, run_id),
+                runId=run_id,
                 event=props,
-            )  # fmt: skip
+            )
             return int(rows[0]["seq"])
 
         seq = self._write(work)
         return ContextEvent(
-            run_id=run_id, seq=seq, step=step, kind=ContextEventKind(kind), detail=detail,
-            est_tokens=est_tokens, reported_tokens=None, recorded_at=at,
-        )  # fmt: skip
+            run_id=run_id,
+            seq=seq,
+            step=step,
+            kind=ContextEventKind(kind),
+            detail=detail,
+            est_tokens=est_tokens,
+            reported_tokens=None,
+            recorded_at=at,
+        )
 
     def set_reported_tokens(
         self, namespace: str, run_id: str, step: int, reported_tokens: int
     ) -> ContextEvent:
         def work(tx: Transaction) -> ContextEvent:
             rows = self._tx(
-                tx, "report_tokens", key=_key(namespace, run_id), step=step, tokens=reported_tokens
+                tx,
+                "report_tokens",
+                key=namespaced_key(namespace, run_id),
+                step=step,
+                tokens=reported_tokens,
             )
             if not rows:
                 raise no_assembled_event(run_id, step)
-            return _event(rows[0]["event"])
+            return event_from_props(rows[0]["event"])
 
         return self._write(work)
 
@@ -596,11 +723,11 @@ class Neo4jStore(Neo4jVectors, Store):
         if not ids:
             return []
         found = self._read("get_memories", ns=namespace, ids=[str(i) for i in ids])[0]["memories"]
-        by_id = {props["id"]: _memory(namespace, props) for props in found}
+        by_id = {props["id"]: memory_from_props(namespace, props) for props in found}
         return [by_id[str(i)] for i in ids if str(i) in by_id]
 
     def term_stats(self, namespace: str, terms: Sequence[str]) -> TermStats:
-        keys = [_key(namespace, t) for t in dict.fromkeys(terms)]
+        keys = [namespaced_key(namespace, t) for t in dict.fromkeys(terms)]
         row = self._read("term_stats", ns=namespace, keys=keys)[0]
         df = {item["key"].split(KEY_SEP, 1)[1]: int(item["df"]) for item in row["df"]}
         return TermStats(int(row["memories"]), int(row["totalLength"]), df)
@@ -612,10 +739,10 @@ class Neo4jStore(Neo4jVectors, Store):
         found: dict[str, list[Any]] = {}
         for start in range(0, len(unique), TERMS_PER_QUERY):
             chunk = unique[start : start + TERMS_PER_QUERY]
-            rows = self._read("candidates", query=_lucene(namespace, chunk))
+            rows = self._read("candidates", query=lucene_query(namespace, chunk))
             for row in rows[0]["rows"]:
                 found.setdefault(row[0], row)
-        return _candidates([found[key] for key in sorted(found)], score_terms)
+        return candidates_from_rows([found[key] for key in sorted(found)], score_terms)
 
     def recall_candidates(
         self, namespace: str, terms: Sequence[str], limit: int
@@ -665,32 +792,29 @@ class Neo4jStore(Neo4jVectors, Store):
         distinct = list(dict.fromkeys(terms))
         asked = sorted(distinct)
         row = self._read(
-            "recall_columns", ns=namespace, sep=KEY_SEP, terms=asked, limit=limit,
-            chunk=TERMS_PER_QUERY, none=NO_OCCURRED, needles=[f" {term} " for term in asked],
+            "recall_columns",
+            ns=namespace,
+            sep=KEY_SEP,
+            terms=asked,
+            limit=limit,
+            chunk=TERMS_PER_QUERY,
+            none=NO_OCCURRED,
+            needles=[f" {term} " for term in asked],
             guess=_guess_params(guess, asked, terms),
-        )[0]  # fmt: skip
+        )[0]
         df = {asked[i]: int(count) for i, count in row["known"]}
         stats = TermStats(
             int(row["memories"]), int(row["totalLength"]), {t: df[t] for t in distinct}
         )
-        ahead = _Ahead(row["ahead"]) if row["ahead"] else None
-        recalled = _Recalled(row["fallback"] is not None, _model(row), ahead)
-        return stats, _columns(row, asked, terms), recalled
+        ahead = RowsAhead(row["ahead"]) if row["ahead"] else None
+        recalled = _Recalled(row["fallback"] is not None, vector_model_from_row(row), ahead)
+        return stats, columns_from_row(row, asked, terms), recalled
 
     def recent_candidates(
         self, namespace: str, term: str, limit: int, score_terms: Sequence[str]
     ) -> list[Candidate]:
-        rows = self._read("recent_candidates", query=_lucene(namespace, [term]), limit=limit)
-        return _candidates(rows[0]["rows"], score_terms)
-
-    def native_top_k(self, namespace: str, terms: Sequence[str], k: int) -> list[UUID]:
-        """The full-text index's own top ``k`` (Lucene's BM25) for analysed terms: the raw
-        baseline of ``graphsvc bench`` on Neo4j. Not used by recall."""
-        if not terms:
-            return []
-        query = _lucene(namespace, list(dict.fromkeys(terms))[:TERMS_PER_QUERY])
-        rows = self._read("fulltext_top_k", query=query, k=k)
-        return [UUID(row["id"]) for row in rows]
+        rows = self._read("recent_candidates", query=lucene_query(namespace, [term]), limit=limit)
+        return candidates_from_rows(rows[0]["rows"], score_terms)
 
     def window(
         self, namespace: str, ids: Sequence[UUID], ahead: ReadAhead | None = None
@@ -698,17 +822,21 @@ class Neo4jStore(Neo4jVectors, Store):
         if not ids:
             return [], []
         asked = [str(i) for i in ids]
-        read = ahead.rows if isinstance(ahead, _Ahead) else {}
+        read = ahead.rows if isinstance(ahead, RowsAhead) else {}
         by_id = {key: read[key] for key in asked if key in read}
         missing = [key for key in asked if key not in by_id]
         if missing:
             found = self._read("window", ns=namespace, ids=missing)[0]["memories"]
             by_id.update((props["id"], props) for props in found)
-        memories = [_memory(namespace, by_id[key]) for key in asked if key in by_id]
+        memories = [memory_from_props(namespace, by_id[key]) for key in asked if key in by_id]
         pairs = sorted(
-            {(props["id"], older) for props in by_id.values() for older in props["supersedes"]
-             if older in by_id}
-        )  # fmt: skip
+            {
+                (props["id"], older)
+                for props in by_id.values()
+                for older in props["supersedes"]
+                if older in by_id
+            }
+        )
         return memories, [(UUID(a), UUID(b)) for a, b in pairs]
 
     def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
@@ -730,9 +858,16 @@ class Neo4jStore(Neo4jVectors, Store):
             hops = min(left, HOPS_PER_QUERY)
             last = left <= HOPS_PER_QUERY
             row = self._read(
-                "walk", ns=namespace, frontier=frontier, seen=seen, room=max_nodes - len(reached),
-                hops=hops, members=last, reached=[n for n, _ in reached], starts=starts,
-            )[0]  # fmt: skip
+                "walk",
+                ns=namespace,
+                frontier=frontier,
+                seen=seen,
+                room=max_nodes - len(reached),
+                hops=hops,
+                members=last,
+                reached=[n for n, _ in reached],
+                starts=starts,
+            )[0]
             distance = depth - left
             for layer in row["layers"][:hops]:
                 distance += 1
@@ -744,8 +879,8 @@ class Neo4jStore(Neo4jVectors, Store):
                 break
             if not frontier or len(reached) >= max_nodes:
                 left = 0  # nothing more to reach: one more round trip reads the members
-        memories = {props["id"]: _memory(namespace, props) for props in row["memories"]}
-        links = [_link(link) for link in row["links"]]
+        memories = {props["id"]: memory_from_props(namespace, props) for props in row["memories"]}
+        links = [link_from_row(link) for link in row["links"]]
         return Walk(
             reached=tuple((memories[n], d) for n, d in reached),
             links=sort_links(links),
@@ -756,33 +891,37 @@ class Neo4jStore(Neo4jVectors, Store):
         if not asked:
             return []
         rows = self._read("next_recorded", ns=namespace, ids=[str(i) for i in asked])
-        after = {row["seed"]: _memory(namespace, row["memory"]) for row in rows}
+        after = {row["seed"]: memory_from_props(namespace, row["memory"]) for row in rows}
         return [(mid, after[key]) for mid in asked if (key := str(mid)) in after]
 
     def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
         if not ids:
             return []
         found = self._read("links_touching", ns=namespace, ids=[str(i) for i in ids])[0]["links"]
-        return list(sort_links([_link(link) for link in found]))
+        return list(sort_links([link_from_row(link) for link in found]))
 
     def get_belief(self, namespace: str, belief_id: UUID) -> Belief | None:
         rows = self._read("get_belief", ns=namespace, id=str(belief_id))
         if not rows:
             return None
         props = rows[0]["belief"]
-        created = _native(props["createdAt"])
+        created = utc_datetime(props["createdAt"])
         if created is None:
             raise GraphsvcError(f"belief {belief_id} has no createdAt")
         return Belief(
-            id=UUID(props["id"]), namespace=namespace, cue=props["cue"],
-            summary=props["summary"], confidence=float(props["confidence"]),
-            created_at=created, source_ids=tuple(UUID(s) for s in rows[0]["sources"]),
+            id=UUID(props["id"]),
+            namespace=namespace,
+            cue=props["cue"],
+            summary=props["summary"],
+            confidence=float(props["confidence"]),
+            created_at=created,
+            source_ids=tuple(UUID(s) for s in rows[0]["sources"]),
             linked_context_ids=tuple(UUID(s) for s in rows[0]["context"]),
-        )  # fmt: skip
+        )
 
     def events(self, namespace: str, run_id: str) -> list[ContextEvent]:
-        rows = self._read("run_events", key=_key(namespace, run_id))
-        return [_event(row["event"]) for row in rows]
+        rows = self._read("run_events", key=namespaced_key(namespace, run_id))
+        return [event_from_props(row["event"]) for row in rows]
 
     def stats(self, namespace: str) -> NamespaceStats:
         """The namespace's counts as its NamespaceStat keeps them (no read grows with the
@@ -792,9 +931,22 @@ class Neo4jStore(Neo4jVectors, Store):
         if any(row[name] is None for name in ("links", "beliefs", "terms")):
             row.update(self._read("namespace_counted_stats", ns=namespace)[0])
         return NamespaceStats(
-            namespace=namespace, memories=row["memories"], links=row["links"],
-            beliefs=row["beliefs"], terms=row["terms"], events=row["events"],
-        )  # fmt: skip
+            namespace=namespace,
+            memories=row["memories"],
+            links=row["links"],
+            beliefs=row["beliefs"],
+            terms=row["terms"],
+            events=row["events"],
+        )
+
+    def facet_counts(self, namespace: str, facet: str, top: int) -> FacetCounts:
+        if facet not in FACETS:
+            raise bad_facet(facet)
+        row = self._read("facet_counts", ns=namespace, facet=facet, top=top, byDay=facet == "day")[
+            0
+        ]
+        found = tuple((str(value), int(count)) for value, count in row["top"])
+        return FacetCounts(facet, int(row["distinct"]), found)
 
     def list_memories(
         self,
@@ -808,11 +960,17 @@ class Neo4jStore(Neo4jVectors, Store):
         until: datetime | None,
     ) -> list[Memory]:
         rows = self._read(
-            "list_memories", ns=namespace, after=after[0] if after else None,
-            afterId=after[1] if after else "", limit=limit, kind=kind, tag=tag, since=since,
+            "list_memories",
+            ns=namespace,
+            after=after[0] if after else None,
+            afterId=after[1] if after else "",
+            limit=limit,
+            kind=kind,
+            tag=tag,
+            since=since,
             until=until,
-        )  # fmt: skip
-        return [_memory(namespace, row["memory"]) for row in rows]
+        )
+        return [memory_from_props(namespace, row["memory"]) for row in rows]
 
     def memories_without_vectors(
         self, namespace: str, after: UUID | None, limit: int
@@ -820,10 +978,12 @@ class Neo4jStore(Neo4jVectors, Store):
         if limit <= 0:
             return []
         rows = self._read(
-            "memories_without_vectors", ns=namespace, after="" if after is None else str(after),
+            "memories_without_vectors",
+            ns=namespace,
+            after="" if after is None else str(after),
             limit=limit,
-        )  # fmt: skip
-        return [_memory(namespace, row["memory"]) for row in rows]
+        )
+        return [memory_from_props(namespace, row["memory"]) for row in rows]
 
     def export(self, namespace: str) -> Iterator[Memory | Link]:
         after: datetime | None = None
@@ -833,10 +993,10 @@ class Neo4jStore(Neo4jVectors, Store):
                 "export_memories", ns=namespace, after=after, afterId=after_id, limit=EXPORT_PAGE
             )
             for row in rows:
-                memory = _memory(namespace, row["memory"])
+                memory = memory_from_props(namespace, row["memory"])
                 after, after_id = memory.recorded_at, str(memory.id)
                 yield memory
             if len(rows) < EXPORT_PAGE:
                 break
         for row in self._read("export_links", ns=namespace):
-            yield _link(row)
+            yield link_from_row(row)

@@ -91,7 +91,7 @@ def vector_index(dimension: int) -> str:
     return f"memory_vector_{dimension}"
 
 
-def _model(row: Any) -> VectorModel | None:
+def vector_model_from_row(row: Any) -> VectorModel | None:
     """The model a ``vector_state`` row names, or None."""
     if row["modelId"] is None or row["dimension"] is None:
         return None
@@ -192,9 +192,12 @@ class Neo4jVectors(Neo4jBoundary):
 
         def work(tx: Transaction) -> None:
             self._tx(
-                tx, "create_vector_index", spliced={"dimension": dimension}, name=name,
+                tx,
+                "create_vector_index",
+                spliced={"dimension": dimension},
+                name=name,
                 dimension=dimension,
-            )  # fmt: skip
+            )
 
         try:
             self._write(work)
@@ -213,7 +216,7 @@ class Neo4jVectors(Neo4jBoundary):
             self._ensure_vector_index(int(row["dimension"]))
 
     def vector_model(self, namespace: str) -> VectorModel | None:
-        return _model(self._read("vector_state", ns=namespace)[0])
+        return vector_model_from_row(self._read("vector_state", ns=namespace)[0])
 
     def vector_count(self, namespace: str) -> int:
         return int(self._read("vector_state", ns=namespace)[0]["vectors"])
@@ -234,16 +237,18 @@ class Neo4jVectors(Neo4jBoundary):
 
         def work(tx: Transaction) -> None:
             state = self._tx(tx, "lock_vector_state", ns=namespace)[0]
-            current = _model(state)
+            current = vector_model_from_row(state)
             if current == model:
                 return
             if model is not None and int(state["vectors"]) > 0:
                 raise vectors_in_the_way(namespace, int(state["vectors"]), model, current)
             self._tx(
-                tx, "set_vector_model", ns=namespace,
+                tx,
+                "set_vector_model",
+                ns=namespace,
                 modelId=None if model is None else model.model_id,
                 dimension=None if model is None else model.dimension,
-            )  # fmt: skip
+            )
 
         self._write(work)
 
@@ -261,7 +266,7 @@ class Neo4jVectors(Neo4jBoundary):
         """Store vectors in ``tx`` (locking the namespace's vector state first): the memories
         that got one and how many of them had none. ``only``: ids to store (others are checked
         and left out). BadInputError without a model or for a wrong length."""
-        model = _model(self._tx(tx, "lock_vector_state", ns=namespace)[0])
+        model = vector_model_from_row(self._tx(tx, "lock_vector_state", ns=namespace)[0])
         if model is None:
             raise no_vector_model(namespace)
         dimension = model.dimension
@@ -271,9 +276,14 @@ class Neo4jVectors(Neo4jBoundary):
         if not rows:
             return 0, 0
         result = self._tx(
-            tx, "store_vectors", ns=namespace, rows=rows, property=vector_property(dimension),
-            dimension=dimension, replace=replace,
-        )[0]  # fmt: skip
+            tx,
+            "store_vectors",
+            ns=namespace,
+            rows=rows,
+            property=vector_property(dimension),
+            dimension=dimension,
+            replace=replace,
+        )[0]
         return int(result["stored"]), int(result["added"])
 
     def _bump_counts(
@@ -291,9 +301,16 @@ class Neo4jVectors(Neo4jBoundary):
         """bump_namespace_stat with these deltas (locking the NamespaceStat); the namespace's
         memories after it. Every write that changes a namespace's counts goes through here."""
         row = self._tx(
-            tx, "bump_namespace_stat", ns=ns, memories=memories, length=length, vectors=vectors,
-            terms=terms, links=links, beliefs=beliefs,
-        )[0]  # fmt: skip
+            tx,
+            "bump_namespace_stat",
+            ns=ns,
+            memories=memories,
+            length=length,
+            vectors=vectors,
+            terms=terms,
+            links=links,
+            beliefs=beliefs,
+        )[0]
         return int(row["memories"])
 
     def set_vectors(self, namespace: str, vectors: Mapping[UUID, bytes]) -> int:
@@ -329,14 +346,21 @@ class Neo4jVectors(Neo4jBoundary):
         k = max(k, 0)
         first = max(k * OVERFETCH, MIN_FETCH) if k else 0
         base = {
-            "ns": namespace, "dimension": dimension, "index": vector_index(dimension),
-            "property": vector_property(dimension), "query": codes.tolist(),
-            "zero": not bool(codes.any()), "exactBelow": EXACT_BELOW, "k": k, "margin": SLACK,
-        }  # fmt: skip
+            "ns": namespace,
+            "dimension": dimension,
+            "index": vector_index(dimension),
+            "property": vector_property(dimension),
+            "query": codes.tolist(),
+            "zero": not bool(codes.any()),
+            "exactBelow": EXACT_BELOW,
+            "k": k,
+            "margin": SLACK,
+        }
         wanted = list(dict.fromkeys(str(i) for i in ids))
-        row = self._read("similar", **base, mode="auto" if k else "given", fetch=first,
-                         floor=None, ids=wanted)[0]  # fmt: skip
-        model = _model(row)
+        row = self._read(
+            "similar", **base, mode="auto" if k else "given", fetch=first, floor=None, ids=wanted
+        )[0]
+        model = vector_model_from_row(row)
         if model is None:
             return []
         if model.dimension != dimension:
@@ -375,17 +399,20 @@ class Neo4jVectors(Neo4jBoundary):
             uuids = [UUID(key) for key in pool]
             best = top_k(uuids, self._exact(codes, list(pool.values())), k)
             answer = Answer(
-                mode=row["mode"], returned=int(part["returned"]), mine=int(part["mine"]),
+                mode=row["mode"],
+                returned=int(part["returned"]),
+                mine=int(part["mine"]),
                 least=None if part["least"] is None else _cosine(float(part["least"])),
                 vectors=int(row["vectors"]),
-            )  # fmt: skip
+            )
             kth = best[-1][1] if len(best) == k else None
             following = next_ask(ask, answer, k=k, kth=kth, zero=base["zero"], first=first)
             if following is None:
                 return best
             ask = following
-            row = self._read("similar", **base, mode=ask.mode, fetch=ask.fetch,
-                             floor=ask.floor, ids=[])[0]  # fmt: skip
+            row = self._read(
+                "similar", **base, mode=ask.mode, fetch=ask.fetch, floor=ask.floor, ids=[]
+            )[0]
 
     @staticmethod
     def _exact(query: np.ndarray[Any, Any], rows: list[list[float]]) -> np.ndarray[Any, Any]:

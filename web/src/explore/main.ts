@@ -1,10 +1,11 @@
 /**
- * graphsvc explorer: a reference frontend on the public GraphQL API only. Four views (ask,
- * reconstruct, timeline, run), all state in the URL, the API key in sessionStorage.
+ * graphsvc explorer: a reference frontend on the public GraphQL API only. Five views (ask,
+ * reconstruct, timeline, run, overview), all state in the URL, the API key in sessionStorage.
  */
 
 import "./style.css";
 
+import { setRole } from "./actions";
 import { ApiError, gql } from "./api";
 import type { App, Navigate, ViewController, ViewFactory } from "./app";
 import { h, replace } from "./dom";
@@ -15,6 +16,7 @@ import { readApiKey, writeApiKey } from "../shared/apikey";
 import type { Stats, Viewer } from "./types";
 import { beliefView } from "./views/belief";
 import { bundleView } from "./views/bundle";
+import { overviewView } from "./views/overview";
 import { runView } from "./views/run";
 import { timelineView } from "./views/timeline";
 
@@ -23,6 +25,7 @@ const VIEWS: Record<View, { label: string; title: string; factory: ViewFactory }
   belief: { label: "Reconstruct", title: "Reconstruct a belief", factory: beliefView },
   timeline: { label: "Timeline", title: "Timeline", factory: timelineView },
   run: { label: "Run & drift", title: "A run's context", factory: runView },
+  overview: { label: "Overview", title: "Overview", factory: overviewView },
 };
 
 function required<T extends HTMLElement>(id: string): T {
@@ -124,6 +127,7 @@ class Explorer implements App {
     replace(this.viewer, "Checking the key…");
     gql<{ viewer: Viewer; stats: Stats }>(VIEWER).then(
       ({ viewer, stats }) => {
+        setRole(viewer.role);
         replace(
           this.viewer,
           h("strong", {}, viewer.namespace),
@@ -131,6 +135,7 @@ class Explorer implements App {
         );
       },
       (error: unknown) => {
+        setRole("");
         const message =
           error instanceof ApiError && error.code === "UNAUTHENTICATED"
             ? "No valid API key: enter one to see this server's memories."

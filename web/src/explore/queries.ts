@@ -47,3 +47,39 @@ export const VIEWER = `query ExplorerViewer {
   viewer { namespace role keyId }
   stats { memories links beliefs }
 }`;
+
+export const FORGET = `mutation ExplorerForget($id: UUID!) {
+  forget(id: $id) { memoryId namespace removedLinks { source target kind } removedBeliefIds forgottenAt }
+}`;
+
+export const LINK_MEMORIES = `mutation ExplorerLink($input: LinkInput!) {
+  link(input: $input) { ${LINK} }
+}`;
+
+/** Text search: the memories a bundle ranks for the words (the lexical index, never a scan). */
+export const SEARCH = `query ExplorerSearch($query: String!, $maxCapsules: Int) {
+  bundle(query: $query, budgetTokens: 100000, maxCapsules: $maxCapsules) {
+    capsules { memoryId text kind score occurredAt }
+  }
+}`;
+
+/** Tags and times of up to 15 memories (the alias limit), as `m0`, `m1`, ... */
+export function memoriesById(count: number): string {
+  const vars = Array.from({ length: count }, (_, i) => `$id${i}: UUID!`).join(", ");
+  const fields = Array.from(
+    { length: count },
+    (_, i) => `m${i}: memory(id: $id${i}) { id text kind occurredAt recordedAt tags source }`,
+  ).join("\n  ");
+  return `query ExplorerSearchMemories(${vars}) {\n  ${fields}\n}`;
+}
+
+const FACET = "distinct top { value count }";
+
+export const OVERVIEW = `query ExplorerOverview($top: Int!, $days: Int!) {
+  overview(top: $top, days: $days) {
+    namespace memories
+    kinds { ${FACET} } tags { ${FACET} } sources { ${FACET} } days { ${FACET} }
+    components { seedId seedText size links complete memberIds }
+    componentsNote
+  }
+}`;

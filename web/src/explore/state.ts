@@ -3,7 +3,7 @@
  * shares the view and loading it renders the same result without interaction.
  */
 
-export const VIEWS = ["bundle", "belief", "timeline", "run"] as const;
+export const VIEWS = ["bundle", "belief", "timeline", "run", "overview"] as const;
 export type View = (typeof VIEWS)[number];
 
 export interface State {

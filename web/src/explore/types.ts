@@ -120,3 +120,41 @@ export interface Stats {
   links: number;
   beliefs: number;
 }
+
+export interface ForgetReceipt {
+  memoryId: string;
+  namespace: string;
+  removedLinks: Array<{ source: string; target: string; kind: string }>;
+  removedBeliefIds: string[];
+  forgottenAt: string;
+}
+
+export interface FacetCount {
+  value: string;
+  count: number;
+}
+
+export interface Facet {
+  distinct: number;
+  top: FacetCount[];
+}
+
+export interface CausalComponent {
+  seedId: string;
+  seedText: string;
+  size: number;
+  links: number;
+  complete: boolean;
+  memberIds: string[];
+}
+
+export interface Overview {
+  namespace: string;
+  memories: number;
+  kinds: Facet;
+  tags: Facet;
+  sources: Facet;
+  days: Facet;
+  components: CausalComponent[];
+  componentsNote: string | null;
+}

@@ -10,6 +10,7 @@ import { field, h, replace } from "../dom";
 import { clip, formatDate, formatScore, percent } from "../format";
 import { BeliefGraph } from "../graph";
 import type { GraphEdge, GraphNode } from "../graph";
+import { memoryActions } from "../actions";
 import { MEMORY, RECONSTRUCT } from "../queries";
 import { int } from "../state";
 import type { State } from "../state";
@@ -201,6 +202,23 @@ export function beliefView(root: HTMLElement, app: App): ViewController {
         missing === 0 ? "Every linked memory is in the graph" : `Walk one hop further (${missing} more)`,
       ),
       message ? h("p", { class: "muted", role: "status" }, message) : null,
+      memoryActions(memory, {
+        forgotten: () => {
+          panelHeading.textContent = `Forgotten: ${clip(memory.text, 60)}`;
+          panelBody.querySelector("#walk-button")?.remove();
+        },
+        linked: (link) => {
+          gql<{ memory: Memory | null }>(MEMORY, { id: memory.id }).then(
+            (data) => {
+              if (data.memory && current?.id === memory.id) {
+                walk(data.memory);
+                renderPanel(data.memory, `Linked: ${link.kind} ${link.source === memory.id ? "to" : "from"} ${link.source === memory.id ? link.target : link.source}.`);
+              }
+            },
+            () => undefined,
+          );
+        },
+      }),
     );
     panelHeading.textContent = `Memory: ${clip(memory.text, 60)}`;
   };

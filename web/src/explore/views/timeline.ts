@@ -1,16 +1,57 @@
-/** Timeline: memories, newest recorded first, filtered by kind, tag and time range. */
+/**
+ * Timeline: memories, newest recorded first, filtered by kind, tag and time range; or, with words,
+ * the memories a bundle ranks for them (the lexical index: no request scans every memory), with the
+ * same filters applied to those.
+ */
 
 import { gql } from "../api";
 import type { App, ViewController } from "../app";
 import { field, h, replace } from "../dom";
 import { formatDate } from "../format";
-import { MEMORIES } from "../queries";
+import { MEMORIES, SEARCH, memoriesById } from "../queries";
 import { dateTime } from "../state";
 import type { State } from "../state";
 import type { MemoryPage, TimelineMemory } from "../types";
 import { Loader, errorNotice } from "./common";
 
 const PAGE_SIZE = 15;
+/** The most memories a text search ranks (then filtered). */
+const SEARCH_SIZE = 45;
+/** Memories one lookup names (the server's alias limit). */
+const LOOKUP = 15;
+
+interface Capsule {
+  memoryId: string;
+}
+
+/** The memories a bundle ranks for `words`, best first, with their tags and times. */
+async function search(words: string): Promise<TimelineMemory[]> {
+  const data = await gql<{ bundle: { capsules: Capsule[] } }>(SEARCH, { query: words, maxCapsules: SEARCH_SIZE });
+  const ids = data.bundle.capsules.map((capsule) => capsule.memoryId);
+  const chunks: string[][] = [];
+  for (let start = 0; start < ids.length; start += LOOKUP) {
+    chunks.push(ids.slice(start, start + LOOKUP));
+  }
+  const pages = await Promise.all(
+    chunks.map((chunk) =>
+      gql<Record<string, TimelineMemory | null>>(memoriesById(chunk.length), Object.fromEntries(chunk.map((id, i) => [`id${i}`, id]))),
+    ),
+  );
+  return pages.flatMap((page, n) => chunks[n].map((_, i) => page[`m${i}`])).filter((m): m is TimelineMemory => m !== null);
+}
+
+/** Whether a memory passes the kind, tag and [since, until) filters (on when it happened). */
+function passes(memory: TimelineMemory, state: State): boolean {
+  const when = Date.parse(memory.occurredAt ?? memory.recordedAt);
+  const since = dateTime(state.since);
+  const until = dateTime(state.until);
+  return (
+    (!state.kind || memory.kind === state.kind) &&
+    (!state.tag || memory.tags.includes(state.tag)) &&
+    (!since || when >= Date.parse(since)) &&
+    (!until || when < Date.parse(until))
+  );
+}
 
 function item(memory: TimelineMemory, app: App): HTMLLIElement {
   return h(
@@ -30,11 +71,13 @@ function item(memory: TimelineMemory, app: App): HTMLLIElement {
       memory.text,
       memory.tags.length ? h("ul", { class: "tags", "aria-label": "Tags" }, ...memory.tags.map((t) => h("li", {}, t))) : null,
       h("a", { class: "action", href: app.href({ view: "belief", q: "", node: memory.id }) }, "Explore its links"),
+      h("code", { class: "memory-id", title: "id: to link it from another memory" }, memory.id),
     ),
   );
 }
 
 export function timelineView(root: HTMLElement, app: App): ViewController {
+  const words = h("input", { type: "search", name: "q", autocomplete: "off", placeholder: "words to find" });
   const kind = h("input", { type: "text", name: "kind", autocomplete: "off", placeholder: "event, decision, ..." });
   const tag = h("input", { type: "text", name: "tag", autocomplete: "off" });
   const since = h("input", { type: "date", name: "since" });
@@ -47,9 +90,10 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
       class: "controls",
       onsubmit: (event: Event) => {
         event.preventDefault();
-        app.go({ kind: kind.value.trim(), tag: tag.value.trim(), since: since.value, until: until.value });
+        app.go({ q: words.value.trim(), kind: kind.value.trim(), tag: tag.value.trim(), since: since.value, until: until.value });
       },
     },
+    field("Search", words, "ranked by relevance"),
     field("Kind", kind),
     field("Tag", tag),
     field("Since", since, "happened on or after (UTC)"),
@@ -106,15 +150,33 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
   };
 
   const update = (state: State): void => {
+    words.value = state.q;
     kind.value = state.kind;
     tag.value = state.tag;
     since.value = state.since.slice(0, 10);
     until.value = state.until.slice(0, 10);
-    const key = JSON.stringify([state.kind, state.tag, state.since, state.until]);
+    const key = JSON.stringify([state.q, state.kind, state.tag, state.since, state.until]);
     if (key === shown) {
       return;
     }
     shown = key;
+    if (state.q) {
+      loader.run(
+        "Searching",
+        () => search(state.q),
+        (found) => {
+          const kept = found.filter((memory) => passes(memory, state));
+          const filtered = kept.length < found.length ? `, ${found.length - kept.length} left out by the filters` : "";
+          results.append(h("p", { class: "muted", id: "search-summary" }, `${kept.length} of the ${found.length} best matches for “${state.q}”, best first${filtered}.`));
+          if (!kept.length) {
+            results.append(h("p", { class: "muted" }, "No memory matches these words and filters."));
+            return;
+          }
+          results.append(h("ol", { class: "timeline", id: "timeline-list" }, ...kept.map((memory) => item(memory, app))));
+        },
+      );
+      return;
+    }
     loader.run(
       "Loading memories",
       () => load(state, null),

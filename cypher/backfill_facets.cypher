@@ -1,0 +1,32 @@
+// backfill_facets: count the facets (kind, tag, source, day) of one namespace whose NamespaceStat
+// does not say they are kept (made before graphsvc kept them, or by a bulk import), once, under
+// its lock: every write that changes them locks the NamespaceStat, so they are exact when this
+// commits. Run at store open until it returns no row. A day is the UTC date of occurredAt, else
+// recordedAt.
+// params: $sep: string (U+001F, as bump_facet_stats)
+// returns: namespace, facets (FacetStats made)
+MATCH (s:NamespaceStat)
+WHERE s.facets IS NULL
+WITH s
+LIMIT 1
+SET s.backfilling = true  // the lock, taken before anything is counted
+WITH s
+CALL (s) {
+  MATCH (f:FacetStat) WHERE f.namespace = s.namespace
+  DELETE f
+}
+CALL (s) {
+  MATCH (m:Memory) WHERE m.namespace = s.namespace
+  UNWIND [['kind', m.kind], ['day', toString(date(coalesce(m.occurredAt, m.recordedAt)))]]
+         + [tag IN coalesce(m.tags, []) | ['tag', tag]]
+         + CASE WHEN m.source IS NULL THEN [] ELSE [['source', m.source]] END AS pair
+  WITH m, pair[0] AS facet, pair[1] AS value
+  WHERE value IS NOT NULL
+  WITH facet, value, count(DISTINCT m) AS n
+  CREATE (:FacetStat {key: s.namespace + $sep + facet + $sep + value, namespace: s.namespace,
+                      facet: facet, value: value, count: n})
+  RETURN count(*) AS facets
+}
+SET s.facets = true
+REMOVE s.backfilling
+RETURN s.namespace AS namespace, facets

@@ -1,0 +1,229 @@
+"""An overview of a namespace: how many memories it has by kind, tag, source and day, and its
+largest causal components (memories joined by CAUSES and PRECEDES links).
+
+No part of it reads every memory. The counts are what the stores keep at write time
+(:meth:`~graphsvc.store.base.Store.facet_counts`: the cost is a facet's distinct values). The
+components are found from a bounded start: the :data:`SEED_WINDOW` newest memories, the most
+causally linked of them first, walked breadth-first over causal links for at most
+:data:`MAX_DEPTH` rounds and :data:`MAX_NODES` memories; an overview says when a bound cut it
+short, and each component says whether it was seen whole.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from uuid import UUID
+
+from pydantic import Field
+
+from graphsvc.errors import BadInputError
+from graphsvc.model import Link, LinkKind, Model
+from graphsvc.store.base import FacetCounts, Store
+
+#: The most values of each facet an overview may list.
+MAX_TOP = 20
+#: The most days an overview may list.
+MAX_DAYS = 366
+#: Where the components start: the newest memories of the namespace.
+SEED_WINDOW = 500
+#: The most memories a component search visits, and its rounds of links.
+MAX_NODES = 2_000
+MAX_DEPTH = 64
+#: Member ids a component lists, and characters of its seed's text.
+SAMPLE_IDS = 10
+SEED_TEXT = 160
+#: The link kinds that make a causal component.
+CAUSAL = frozenset({LinkKind.CAUSES, LinkKind.PRECEDES})
+
+
+class FacetCount(Model):
+    """One value of a facet and how many memories have it."""
+
+    value: str = Field(description="The kind, tag, source or day (YYYY-MM-DD, UTC).")
+    count: int = Field(description="Memories with it.")
+
+
+class Facet(Model):
+    """The most frequent values of one facet of the namespace (kept at write time, never counted
+    by reading the memories)."""
+
+    distinct: int = Field(description="How many distinct values the namespace has.")
+    top: tuple[FacetCount, ...] = Field(
+        description="The values with the most memories, most first (ties by value); for days, "
+        "the latest days that have memories, newest first."
+    )
+
+
+class CausalComponent(Model):
+    """Memories joined by CAUSES and PRECEDES links (in either direction)."""
+
+    seed_id: UUID = Field(description="Its most linked memory among the newest ones.")
+    seed_text: str = Field(description="The start of that memory's text.")
+    size: int = Field(description="Memories in it (as far as it was seen).")
+    links: int = Field(description="CAUSES and PRECEDES links between them.")
+    complete: bool = Field(
+        description="Whether it was seen whole (false: a bound stopped the walk inside it)."
+    )
+    member_ids: tuple[UUID, ...] = Field(description=f"Up to {SAMPLE_IDS} of its memories, by id.")
+
+
+class Overview(Model):
+    """A namespace at a glance: counts by kind, tag, source and day, and the largest causal
+    components."""
+
+    namespace: str = Field(description="The namespace (the caller's).")
+    memories: int = Field(description="Live memories.")
+    kinds: Facet = Field(description="Memories by kind.")
+    tags: Facet = Field(description="Memories by tag (a memory counts once for each tag).")
+    sources: Facet = Field(description="Memories by source (those without one are not counted).")
+    days: Facet = Field(description="Memories by day of occurredAt (recordedAt without one).")
+    components: tuple[CausalComponent, ...] = Field(
+        description="The largest causal components found, largest first."
+    )
+    components_note: str | None = Field(
+        default=None,
+        description="How the component search was bounded, when a bound applied (null: every "
+        "memory was a possible start and no walk was cut short).",
+    )
+
+
+def overview(store: Store, namespace: str, top: int = 10, days: int = 31) -> Overview:
+    """The overview of a namespace.
+
+    Raises:
+        BadInputError: ``top`` not in 1..:data:`MAX_TOP` or ``days`` not in 1..:data:`MAX_DAYS`.
+    """
+    if not 1 <= top <= MAX_TOP:
+        raise BadInputError(f"top must be between 1 and {MAX_TOP}, got {top}")
+    if not 1 <= days <= MAX_DAYS:
+        raise BadInputError(f"days must be between 1 and {MAX_DAYS}, got {days}")
+    total = store.stats(namespace).memories
+    components, note = causal_components(store, namespace, top=top, total=total)
+    return Overview(
+        namespace=namespace,
+        memories=total,
+        kinds=_facet(store.facet_counts(namespace, "kind", top)),
+        tags=_facet(store.facet_counts(namespace, "tag", top)),
+        sources=_facet(store.facet_counts(namespace, "source", top)),
+        days=_facet(store.facet_counts(namespace, "day", days)),
+        components=tuple(components),
+        components_note=note,
+    )
+
+
+def _facet(counts: FacetCounts) -> Facet:
+    return Facet(
+        distinct=counts.distinct,
+        top=tuple(FacetCount(value=value, count=count) for value, count in counts.top),
+    )
+
+
+def causal_components(
+    store: Store,
+    namespace: str,
+    *,
+    top: int,
+    total: int,
+    window: int = SEED_WINDOW,
+    max_nodes: int = MAX_NODES,
+    max_depth: int = MAX_DEPTH,
+) -> tuple[list[CausalComponent], str | None]:
+    """The ``top`` largest causal components reached from the ``window`` newest memories, and a
+    note on the bounds that applied (None: none did). ``total``: the namespace's memories.
+
+    Deterministic on every store: seeds are taken by causal degree (descending) then id, each
+    round expands its frontier in id order, and a frontier past ``max_nodes`` is cut in id
+    order. One :meth:`~graphsvc.store.base.Store.links_of` call per round."""
+    recent = store.list_memories(
+        namespace, after=None, limit=window, kind=None, tag=None, since=None, until=None
+    )
+    texts = {memory.id: memory.text for memory in recent}
+    first = _causal(store.links_of(namespace, list(texts)))
+    degree: Counter[UUID] = Counter()
+    for link in first:
+        for end in {link.source, link.target}:
+            if end in texts:
+                degree[end] += 1
+    seeds = sorted(degree, key=lambda mid: (-degree[mid], str(mid)))
+    rank = {mid: n for n, mid in enumerate(seeds)}
+    notes: list[str] = []
+    if total > len(recent):
+        notes.append(f"started from the {len(recent)} newest of {total} memories")
+    visited = set(seeds[:max_nodes])
+    if len(seeds) > max_nodes:
+        notes.append(f"stopped at {max_nodes} memories visited")
+    links: dict[tuple[UUID, UUID, LinkKind], None] = {}
+    expanded: set[UUID] = set()
+    frontier = sorted(visited, key=str)
+    found = first
+    depth = 0
+    while frontier:
+        if depth == max_depth:
+            notes.append(f"stopped after {max_depth} rounds of links")
+            break
+        if depth:
+            found = _causal(store.links_of(namespace, frontier))
+        expanded.update(frontier)
+        fresh: set[UUID] = set()
+        for link in found:
+            if link.source in expanded or link.target in expanded:
+                fresh.update(end for end in (link.source, link.target) if end not in visited)
+        room = max_nodes - len(visited)
+        new = sorted(fresh, key=str)
+        if len(new) > room:
+            new = new[:room]
+            notes.append(f"stopped at {max_nodes} memories visited")
+        visited.update(new)
+        for link in found:
+            if link.source in visited and link.target in visited:
+                links[(link.source, link.target, link.kind)] = None
+        frontier = new
+        depth += 1
+    parent = {mid: mid for mid in visited}
+
+    def root(mid: UUID) -> UUID:
+        while parent[mid] != mid:
+            parent[mid] = parent[parent[mid]]
+            mid = parent[mid]
+        return mid
+
+    for source, target, _ in links:
+        a, b = root(source), root(target)
+        if a != b:
+            parent[max(a, b, key=str)] = min(a, b, key=str)
+    members: dict[UUID, list[UUID]] = {}
+    for mid in visited:
+        members.setdefault(root(mid), []).append(mid)
+    counted: Counter[UUID] = Counter(root(source) for source, _, _ in links)
+    made = []
+    for head, group in members.items():
+        seed = min((mid for mid in group if mid in rank), key=rank.__getitem__)
+        made.append(
+            CausalComponent(
+                seed_id=seed,
+                seed_text=texts[seed][:SEED_TEXT],
+                size=len(group),
+                links=counted[head],
+                complete=all(mid in expanded for mid in group),
+                member_ids=tuple(sorted(group, key=str)[:SAMPLE_IDS]),
+            )
+        )
+    made.sort(key=lambda c: (-c.size, -c.links, rank[c.seed_id]))
+    return made[:top], "; ".join(dict.fromkeys(notes)) or None
+
+
+def _causal(links: Sequence[Link]) -> list[Link]:
+    return [link for link in links if link.kind in CAUSAL]
+
+
+__all__ = [
+    "MAX_DAYS",
+    "MAX_TOP",
+    "CausalComponent",
+    "Facet",
+    "FacetCount",
+    "Overview",
+    "causal_components",
+    "overview",
+]

@@ -1,0 +1,69 @@
+"""The mirror's facet counts (:meth:`~graphsvc.store.base.Store.facet_counts`): how many memories
+of a namespace have each kind, tag, source and day, kept as rows are indexed and removed, so an
+overview reads a few counters instead of every memory."""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterable
+from datetime import date, timedelta
+
+from graphsvc.store.base import FacetCounts, bad_facet, facet_order
+from graphsvc.store.mirror.table import MemoryTable
+
+_DAY_US = 86_400_000_000
+_EPOCH_DAY = date(1970, 1, 1)
+
+
+class Facets:
+    """Counters per facet. Days are kept as day numbers since 1970-01-01 (an integer division of
+    the row's time, cheap at load) and named ``YYYY-MM-DD`` only when read."""
+
+    __slots__ = ("days", "kinds", "sources", "tags")
+
+    def __init__(self) -> None:
+        self.kinds: Counter[str] = Counter()
+        self.tags: Counter[str] = Counter()
+        self.sources: Counter[str] = Counter()
+        self.days: Counter[int] = Counter()
+
+    def _change(self, table: MemoryTable, rows: Iterable[int], step: int) -> None:
+        kinds, tags, sources, days = self.kinds, self.tags, self.sources, self.days
+        for row in rows:
+            kinds[table.kinds[row]] += step
+            for tag in dict.fromkeys(table.tags[row]):
+                tags[tag] += step
+            source = table.sources[row]
+            if source is not None:
+                sources[source] += step
+            days[table.when(row) // _DAY_US] += step
+        if step < 0:
+            for counter in (kinds, tags, sources, days):
+                for value in [v for v, n in counter.items() if n <= 0]:
+                    del counter[value]
+
+    def add(self, table: MemoryTable, rows: Iterable[int]) -> None:
+        """Count live rows just added."""
+        self._change(table, rows, 1)
+
+    def remove(self, table: MemoryTable, row: int) -> None:
+        """Uncount a live row about to be removed (its columns still hold its values)."""
+        self._change(table, (row,), -1)
+
+    def top(self, facet: str, top: int) -> FacetCounts:
+        """As :meth:`~graphsvc.store.base.Store.facet_counts`."""
+        if facet == "day":
+            latest = heapq.nlargest(top, self.days)
+            named = tuple(
+                ((_EPOCH_DAY + timedelta(days=day)).isoformat(), self.days[day]) for day in latest
+            )
+            return FacetCounts(facet, len(self.days), named)
+        counter = {"kind": self.kinds, "tag": self.tags, "source": self.sources}.get(facet)
+        if counter is None:
+            raise bad_facet(facet)
+        best = heapq.nsmallest(top, counter.items(), key=lambda vn: (-vn[1], facet_order(vn[0])))
+        return FacetCounts(facet, len(counter), tuple(best))
+
+
+__all__ = ["Facets"]

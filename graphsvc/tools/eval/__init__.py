@@ -1,5 +1,0 @@
-"""The quality evaluation (``graphsvc eval``): LoCoMo, BEAM and EventStoryLine through the same
-ingest and read paths users have, side by side with a bm25s baseline.
-
-The command group is ``graphsvc.tools.eval.cli.eval_group`` (the CLI loads it on first use).
-"""
