@@ -91,18 +91,6 @@ class ForgetArgs(Model):
     id: UUID
 
 
-class BundleArgs(Model):
-    """A question, and how much memory may offer for it."""
-
-    query: str
-    budget_tokens: int | None = None
-    stage: str | None = None
-    min_score: float | None = None
-    max_capsules: int | None = None
-    run_id: str | None = None
-    step: int = 0
-
-
 class RecallArgs(Model):
     """A question, and how much memory may offer for it (a bundle that records nothing)."""
 
@@ -111,6 +99,13 @@ class RecallArgs(Model):
     stage: str | None = None
     min_score: float | None = None
     max_capsules: int | None = None
+
+
+class BundleArgs(RecallArgs):
+    """A question, and how much memory may offer for it."""
+
+    run_id: str | None = None
+    step: int = 0
 
 
 class ExplainArgs(Model):
@@ -420,21 +415,15 @@ async def forget(call: Call, args: ForgetArgs) -> Reply:
 async def bundle(call: Call, args: BundleArgs) -> Reply:
     if args.run_id is not None:
         call.principal.require_write("bundle with runId (it records a memory_recall event)")
-    result = await call.run(
-        call.service.bundle,
-        call.namespace,
-        args.query,
-        budget_tokens=args.budget_tokens,
-        stage=args.stage,
-        min_score=args.min_score,
-        max_capsules=args.max_capsules,
-        run_id=args.run_id,
-        step=args.step,
-    )
-    return Reply(result.to_json_dict(), bundle_text(result))
+    return await _bundle(call, args, args.run_id, args.step)
 
 
 async def recall(call: Call, args: RecallArgs) -> Reply:
+    return await _bundle(call, args, None, 0)
+
+
+async def _bundle(call: Call, args: RecallArgs, run_id: str | None, step: int) -> Reply:
+    """The bundle ``args`` ask for, recorded as a memory_recall event of ``run_id`` if given."""
     result = await call.run(
         call.service.bundle,
         call.namespace,
@@ -443,6 +432,8 @@ async def recall(call: Call, args: RecallArgs) -> Reply:
         stage=args.stage,
         min_score=args.min_score,
         max_capsules=args.max_capsules,
+        run_id=run_id,
+        step=step,
     )
     return Reply(result.to_json_dict(), bundle_text(result))
 

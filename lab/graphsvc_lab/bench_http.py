@@ -157,7 +157,7 @@ def start_server(root: Path, env: dict[str, str], workers: int = 1) -> ServerPro
     log_path = root / f"server-{workers}.log"
     command = [
         sys.executable, "-m", "graphsvc.api.serve", "--host", "127.0.0.1", "--port", "0",
-        "--data-dir", str(root / "data"), "--workers", str(workers),
+        "--data-dir", str(root / "data"), "--create", "--workers", str(workers),
     ]  # fmt: skip
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
