@@ -6,4 +6,4 @@
 UNWIND $ids AS id
 MATCH (m:Memory {namespace: $ns, id: id})
 RETURN collect(m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
-                  .recordedUs, .occurredUs, .invalidatedAt}) AS memories
+                  .recordedUs, .occurredUs, .invalidatedAt, .validFromUs, .validUntilUs}) AS memories

@@ -7,4 +7,4 @@ OPTIONAL MATCH (m)-[r:CAUSES|PRECEDES|RELATES_TO|SUPERSEDES]-(:Memory)
 WITH m, collect(DISTINCT {source: startNode(r).id, target: endNode(r).id, kind: type(r)}) AS links
 OPTIONAL MATCH (b:Belief)-[:DERIVED_FROM|USED_CONTEXT]->(m)
 RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
-          .recordedUs, .occurredUs, .invalidatedAt} AS memory, links, collect(DISTINCT b.id) AS beliefs
+          .recordedUs, .occurredUs, .invalidatedAt, .validFromUs, .validUntilUs} AS memory, links, collect(DISTINCT b.id) AS beliefs

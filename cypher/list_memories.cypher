@@ -14,6 +14,6 @@ WHERE m.namespace = $ns AND m.recordedAt IS NOT NULL
   AND ($since IS NULL OR coalesce(m.occurredAt, m.recordedAt) >= $since)
   AND ($until IS NULL OR coalesce(m.occurredAt, m.recordedAt) < $until)
 RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
-          .recordedUs, .occurredUs, .invalidatedAt} AS memory
+          .recordedUs, .occurredUs, .invalidatedAt, .validFromUs, .validUntilUs} AS memory
 ORDER BY m.namespace DESC, m.recordedAt DESC, m.id DESC
 LIMIT $limit

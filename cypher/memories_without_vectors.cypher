@@ -5,6 +5,6 @@
 MATCH (m:Memory)
 WHERE m.namespace = $ns AND m.id > $after AND m.vectorDimension IS NULL
 RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
-          .recordedUs, .occurredUs, .invalidatedAt} AS memory
+          .recordedUs, .occurredUs, .invalidatedAt, .validFromUs, .validUntilUs} AS memory
 ORDER BY m.namespace, m.id
 LIMIT $limit

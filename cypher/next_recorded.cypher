@@ -29,4 +29,4 @@ WITH s, t ORDER BY t.recordedAt, t.id
 WITH s, collect(t)[0] AS t
 RETURN s.id AS seed,
        t {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq, .recordedUs,
-          .occurredUs, .invalidatedAt} AS memory
+          .occurredUs, .invalidatedAt, .validFromUs, .validUntilUs} AS memory

@@ -7,6 +7,6 @@
 MATCH (m:Memory)
 WHERE m.namespace = $ns AND m.recordedAt IS NOT NULL AND NOT m.id IN $skip
 RETURN m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
-          .recordedUs, .occurredUs, .invalidatedAt} AS memory
+          .recordedUs, .occurredUs, .invalidatedAt, .validFromUs, .validUntilUs} AS memory
 ORDER BY m.namespace, m.recordedAt, m.id
 LIMIT $limit

@@ -16,6 +16,11 @@
 //         settings (graphsvc.store.base.WindowGuess): mult (list<int>: how often each of $terms
 //         is in the query), k1, b, coverageB, coverage, bm25, freshness, confidence, keep
 //         (1 - freshness - confidence), halfLife (days), dayUs (microseconds in a day)
+//         $asOf: map or null: {us: int (the instant, epoch microseconds), known: bool}: only
+//         what a read as of then sees (graphsvc.validity: KNOWN, recordedUs <= us; VALID, the
+//         start, validFromUs else occurredUs else recordedUs, <= us < validUntilUs, and no
+//         memory that SUPERSEDES it started by then); null: everything
+//         (KNOWN: and the SUPERSEDES links of the memories read ahead written by then)
 // Exact N, total length and df of the query terms; the plan of graphsvc.recall.plan_candidates
 // (terms rarest first, then in the order of $terms, while the summed df stays within $limit;
 // when even the rarest known term is over it, the $limit newest memories containing it); and the
@@ -58,12 +63,26 @@ CALL (chosen, fallback) {
     CALL db.index.fulltext.queryNodes('memory_terms',
       '+namespace:"' + $ns + '" +termText:(' + reduce(q = '', t IN part | q + ' ' + t) + ')')
       YIELD node
+    WITH node
+    WHERE ($asOf IS NULL OR CASE WHEN $asOf.known THEN node.recordedUs <= $asOf.us
+      ELSE coalesce(node.validFromUs, node.occurredUs, node.recordedUs) <= $asOf.us
+           AND (node.validUntilUs IS NULL OR node.validUntilUs > $asOf.us)
+           AND NOT EXISTS { MATCH (n:Memory)-[:SUPERSEDES]->(node)
+                            WHERE coalesce(n.validFromUs, n.occurredUs, n.recordedUs) <= $asOf.us }
+      END)
     RETURN DISTINCT node
     UNION ALL
     WITH fallback
     WHERE fallback IS NOT NULL
     CALL db.index.fulltext.queryNodes('memory_terms',
       '+namespace:"' + $ns + '" +termText:(' + fallback + ')') YIELD node
+    WITH node
+    WHERE ($asOf IS NULL OR CASE WHEN $asOf.known THEN node.recordedUs <= $asOf.us
+      ELSE coalesce(node.validFromUs, node.occurredUs, node.recordedUs) <= $asOf.us
+           AND (node.validUntilUs IS NULL OR node.validUntilUs > $asOf.us)
+           AND NOT EXISTS { MATCH (n:Memory)-[:SUPERSEDES]->(node)
+                            WHERE coalesce(n.validFromUs, n.occurredUs, n.recordedUs) <= $asOf.us }
+      END)
     WITH node
     ORDER BY node.recordedUs DESC, node.id
     LIMIT $limit
@@ -119,8 +138,11 @@ CALL (s, known, nodes, days, newest, ids, tf, lengths, recorded, confidence) {
   LIMIT $guess.size
   WITH nodes[i] AS m
   RETURN collect(m {.id, .text, .kind, .tags, .source, .confidence, .tokens, .terms, .termSeq,
-                    .recordedUs, .occurredUs, .invalidatedAt,
-                    supersedes: [(m)-[:SUPERSEDES]->(o:Memory) WHERE o.namespace = $ns | o.id]})
+                    .recordedUs, .occurredUs, .invalidatedAt, .validFromUs, .validUntilUs,
+                    supersedes: [(m)-[r:SUPERSEDES]->(o:Memory)
+                                WHERE o.namespace = $ns
+                                  AND ($asOf IS NULL OR NOT $asOf.known
+                                       OR r.createdUs <= $asOf.us) | o.id]})
          AS ahead
 }
 RETURN ahead, v.modelId AS modelId, v.dimension AS dimension, coalesce(s.memories, 0) AS memories,

@@ -12,6 +12,12 @@ CREATE CONSTRAINT belief_id IF NOT EXISTS FOR (b:Belief) REQUIRE b.id IS UNIQUE;
 CREATE CONSTRAINT run_key IF NOT EXISTS FOR (r:Run) REQUIRE r.key IS UNIQUE;
 CREATE CONSTRAINT vector_model_namespace IF NOT EXISTS FOR (v:VectorModel) REQUIRE v.namespace IS UNIQUE;
 CREATE INDEX memory_namespace_recorded IF NOT EXISTS FOR (m:Memory) ON (m.namespace, m.recordedAt);
+// As-of reads (graphsvc.validity): ranges of recording and validity times per namespace, for
+// Neo4j Browser's as_of.cypher and any Cypher asking what was known or true at an instant (the
+// bundle's own as-of filter reads these properties on the candidates the full-text index found).
+CREATE INDEX memory_namespace_recorded_us IF NOT EXISTS FOR (m:Memory) ON (m.namespace, m.recordedUs);
+CREATE INDEX memory_namespace_valid_from IF NOT EXISTS FOR (m:Memory) ON (m.namespace, m.validFromUs);
+CREATE INDEX memory_namespace_valid_until IF NOT EXISTS FOR (m:Memory) ON (m.namespace, m.validUntilUs);
 // Memories with a vector (vectorDimension is set only on them), per namespace: clearing and
 // scanning a namespace's vectors. Each dimension's vector index is made by the store
 // (create_vector_index.cypher) when a model of that dimension is first set.

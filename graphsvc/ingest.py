@@ -199,8 +199,9 @@ def ingest(
 
 
 def memory_row(memory: Memory) -> dict[str, Any]:
-    """A memory in the ingest format."""
-    return {
+    """A memory in the ingest format (``validFrom``/``validUntil`` only when set, so that an
+    export without validity is the bytes it always was)."""
+    row: dict[str, Any] = {
         "type": "memory",
         "id": str(memory.id),
         "text": memory.text,
@@ -210,6 +211,11 @@ def memory_row(memory: Memory) -> dict[str, Any]:
         "source": memory.source,
         "confidence": memory.confidence,
     }
+    if memory.valid_from is not None:
+        row["validFrom"] = memory.valid_from.isoformat()
+    if memory.valid_until is not None:
+        row["validUntil"] = memory.valid_until.isoformat()
+    return row
 
 
 def link_row(link: Link) -> dict[str, Any]:

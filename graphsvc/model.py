@@ -14,12 +14,20 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, TypeVar
 from uuid import UUID, SafeUUID
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 KIND_PATTERN = r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$"
@@ -36,6 +44,9 @@ def as_utc(value: datetime) -> datetime:
 
 
 UtcDateTime = Annotated[datetime, AfterValidator(as_utc)]
+#: A time that must say its zone (a naive one is refused, not guessed), converted to UTC: the
+#: bounds of a validity interval and the instant of an as-of read.
+AwareUtcDateTime = Annotated[AwareDatetime, AfterValidator(as_utc)]
 
 
 class Model(BaseModel):
@@ -157,6 +168,8 @@ class MemoryInput(InputModel):
     )
     source: str | None = Field(default=None, max_length=512)
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    valid_from: AwareUtcDateTime | None = None
+    valid_until: AwareUtcDateTime | None = None
 
     @field_validator("text")
     @classmethod
@@ -164,6 +177,16 @@ class MemoryInput(InputModel):
         if not value.strip():
             raise ValueError("text is empty: a memory needs some text")
         return value
+
+    @model_validator(mode="after")
+    def _interval(self) -> MemoryInput:
+        start, end = self.valid_from, self.valid_until
+        if start is not None and end is not None and end <= start:
+            raise ValueError(
+                f"validUntil ({end.isoformat()}) must be after validFrom ({start.isoformat()}): "
+                "a validity interval is [validFrom, validUntil)"
+            )
+        return self
 
 
 class Memory(Model):
@@ -185,6 +208,16 @@ class Memory(Model):
     confidence: float = Field(default=1.0, description="Stored confidence, in [0, 1].")
     tokens: int = Field(description="Estimated tokens of the text.")
     terms: tuple[str, ...] = Field(default=(), description="The analysed text (repeats kept).")
+    valid_from: datetime | None = Field(
+        default=None,
+        description="When it became true (event time), when given; else it is true from "
+        "occurredAt, else from recordedAt.",
+    )
+    valid_until: datetime | None = Field(
+        default=None,
+        description="When it stopped being true (event time, exclusive), as written; a newer "
+        "memory that SUPERSEDES it may close it earlier (see `history`).",
+    )
 
     def same_content(self, other: Memory) -> bool:
         """True when a rewrite of ``other`` with this content is a no-op (retry-safe writes)."""
@@ -195,7 +228,14 @@ class Memory(Model):
             and self.tags == other.tags
             and self.source == other.source
             and self.confidence == other.confidence
+            and self.valid_from == other.valid_from
+            and self.valid_until == other.valid_until
         )
+
+    @property
+    def valid_start(self) -> datetime:
+        """When it is true from: ``validFrom``, else ``occurredAt``, else ``recordedAt``."""
+        return self.valid_from or self.occurred_at or self.recorded_at
 
     @property
     def when(self) -> datetime:
@@ -233,6 +273,54 @@ class Link(Model):
     weight: float = Field(default=1.0, description="Strength of the relationship.")
     created_at: datetime = Field(description="When the link was written.")
     note: str | None = Field(default=None, description="Free text about the link.")
+
+
+class AsOfMode(StrEnum):
+    """Which past an as-of read answers from."""
+
+    KNOWN = "KNOWN"  # what memory held then: recorded at or before the instant (the audit view)
+    VALID = "VALID"  # what was true then, by event time, as memory knows it now
+
+
+AS_OF_MODE_DESCRIPTIONS: Mapping[AsOfMode, str] = {
+    AsOfMode.KNOWN: "What memory held then: only memories recorded at or before the instant "
+    "(and links written by then). The audit view.",
+    AsOfMode.VALID: "What was true then, as memory knows it now: memories whose effective "
+    "validity [start, end) holds the instant (start: validFrom, else occurredAt, else "
+    "recordedAt; end: validUntil, closed earlier by a newer memory that SUPERSEDES it).",
+}
+
+
+class AsOf(Model):
+    """The moment a read was answered as of, and which view of the past it used."""
+
+    at: datetime = Field(description="The instant (UTC).")
+    mode: AsOfMode = Field(description="KNOWN (recorded by then) or VALID (true then).")
+
+    @property
+    def at_us(self) -> int:
+        """The instant in microseconds since the Unix epoch."""
+        return (self.at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+
+    @property
+    def known(self) -> bool:
+        return self.mode is AsOfMode.KNOWN
+
+
+class ValidityInterval(Model):
+    """One member of a fact's chain of supersessions, with its effective validity."""
+
+    memory: Memory = Field(description="The memory.")
+    valid_from: datetime = Field(
+        description="When it is true from: validFrom, else occurredAt, else recordedAt."
+    )
+    valid_until: datetime | None = Field(
+        description="When it stops being true (exclusive): its own validUntil or the start of "
+        "the earliest memory that SUPERSEDES it, whichever comes first; null: still true."
+    )
+    superseded_by: tuple[UUID, ...] = Field(
+        description="The memories that SUPERSEDE it directly, sorted by id."
+    )
 
 
 class ContextCapsule(Model):
@@ -289,6 +377,9 @@ class ContextBundle(Model):
         description="True when the question asks about order: capsules are oldest first."
     )
     rendered: str = Field(description="The capsules as text for a prompt.")
+    as_of: AsOf | None = Field(
+        default=None, description="The past this bundle was answered as of; null: now."
+    )
 
 
 class ReconstructedBelief(Model):
@@ -307,6 +398,9 @@ class ReconstructedBelief(Model):
     belief_id: UUID | None = Field(
         default=None,
         description="Id of the stored :Belief (the mutation, when there were sources); else null.",
+    )
+    as_of: AsOf | None = Field(
+        default=None, description="The past this belief was answered as of; null: now."
     )
 
 

@@ -18,9 +18,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from graphsvc import validity
 from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
     NAMESPACE_RE,
+    AsOfMode,
     Belief,
     ContextBundle,
     ContextEvent,
@@ -34,6 +36,7 @@ from graphsvc.model import (
     MemoryInput,
     NamespaceStats,
     ReconstructedBelief,
+    ValidityInterval,
     WriteResult,
     construct,
     unicode_problem,
@@ -109,8 +112,19 @@ def _derived_id(head: str, item: MemoryInput, occurred: str | None) -> UUID:
     )
     if tags := item.tags:
         name += "".join([f"{len(tag)}:{tag}" for tag in tags])
+    if item.valid_from is not None or item.valid_until is not None:
+        # Only a memory with a validity names it (after a marker no tag list can end with), so
+        # the ids of memories without one are those graphsvc always derived.
+        name += "\x1fvalid" + "".join(
+            "-" if t is None else f"{len(iso := t.isoformat())}:{iso}"
+            for t in (item.valid_from, item.valid_until)
+        )
     digest = hashlib.sha1(_CONTENT_ID_PREFIX + name.encode("utf-8"), usedforsecurity=False)
     return uuid_of_int((int.from_bytes(digest.digest()[:16]) & _VERSION_MASK) | _VERSION_BITS)
+
+
+#: Members of a fact's history at most (:meth:`MemoryService.history`).
+HISTORY_MAX = 200
 
 
 class MemoryService:
@@ -224,6 +238,7 @@ class MemoryService:
                 "occurred_at": item.occurred_at, "recorded_at": start + step * at,
                 "invalidated_at": None, "tags": tuple(item.tags), "source": item.source,
                 "confidence": item.confidence, "tokens": estimate_tokens(text), "terms": terms,
+                "valid_from": item.valid_from, "valid_until": item.valid_until,
             }))  # fmt: skip
         return made
 
@@ -475,6 +490,13 @@ class MemoryService:
         self.check_namespace(namespace)
         return self.store.get_memories(namespace, ids)
 
+    def history(self, namespace: str, memory_id: UUID) -> list[ValidityInterval]:
+        """A memory's chain of supersessions, both ways, oldest first, each member with its
+        effective validity (:func:`graphsvc.validity.history`); empty when it is not stored."""
+        self.check_namespace(namespace)
+        memories, links = self.store.supersession_chain(namespace, memory_id, HISTORY_MAX)
+        return validity.history(memories, links)
+
     def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
         """Every link touching one of ``ids`` (one store call)."""
         self.check_namespace(namespace)
@@ -510,8 +532,12 @@ class MemoryService:
         max_capsules: int | None = None,
         run_id: str | None = None,
         step: int = 0,
+        as_of: datetime | None = None,
+        as_of_mode: AsOfMode | str | None = None,
     ) -> ContextBundle:
-        """What memory offers a prompt for ``query`` under a token budget (docs/design.md)."""
+        """What memory offers a prompt for ``query`` under a token budget (docs/design.md);
+        with ``as_of``, as memory would have answered then (``as_of_mode`` KNOWN: what was
+        recorded by then; VALID, the default: what was true then)."""
         s = self.settings
         self.check_namespace(namespace)
         self._check_text(query, "query")
@@ -523,13 +549,16 @@ class MemoryService:
         cap = s.default_max_capsules if max_capsules is None else max_capsules
         self._in_range("maxCapsules", cap, 1, s.max_capsules_limit)
         stage_name = stage or "default"
-        ranking = self.recall.rank(namespace, query, stage_name)
+        when = validity.as_of(as_of, as_of_mode)
+        ranking = self.recall.rank(namespace, query, stage_name, as_of=when)
         request = BundleRequest(
             query, budget, floor, cap, get_stage(stage_name), self.policy.bundle.relative_floor,
             ranking.retrieval,
         )  # fmt: skip
         lexical_top = ranking.lexical_top if ranking.retrieval == HYBRID else None
         result = build_bundle(request, ranking.terms, ranking.stats, ranking.ranked, lexical_top)
+        if when is not None:
+            result = result.model_copy(update={"as_of": when})
         if run_id is not None:
             self._recall_event(namespace, run_id, step, result)
         return result
@@ -547,9 +576,18 @@ class MemoryService:
         )  # fmt: skip
 
     def reconstruct(
-        self, namespace: str, cue: str, *, k: int | None = None, depth: int | None = None
+        self,
+        namespace: str,
+        cue: str,
+        *,
+        k: int | None = None,
+        depth: int | None = None,
+        as_of: datetime | None = None,
+        as_of_mode: AsOfMode | str | None = None,
     ) -> ReconstructedBelief:
-        """The top-k hits for ``cue`` and the graph around them, summarised (docs/design.md)."""
+        """The top-k hits for ``cue`` and the graph around them, summarised (docs/design.md);
+        ``as_of``/``as_of_mode`` as for :meth:`bundle` (the walk too sees only what was
+        visible then)."""
         s = self.settings
         self.check_namespace(namespace)
         self._check_text(cue, "cue")
@@ -557,8 +595,10 @@ class MemoryService:
         self._in_range("k", k, 1, s.max_k)
         depth = s.default_depth if depth is None else depth
         self._in_range("depth", depth, 0, s.max_depth)
-        hits, walk = self.recall.hits_and_walk(namespace, cue, k, depth)
-        return build_belief(cue, hits, walk)
+        when = validity.as_of(as_of, as_of_mode)
+        hits, walk = self.recall.hits_and_walk(namespace, cue, k, depth, when)
+        belief = build_belief(cue, hits, walk)
+        return belief if when is None else belief.model_copy(update={"as_of": when})
 
     def reconstruct_and_store(
         self,
@@ -569,12 +609,16 @@ class MemoryService:
         depth: int | None = None,
         run_id: str | None = None,
         step: int = 0,
+        as_of: datetime | None = None,
+        as_of_mode: AsOfMode | str | None = None,
     ) -> ReconstructedBelief:
         """As :meth:`reconstruct`, and store the belief (linked to its sources) and, for a run, a
         ``memory_recall`` event."""
         if run_id is not None:
             self.check_run_id(run_id)
-        belief = self.reconstruct(namespace, cue, k=k, depth=depth)
+        belief = self.reconstruct(
+            namespace, cue, k=k, depth=depth, as_of=as_of, as_of_mode=as_of_mode
+        )
         now = self._now()
         belief_id = uuid.uuid5(
             CONTENT_ID_NAMESPACE,
@@ -660,6 +704,7 @@ class MemoryService:
                 namespace, plan.memory_query, budget_tokens=plan.bundle_budget,
                 stage=request.memory_stage, min_score=request.memory_min_score,
                 max_capsules=window.max_capsules, run_id=request.run_id, step=request.step,
+                as_of=request.memory_as_of, as_of_mode=request.memory_as_of_mode,
             )  # fmt: skip
         result = finish_prompt(plan, memory)
         if request.run_id is None:

@@ -18,7 +18,7 @@ from uuid import UUID
 
 from graphsvc.dense import with_given
 from graphsvc.errors import GraphsvcError
-from graphsvc.model import LinkKind, Memory
+from graphsvc.model import AsOf, LinkKind, Memory
 from graphsvc.recall.conversation import answer_seeds, attribute, expand_answers, unlinked_seeds
 from graphsvc.recall.fusion import calibrate, fuse
 from graphsvc.recall.policy import RecallPolicy
@@ -125,7 +125,9 @@ class EarlyWalk:
         k: int,
         depth: int,
         max_nodes: int,
+        as_of: AsOf | None = None,
     ) -> None:
+        self._as_of = as_of
         self._store = store
         self._pool = pool
         self._odds = odds
@@ -147,7 +149,7 @@ class EarlyWalk:
         self._starts = starts
         if self.walks:
             self._future = self._pool.submit(
-                self._store.walk, self._namespace, starts, self._depth, self._max_nodes
+                self._store.walk, self._namespace, starts, self._depth, self._max_nodes, self._as_of
             )
 
     def walk(self, starts: list[UUID]) -> Walk:
@@ -163,7 +165,7 @@ class EarlyWalk:
                     pass  # asked again below, as the walk would have been without it
             else:
                 future.cancel()  # not started yet: never run; running: its answer is dropped
-        return self._store.walk(self._namespace, starts, self._depth, self._max_nodes)
+        return self._store.walk(self._namespace, starts, self._depth, self._max_nodes, self._as_of)
 
 
 class RecallPipeline:
@@ -199,11 +201,14 @@ class RecallPipeline:
         stage_name: str,
         early: Callable[[list[Ranked]], None] | None = None,
         read_ahead: bool = True,
+        as_of: AsOf | None = None,
     ) -> Ranking:
         """Candidates for a query, scored, in rank order with supersessions applied. ``early``
         is handed the lexical ranking as soon as it is known, before its memories are read (a
         reconstruct starts its walk there: :class:`EarlyWalk`). ``read_ahead``: the store may
-        read the likely window with the candidates (:meth:`Store.recall_window`)."""
+        read the likely window with the candidates (:meth:`Store.recall_window`). ``as_of``:
+        only the memories visible then take part (the stores filter the candidates and the
+        walks; the statistics stay the namespace's now)."""
         stage = get_stage(stage_name)
         terms = query_terms(query)
         lexical, conversation = self.policy.lexical, self.policy.conversation
@@ -217,7 +222,7 @@ class RecallPipeline:
         # The window's memories come back with the candidates where a read waits on a server:
         # the store ranks them as rank_columns will, and the window reads what it missed.
         guess = window_guess(stage, lexical.ranked_limit, lexical.bm25_b) if read_ahead else None
-        recalled = self.store.recall_window(namespace, terms, lexical.candidate_limit, guess)
+        recalled = self.store.recall_window(namespace, terms, lexical.candidate_limit, guess, as_of)
         stats, ahead = recalled.stats, recalled.ahead
         hybrid = self.dense.for_model(namespace, recalled.model) is not None
         ranked = rank_columns(
@@ -226,7 +231,7 @@ class RecallPipeline:
         if early is not None:
             early(ranked)
         ids = [memory_id for memory_id, _, _ in ranked]
-        memories, pairs = self.store.window(namespace, ids, ahead)
+        memories, pairs = self.store.window(namespace, ids, ahead, as_of)
         direct = attach(ranked, memories)
         scored = direct
         seeds = answer_seeds(direct, conversation)
@@ -234,11 +239,14 @@ class RecallPipeline:
             # One hop from the questions among the best hits: their answers (PRECEDES) join
             # the ranking below them; supersessions among what the walk reached count too.
             walk = self.store.walk(
-                namespace, [s.memory.id for s in seeds], 1, self.policy.walk.max_nodes
+                namespace, [s.memory.id for s in seeds], 1, self.policy.walk.max_nodes, as_of
             )
             # A question that precedes nothing is followed by what was written after it.
             unlinked = unlinked_seeds(seeds, walk.links, conversation)
             after = self.store.next_recorded(namespace, unlinked) if unlinked else []
+            if after and as_of is not None:
+                seen = self.store.visible(namespace, [m.id for _, m in after], as_of)
+                after = [(asked, m) for asked, m in after if m.id in seen]
             scored = expand_answers(direct, seeds, walk, terms, after, conversation)
             pairs = list(pairs) + [
                 (lk.source, lk.target) for lk in walk.links if lk.kind is LinkKind.SUPERSEDES
@@ -249,7 +257,7 @@ class RecallPipeline:
         if hybrid:
             retrieval = HYBRID
             scored, more = self._fuse(
-                namespace, query, scored, terms, stats.avg_length, nearest, ahead
+                namespace, query, scored, terms, stats.avg_length, nearest, ahead, as_of
             )
             pairs = list(pairs) + more
         elif nearest is not None:
@@ -257,14 +265,14 @@ class RecallPipeline:
         return Ranking(terms, stats, apply_supersessions(scored, pairs), lexical_top, retrieval)
 
     def hits_and_walk(
-        self, namespace: str, cue: str, k: int, depth: int
+        self, namespace: str, cue: str, k: int, depth: int, as_of: AsOf | None = None
     ) -> tuple[list[Scored], Walk]:
         """A reconstruct's hits (the best ``k`` ranked memories that score above 0) and the walk
         of ``depth`` around them; on a store whose reads wait on a server, the walk starts early
         where the namespace's guesses have mostly held (:class:`EarlyWalk`)."""
         max_nodes = self.policy.walk.max_nodes
         early = (
-            EarlyWalk(self.store, self.pool, self.odds, namespace, k, depth, max_nodes)
+            EarlyWalk(self.store, self.pool, self.odds, namespace, k, depth, max_nodes, as_of)
             if self.store.overlapped_reads
             else None
         )
@@ -274,13 +282,14 @@ class RecallPipeline:
             "default",
             early.start if early else None,
             read_ahead=early is None or not early.walks,
+            as_of=as_of,
         ).ranked
         hits = [item for item in ranked if item.score > 0.0][:k]
         starts = [h.memory.id for h in hits]
         walk = (
             early.walk(starts)
             if early is not None
-            else self.store.walk(namespace, starts, depth, max_nodes)
+            else self.store.walk(namespace, starts, depth, max_nodes, as_of)
         )
         return hits, walk
 
@@ -293,6 +302,7 @@ class RecallPipeline:
         avg_length: float,
         nearest: Future[list[tuple[UUID, float]]] | None = None,
         ahead: ReadAhead | None = None,
+        as_of: AsOf | None = None,
     ) -> tuple[list[Scored], list[tuple[UUID, UUID]]]:
         """Hybrid recall: the exact cosines of the ranked memories and the ``k`` nearest by
         meaning (``nearest``, when :meth:`_nearest_soon` started the search; ``ahead``: what
@@ -316,11 +326,14 @@ class RecallPipeline:
             for memory_id, value in hits
             if memory_id not in present and value >= fusion.min_cosine
         ]
+        if extra_ids and as_of is not None:  # the search by meaning is not filtered: these are
+            seen = self.store.visible(namespace, extra_ids, as_of)
+            extra_ids = [memory_id for memory_id in extra_ids if memory_id in seen]
         extra: list[Memory] = []
         pairs: list[tuple[UUID, UUID]] = []
         if extra_ids:
-            extra, _ = self.store.window(namespace, extra_ids, ahead)
-            pairs = self.store.supersessions(namespace, [*present, *extra_ids])
+            extra, _ = self.store.window(namespace, extra_ids, ahead, as_of)
+            pairs = self.store.supersessions(namespace, [*present, *extra_ids], as_of)
         # Min-max needs a baseline of unrelated cosines: the k nearest of a namespace that holds
         # at least that many vectors. A smaller namespace is fused relatively, so the weaker of
         # two matches is not scaled to nothing.

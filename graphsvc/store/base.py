@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 from graphsvc.dense import VectorModel
 from graphsvc.errors import BadInputError, ConflictError, NotFoundError
 from graphsvc.model import (
+    AsOf,
     Belief,
     ContextEvent,
     EraseFilter,
@@ -306,6 +307,10 @@ def bad_facet(facet: str) -> BadInputError:
     return BadInputError(f"unknown facet {facet!r}: use one of {', '.join(FACETS)}")
 
 
+#: How far a fact's history reaches (:meth:`Store.supersession_chain`), in SUPERSEDES hops.
+HISTORY_HOPS = 16
+
+
 class Store(ABC):
     """Where memories, links, beliefs and context events live."""
 
@@ -469,40 +474,86 @@ class Store(ABC):
         return stats, self.candidates(namespace, plan.terms, terms) if plan.terms else []
 
     def recall_columns(
-        self, namespace: str, terms: Sequence[str], limit: int
+        self, namespace: str, terms: Sequence[str], limit: int, as_of: AsOf | None = None
     ) -> tuple[TermStats, CandidateColumns]:
         """As :meth:`recall_candidates`, the candidates column-wise and in any order (scoring
-        does not depend on it). A store that holds its data in arrays overrides it."""
+        does not depend on it). A store that holds its data in arrays overrides it.
+
+        ``as_of``: only the candidates :meth:`visible` then (the statistics stay the
+        namespace's now); a store filters them where it reads them (both stores override
+        this)."""
         stats, found = self.recall_candidates(namespace, terms, limit)
+        if as_of is not None:
+            keep = self.visible(namespace, [c.id for c in found], as_of)
+            found = [c for c in found if c.id in keep]
         return stats, CandidateColumns.of(found, len(terms))
 
     def recall_window(
-        self, namespace: str, terms: Sequence[str], limit: int, guess: WindowGuess | None
+        self,
+        namespace: str,
+        terms: Sequence[str],
+        limit: int,
+        guess: WindowGuess | None,
+        as_of: AsOf | None = None,
     ) -> Recalled:
         """What a bundle needs first, hybrid or not: :meth:`recall_columns` and
         :meth:`vector_model`, and the memories ``guess`` expects in the ranked window, read
         ahead for :meth:`window`. A store whose reads are local ignores the guess (reading
         ahead would save it nothing); one that waits on a server answers all of it in one
         round trip."""
-        stats, columns = self.recall_columns(namespace, terms, limit)
+        stats, columns = self.recall_columns(namespace, terms, limit, as_of)
         return Recalled(stats, columns, self.vector_model(namespace))
 
     @abstractmethod
-    def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
-        """``(newer, older)`` pairs of SUPERSEDES links with both ends in ``ids``, sorted."""
+    def supersessions(
+        self, namespace: str, ids: Sequence[UUID], as_of: AsOf | None = None
+    ) -> list[tuple[UUID, UUID]]:
+        """``(newer, older)`` pairs of SUPERSEDES links with both ends in ``ids``, sorted
+        (``as_of`` KNOWN: only links written by then)."""
 
     def window(
-        self, namespace: str, ids: Sequence[UUID], ahead: ReadAhead | None = None
+        self,
+        namespace: str,
+        ids: Sequence[UUID],
+        ahead: ReadAhead | None = None,
+        as_of: AsOf | None = None,
     ) -> tuple[list[Memory], list[tuple[UUID, UUID]]]:
         """A query's ranked window at once: :meth:`get_memories` and :meth:`supersessions` of
         ``ids`` (a store where that is one round trip overrides it). ``ahead``: what this store's
         :meth:`recall_window` read ahead, used where it holds the asked memories (the answer is
         the same with or without it)."""
-        return self.get_memories(namespace, ids), self.supersessions(namespace, ids)
+        return self.get_memories(namespace, ids), self.supersessions(namespace, ids, as_of)
 
     @abstractmethod
-    def walk(self, namespace: str, start: Sequence[UUID], depth: int, max_nodes: int) -> Walk:
-        """Breadth-first over every link kind in both directions, as :class:`Walk` says."""
+    def walk(
+        self,
+        namespace: str,
+        start: Sequence[UUID],
+        depth: int,
+        max_nodes: int,
+        as_of: AsOf | None = None,
+    ) -> Walk:
+        """Breadth-first over every link kind in both directions, as :class:`Walk` says. With
+        ``as_of``, only through memories :meth:`visible` then (and, KNOWN, links written by
+        then): the graph as it stood."""
+
+    @abstractmethod
+    def visible(self, namespace: str, ids: Sequence[UUID], as_of: AsOf) -> set[UUID]:
+        """Which of ``ids`` are memories of the namespace visible as of ``as_of``: KNOWN,
+        recorded at or before the instant; VALID, whose effective validity holds it
+        (:func:`graphsvc.validity.effective_interval`: from ``validFrom``, else ``occurredAt``,
+        else ``recordedAt``, to ``validUntil`` or the start of the earliest memory that
+        SUPERSEDES it, whichever is first; the start included, the end not)."""
+
+    @abstractmethod
+    def supersession_chain(
+        self, namespace: str, memory_id: UUID, max_nodes: int
+    ) -> tuple[list[Memory], list[Link]]:
+        """The memories joined to ``memory_id`` by SUPERSEDES links, in either direction and
+        up to :data:`HISTORY_HOPS` hops (the memory itself included; at most ``max_nodes``, by hops,
+        then by
+        ``str(id)``), sorted by ``str(id)``, and the SUPERSEDES links among them (sorted as
+        :func:`sort_links`). Empty when the memory is not stored."""
 
     @abstractmethod
     def next_recorded(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, Memory]]:

@@ -9,6 +9,8 @@ Records, in this order for each namespace (all integers little-endian):
 - ``columns``: a chunk of ``count`` memories in write order: ``ids`` (16 bytes each), ``texts``,
   ``kinds``, ``sources``, ``tags`` (JSON lists), ``times`` (int64 µs: recordedAt, occurredAt,
   invalidatedAt for each memory, :data:`~graphsvc.store.mirror.table.NO_TIME` for none),
+  ``validity`` (int64 µs: validFrom, validUntil for each memory, NO_TIME for none; absent in
+  snapshots written before validity intervals, whose memories then have neither),
   ``confidence`` (float64), ``tokens`` (int64), ``lengths`` (int32: terms per memory) and
   ``terms`` (int32 term numbers, memory after memory, repeats kept).
 - ``postings``: for a run of terms, ``terms`` (int32 numbers), ``df`` (int32: postings per term),
@@ -28,7 +30,7 @@ import pybase64
 from numpy.typing import NDArray
 
 from graphsvc.model import LinkKind
-from graphsvc.store.mirror.table import LinkTuple, MemoryTable, uuids_of
+from graphsvc.store.mirror.table import NO_TIME, LinkTuple, MemoryTable, uuids_of
 
 #: Memories (or links) per ``columns`` (``linkColumns``) record.
 COLUMN_CHUNK = 20_000
@@ -111,6 +113,8 @@ def table_records(ns: str, table: MemoryTable) -> Iterator[dict[str, Any]]:
     recorded = np.frombuffer(table.recorded, dtype=np.int64)
     occurred = np.frombuffer(table.occurred, dtype=np.int64)
     invalidated = np.frombuffer(table.invalidated, dtype=np.int64)
+    valid_from = np.frombuffer(table.valid_from, dtype=np.int64)
+    valid_until = np.frombuffer(table.valid_until, dtype=np.int64)
     confidence = np.frombuffer(table.confidence, dtype=np.float64)
     tokens = np.frombuffer(table.tokens, dtype=np.int64)
     lengths = np.frombuffer(table.lengths, dtype=np.int32)
@@ -135,6 +139,7 @@ def table_records(ns: str, table: MemoryTable) -> Iterator[dict[str, Any]]:
             "sources": [sources[r] for r in listed],
             "tags": [list(tags[r]) for r in listed],
             "times": _b64(times.astype("<i8")),
+            "validity": _b64(np.stack([valid_from[rows], valid_until[rows]], axis=1).astype("<i8")),
             "confidence": _b64(confidence[rows].astype("<f8")),
             "tokens": _b64(tokens[rows].astype("<i8")),
             "lengths": _b64(lengths[rows].astype("<i4")),
@@ -233,6 +238,11 @@ def load_columns(table: MemoryTable, value: dict[str, Any]) -> range:
     sources = _list(value["sources"], count, "sources")
     tags = _list(value["tags"], count, "tags")
     times = _array(value["times"], np.int64, 3 * count, "times").reshape(count, 3)
+    validity = (
+        _array(value["validity"], np.int64, 2 * count, "validity").reshape(count, 2)
+        if "validity" in value
+        else np.full((count, 2), NO_TIME, dtype=np.int64)
+    )
     confidence = _array(value["confidence"], np.float64, count, "confidence")
     tokens = _array(value["tokens"], np.int64, count, "tokens")
     lengths = _array(value["lengths"], np.int32, count, "lengths")
@@ -259,6 +269,8 @@ def load_columns(table: MemoryTable, value: dict[str, Any]) -> range:
     table.recorded.frombytes(times[:, 0].tobytes())
     table.occurred.frombytes(np.ascontiguousarray(times[:, 1]).tobytes())
     table.invalidated.frombytes(np.ascontiguousarray(times[:, 2]).tobytes())
+    table.valid_from.frombytes(np.ascontiguousarray(validity[:, 0]).tobytes())
+    table.valid_until.frombytes(np.ascontiguousarray(validity[:, 1]).tobytes())
     table.confidence.frombytes(confidence.tobytes())
     table.tokens.frombytes(tokens.tobytes())
     table.lengths.frombytes(lengths.tobytes())

@@ -38,6 +38,8 @@ MemoryFields = tuple[
     float,
     int,
     tuple[str, ...],
+    datetime | None,
+    datetime | None,
 ]
 memory_fields: Callable[[Memory], MemoryFields] = attrgetter(
     "id",
@@ -51,6 +53,8 @@ memory_fields: Callable[[Memory], MemoryFields] = attrgetter(
     "confidence",
     "tokens",
     "terms",
+    "valid_from",
+    "valid_until",
 )
 
 
@@ -61,14 +65,17 @@ def log_memory_rows(
     themselves, which the log's encoder (orjson) writes exactly as :func:`log_memory_row`'s strings
     and lists (``str(id)``, ``isoformat()``, tuples as lists); :func:`log_memory_row`'s own when a
     time is in a zone other than UTC (none is through the service)."""
-    times = chain(columns[3], columns[4], columns[5]) if columns else ()
+    times = chain(columns[3], columns[4], columns[5], columns[11], columns[12]) if columns else ()
     if orjson_writes_isoformat(filter(None, times)):
         return fields
     return [_memory_row_of(row) for row in fields]
 
 
 def _memory_row_of(row: MemoryFields) -> list[Any]:
-    mid, text, kind, occurred, recorded, invalidated, tags, source, confidence, tokens, terms = row
+    mid, text, kind, occurred, recorded, invalidated, tags, source, confidence, tokens, terms = row[
+        :11
+    ]
+    since, until = row[11:]
     return [
         str(mid),
         text,
@@ -81,6 +88,8 @@ def _memory_row_of(row: MemoryFields) -> list[Any]:
         confidence,
         tokens,
         list(terms),
+        _dt(since),
+        _dt(until),
     ]
 
 

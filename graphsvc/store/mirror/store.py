@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 
 from graphsvc.dense import SearchPool, VectorModel, with_given
 from graphsvc.model import (
+    AsOf,
     Belief,
     ContextEvent,
     ContextEventKind,
@@ -32,6 +33,7 @@ from graphsvc.model import (
 )
 from graphsvc.store.base import (
     FACETS,
+    HISTORY_HOPS,
     Candidate,
     CandidateColumns,
     FacetCounts,
@@ -570,10 +572,11 @@ class MirrorStore(MirrorLoader, Store):
             return self._candidates(space, newest, score_terms)
 
     def recall_columns(
-        self, namespace: str, terms: Sequence[str], limit: int
+        self, namespace: str, terms: Sequence[str], limit: int, as_of: AsOf | None = None
     ) -> tuple[TermStats, CandidateColumns]:
         """As :meth:`Store.recall_columns`, read straight from the columns and postings under one
-        hold of the lock: the candidates' rows in ascending order, no object per candidate."""
+        hold of the lock: the candidates' rows in ascending order, no object per candidate
+        (``as_of``: the rows visible then, filtered on the columns before anything is built)."""
         with self._lock:
             space = self._space(namespace)
             postings = space.postings
@@ -581,10 +584,84 @@ class MirrorStore(MirrorLoader, Store):
             stats = TermStats(len(space.memories), space.total_length, df)
             plan = plan_candidates(terms, stats, limit)
             if plan.fallback_term is not None:
-                rows = self._newest_rows(space, plan.fallback_term, plan.fallback_limit)
+                rows = self._newest_rows(space, plan.fallback_term, plan.fallback_limit, as_of)
             else:
                 rows = self._rows_with(space, plan.terms)
+                if as_of is not None:
+                    rows = self._visible_rows(space, rows, as_of)
             return stats, self._columns(space, rows, terms)
+
+    @staticmethod
+    def _visible_rows(
+        space: MirrorNamespace, rows: NDArray[np.int64], as_of: AsOf
+    ) -> NDArray[np.int64]:
+        """The rows of ``rows`` visible as of ``as_of`` (:meth:`Store.visible`), in order: the
+        times are compared on the columns; in VALID mode only the rows left that have incoming
+        links are checked for a SUPERSEDES link from a memory started by then."""
+        table, at = space.memories, as_of.at_us
+        recorded = np.frombuffer(table.recorded, dtype=np.int64)[rows]
+        if as_of.known:
+            return rows[recorded <= at]
+        occurred = np.frombuffer(table.occurred, dtype=np.int64)[rows]
+        since = np.frombuffer(table.valid_from, dtype=np.int64)[rows]
+        until = np.frombuffer(table.valid_until, dtype=np.int64)[rows]
+        start = np.where(since != NO_TIME, since, np.where(occurred != NO_TIME, occurred, recorded))
+        rows = rows[(start <= at) & ((until == NO_TIME) | (until > at))]
+        incoming, keys, start_of = space.graph.inn, table.keys, table.valid_start
+        row_of = table.row_of
+        closed = [
+            i
+            for i, row in enumerate(rows.tolist())
+            if any(
+                lk[2] == "SUPERSEDES" and start_of(row_of[lk[0]]) <= at
+                for lk in incoming.get(keys[row], ())
+            )
+        ]
+        return np.delete(rows, closed) if closed else rows
+
+    def visible(self, namespace: str, ids: Sequence[UUID], as_of: AsOf) -> set[UUID]:
+        with self._lock:
+            space = self._space(namespace)
+            row_of = space.memories.row_of
+            rows = np.asarray(
+                [row for i in ids if (row := row_of.get(i.int)) is not None], dtype=np.int64
+            )
+            kept = self._visible_rows(space, rows, as_of).tolist()
+            return {space.memories.ids[row] for row in kept}
+
+    def supersession_chain(
+        self, namespace: str, memory_id: UUID, max_nodes: int
+    ) -> tuple[list[Memory], list[Link]]:
+        with self._lock:
+            space = self._space(namespace)
+            table, graph = space.memories, space.graph
+            if memory_id.int not in table:
+                return [], []
+            seen = {memory_id.int}
+            frontier = [memory_id.int]
+            for _ in range(HISTORY_HOPS):
+                if not frontier or len(seen) >= max_nodes:
+                    break
+                layer = sorted(
+                    {
+                        other
+                        for key in frontier
+                        for lk in graph.touching(key)
+                        if lk[2] == "SUPERSEDES"
+                        for other in (lk[0], lk[1])
+                        if other not in seen
+                    }
+                )[: max_nodes - len(seen)]
+                seen.update(layer)
+                frontier = layer
+            members = sorted(seen)
+            links = [
+                lk
+                for key in members
+                for lk in graph.outgoing(key)
+                if lk[2] == "SUPERSEDES" and lk[1] in seen
+            ]
+            return [table[key] for key in members], list(sort_links(self._links_of(space, links)))
 
     @staticmethod
     def _rows_with(space: MirrorNamespace, terms: Sequence[str]) -> NDArray[np.int64]:
@@ -599,16 +676,20 @@ class MirrorStore(MirrorLoader, Store):
             return np.zeros(0, dtype=np.int64)
         return np.unique(np.concatenate(parts)).astype(np.int64)
 
-    @staticmethod
-    def _newest_rows(space: MirrorNamespace, term: str, limit: int) -> NDArray[np.int64]:
+    @classmethod
+    def _newest_rows(
+        cls, space: MirrorNamespace, term: str, limit: int, as_of: AsOf | None = None
+    ) -> NDArray[np.int64]:
         """The ``limit`` newest rows holding ``term`` (``recordedAt`` descending, then id), as
         :meth:`recent_candidates` picks them; only the rows recorded no earlier than the
-        limit-th newest are ordered in Python."""
+        limit-th newest are ordered in Python (``as_of``: of the rows visible then)."""
         posting = space.postings.get(term)
         if posting is None:
             return np.zeros(0, dtype=np.int64)
         table = space.memories
         rows = np.frombuffer(posting.rows, dtype=np.int32).astype(np.int64)
+        if as_of is not None:
+            rows = cls._visible_rows(space, rows, as_of)
         if len(rows) > limit > 0:
             recorded = np.frombuffer(table.recorded, dtype=np.int64)[rows]
             kth = np.partition(recorded, len(rows) - limit)[len(rows) - limit]
@@ -644,24 +725,37 @@ class MirrorStore(MirrorLoader, Store):
             confidence=np.frombuffer(table.confidence, dtype=np.float64)[rows],
         )
 
-    def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
+    def supersessions(
+        self, namespace: str, ids: Sequence[UUID], as_of: AsOf | None = None
+    ) -> list[tuple[UUID, UUID]]:
         with self._lock:
             graph = self._space(namespace).graph
             wanted = {i.int for i in ids}
+            written_by = as_of.at_us if as_of is not None and as_of.known else None
             pairs = sorted(
                 (u, lk[1])
                 for u in wanted
                 for lk in graph.outgoing(u)
-                if lk[2] == "SUPERSEDES" and lk[1] in wanted
+                if lk[2] == "SUPERSEDES"
+                and lk[1] in wanted
+                and (written_by is None or lk[4] <= written_by)
             )
             return [(UUID(int=u), UUID(int=v)) for u, v in pairs]
 
-    def walk(self, namespace: str, start: Sequence[UUID], depth: int, max_nodes: int) -> Walk:
+    def walk(
+        self,
+        namespace: str,
+        start: Sequence[UUID],
+        depth: int,
+        max_nodes: int,
+        as_of: AsOf | None = None,
+    ) -> Walk:
         with self._lock:
             space = self._space(namespace)
             graph = space.graph
             table = space.memories
             starts = {s.int for s in start if s.int in table}
+            written_by = as_of.at_us if as_of is not None and as_of.known else None
             frontier = set(starts)
             seen = set(frontier)
             reached: list[tuple[int, int]] = []
@@ -670,15 +764,30 @@ class MirrorStore(MirrorLoader, Store):
                     break
                 layer: set[int] = set()
                 for node in frontier:
-                    layer.update(graph.neighbours(node))
+                    if written_by is None:
+                        layer.update(graph.neighbours(node))
+                    else:
+                        layer.update(lk[1] for lk in graph.out.get(node, ()) if lk[4] <= written_by)
+                        layer.update(lk[0] for lk in graph.inn.get(node, ()) if lk[4] <= written_by)
                 layer -= seen
+                if as_of is not None and layer:
+                    row_of = table.row_of
+                    rows = np.asarray([row_of[n] for n in layer], dtype=np.int64)
+                    keys = table.keys
+                    layer = {keys[r] for r in self._visible_rows(space, rows, as_of).tolist()}
                 seen |= layer
                 reached += [(n, distance) for n in sorted(layer)]
                 frontier = layer
             reached = reached[:max_nodes]
             members = starts | {n for n, _ in reached}
             links = self._links_of(
-                space, [lk for u in members for lk in graph.outgoing(u) if lk[1] in members]
+                space,
+                [
+                    lk
+                    for u in members
+                    for lk in graph.outgoing(u)
+                    if lk[1] in members and (written_by is None or lk[4] <= written_by)
+                ],
             )
             return Walk(
                 reached=tuple((table[n], d) for n, d in reached),

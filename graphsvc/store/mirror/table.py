@@ -87,6 +87,15 @@ def _iso_micros(value: str | None) -> int:
     return NO_TIME if value is None else micros(datetime.fromisoformat(value))
 
 
+def _iso_or_none(value: int) -> str | None:
+    return None if value == NO_TIME else from_micros(value).isoformat()
+
+
+#: Fields of a memory's log row written before validity intervals (validFrom and validUntil
+#: came last; such a row loads with neither).
+OLD_ROW_FIELDS = 11
+
+
 class Posting:
     """One term's postings: ascending rows and the term's count in each."""
 
@@ -135,6 +144,8 @@ class MemoryTable:
         self.recorded = array("q")  # microseconds
         self.occurred = array("q")  # microseconds, or NO_TIME
         self.invalidated = array("q")  # microseconds, or NO_TIME
+        self.valid_from = array("q")  # microseconds, or NO_TIME
+        self.valid_until = array("q")  # microseconds, or NO_TIME
         self.confidence = array("d")
         self.tokens = array("q")
         self.lengths = array("i")  # terms per row (0 for a removed row)
@@ -193,10 +204,12 @@ class MemoryTable:
         recorded, occurred, invalidated = self.recorded, self.occurred, self.invalidated
         confidence, tokens, namespace = self.confidence, self.tokens, self.namespace
         starts, lengths, data = self.term_start, self.lengths, self.term_data
+        valid_from, valid_until = self.valid_from, self.valid_until
         name_of = self.term_names.__getitem__
         made = []
         for row in rows:
             at, gone, start = occurred[row], invalidated[row], starts[row]
+            since, until = valid_from[row], valid_until[row]
             made.append(
                 _construct(
                     Memory,
@@ -213,6 +226,8 @@ class MemoryTable:
                         "confidence": confidence[row],
                         "tokens": tokens[row],
                         "terms": tuple(map(name_of, data[start : start + lengths[row]])),
+                        "valid_from": None if since == NO_TIME else from_micros(since),
+                        "valid_until": None if until == NO_TIME else from_micros(until),
                     },
                 )
             )
@@ -222,6 +237,11 @@ class MemoryTable:
         """A row's ``occurredAt`` in microseconds when known, else its ``recordedAt``."""
         occurred = self.occurred[row]
         return self.recorded[row] if occurred == NO_TIME else occurred
+
+    def valid_start(self, row: int) -> int:
+        """When a row is true from, in microseconds: ``validFrom``, else :meth:`when`."""
+        since = self.valid_from[row]
+        return self.when(row) if since == NO_TIME else since
 
     # -- changes --------------------------------------------------------------------------------
 
@@ -241,6 +261,8 @@ class MemoryTable:
         confidence: float,
         tokens: int,
         terms: Sequence[str],
+        valid_from: int = NO_TIME,
+        valid_until: int = NO_TIME,
     ) -> int:
         """Add a memory that is not stored; its row."""
         row = len(self.ids)
@@ -255,6 +277,8 @@ class MemoryTable:
         self.recorded.append(recorded)
         self.occurred.append(occurred)
         self.invalidated.append(invalidated)
+        self.valid_from.append(valid_from)
+        self.valid_until.append(valid_until)
         self.confidence.append(confidence)
         self.tokens.append(tokens)
         self.lengths.append(len(terms))
@@ -287,6 +311,8 @@ class MemoryTable:
             memory.confidence,
             memory.tokens,
             memory.terms,
+            _micros_or_none(memory.valid_from),
+            _micros_or_none(memory.valid_until),
         )
 
     def add_columns(self, columns: Sequence[Sequence[Any]]) -> range:
@@ -309,6 +335,8 @@ class MemoryTable:
             confidence,
             tokens,
             terms,
+            valid_from,
+            valid_until,
         ) = columns
         count = len(ids)
         keys = list(map(_int_of, ids))
@@ -323,6 +351,8 @@ class MemoryTable:
         invalidated_at = array(
             "q", [NO_TIME if t is None else (t - epoch) // step for t in invalidated]
         )
+        since = array("q", [NO_TIME if t is None else (t - epoch) // step for t in valid_from])
+        until = array("q", [NO_TIME if t is None else (t - epoch) // step for t in valid_until])
         confidences, token_counts = array("d", confidence), array("q", tokens)
         lengths = array("i", map(len, terms))
         starts = array("q", accumulate(lengths, initial=len(self.term_data)))
@@ -350,6 +380,8 @@ class MemoryTable:
         self.recorded.extend(recorded_at)
         self.occurred.extend(occurred_at)
         self.invalidated.extend(invalidated_at)
+        self.valid_from.extend(since)
+        self.valid_until.extend(until)
         self.confidence.extend(confidences)
         self.tokens.extend(token_counts)
         self.lengths.extend(lengths)
@@ -358,8 +390,11 @@ class MemoryTable:
         return range(first, first + count)
 
     def add_row(self, row: Sequence[Any]) -> int:
-        """Add a memory from its log row (:func:`~graphsvc.store.mirror.rows.log_memory_row`)."""
-        mid, text, kind, occ, rec, inv, tags, source, conf, tokens, terms = row
+        """Add a memory from its log row (:func:`~graphsvc.store.mirror.rows.log_memory_row`; a
+        row written before validity intervals has no last two fields)."""
+        mid, text, kind, occ, rec, inv, tags, source, conf, tokens, terms, since, until = (
+            row if len(row) != OLD_ROW_FIELDS else (*row, None, None)
+        )
         if not isinstance(text, str) or not isinstance(kind, str) or not isinstance(rec, str):
             raise TypeError(f"not a memory row: {row!r}"[:200])
         return self._append(
@@ -374,6 +409,8 @@ class MemoryTable:
             float(conf),
             int(tokens),
             terms,
+            _iso_micros(since),
+            _iso_micros(until),
         )
 
     def add_rows(self, rows: Sequence[Sequence[Any]]) -> range:
@@ -382,6 +419,8 @@ class MemoryTable:
         rows."""
         if not rows:
             return range(len(self.ids), len(self.ids))
+        if any(len(row) == OLD_ROW_FIELDS for row in rows):
+            rows = [row if len(row) != OLD_ROW_FIELDS else (*row, None, None) for row in rows]
         (
             ids,
             texts,
@@ -394,6 +433,8 @@ class MemoryTable:
             confidence,
             tokens,
             terms,
+            valid_from,
+            valid_until,
         ) = zip(*rows, strict=True)
         for text, kind, rec in zip(texts, kinds, recorded, strict=True):
             if not isinstance(text, str) or not isinstance(kind, str) or not isinstance(rec, str):
@@ -412,6 +453,8 @@ class MemoryTable:
                 list(map(float, confidence)),
                 list(map(int, tokens)),
                 terms,
+                [None if t is None else parse(t) for t in valid_from],
+                [None if t is None else parse(t) for t in valid_until],
             ]
         )
 
@@ -447,6 +490,8 @@ class MemoryTable:
             self.confidence[row],
             self.tokens[row],
             list(self.terms(row)),
+            _iso_or_none(self.valid_from[row]),
+            _iso_or_none(self.valid_until[row]),
         ]
 
     def copy(self) -> MemoryTable:
@@ -462,6 +507,8 @@ class MemoryTable:
             "recorded",
             "occurred",
             "invalidated",
+            "valid_from",
+            "valid_until",
             "confidence",
             "tokens",
             "lengths",

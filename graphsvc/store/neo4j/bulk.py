@@ -63,9 +63,13 @@ MEMORY_TYPES: dict[str, str] = {
     "termText": "string",
     "recordedUs": "long",
     "occurredUs": "long",
+    "validFromUs": "long",
+    "validUntilUs": "long",
     "namespace": "string",
     "recordedAt": "datetime",
     "occurredAt": "datetime",
+    "validFrom": "datetime",
+    "validUntil": "datetime",
 }
 LINK_HEADER = (
     ":START_ID(Memory)",
@@ -170,6 +174,8 @@ def memory_row(namespace: str, memory: Memory) -> dict[str, Any]:
     props["namespace"] = namespace
     props["recordedAt"] = memory.recorded_at
     props["occurredAt"] = memory.occurred_at
+    props["validFrom"] = memory.valid_from
+    props["validUntil"] = memory.valid_until
     return props
 
 

@@ -69,6 +69,10 @@ def memory_props(memory: Memory) -> dict[str, Any]:
         # the DateTime copies, recordedAt and occurredAt, the readable form for people and Cypher).
         "recordedUs": micros(memory.recorded_at),
         "occurredUs": None if memory.occurred_at is None else micros(memory.occurred_at),
+        # The validity interval as written (create_memories makes the DateTime copies); absent
+        # on memories written before validity intervals, which is the same as none.
+        "validFromUs": None if memory.valid_from is None else micros(memory.valid_from),
+        "validUntilUs": None if memory.valid_until is None else micros(memory.valid_until),
     }
 
 
@@ -78,6 +82,14 @@ def _time(props: dict[str, Any], name: str) -> datetime | None:
     if micros is not None:
         return _frommicros(micros)
     return utc_datetime(props.get(f"{name}At"))
+
+
+def _valid(props: dict[str, Any], name: str) -> datetime | None:
+    """A validity bound: from its epoch-microseconds copy, else its DateTime."""
+    micros = props.get(f"{name}Us")
+    if micros is not None:
+        return _frommicros(micros)
+    return utc_datetime(props.get(name))
 
 
 def memory_from_props(ns: str, props: dict[str, Any]) -> Memory:
@@ -101,6 +113,8 @@ def memory_from_props(ns: str, props: dict[str, Any]) -> Memory:
             "confidence": float(props.get("confidence", 1.0)),
             "tokens": int(props["tokens"]),
             "terms": _terms(props.get("termSeq"), props.get("terms")),
+            "valid_from": _valid(props, "validFrom"),
+            "valid_until": _valid(props, "validUntil"),
         },
     )
 

@@ -21,6 +21,7 @@ from pydantic import SecretStr
 from graphsvc.dense import VectorModel
 from graphsvc.errors import BadInputError, GraphsvcError
 from graphsvc.model import (
+    AsOf,
     Belief,
     ContextEvent,
     ContextEventKind,
@@ -126,6 +127,11 @@ class RowsAhead(ReadAhead):
 
     def __init__(self, rows: list[dict[str, Any]]) -> None:
         self.rows = {row["id"]: row for row in rows}
+
+
+def _as_of_param(as_of: AsOf | None) -> dict[str, Any] | None:
+    """The ``$asOf`` of the queries that read as of an instant (null: now)."""
+    return None if as_of is None else {"us": as_of.at_us, "known": as_of.known}
 
 
 def _guess_params(guess: WindowGuess | None, asked: Sequence[str], terms: Sequence[str]) -> Any:
@@ -760,23 +766,28 @@ class Neo4jStore(Neo4jVectors, Store):
         return stats, found
 
     def recall_columns(
-        self, namespace: str, terms: Sequence[str], limit: int
+        self, namespace: str, terms: Sequence[str], limit: int, as_of: AsOf | None = None
     ) -> tuple[TermStats, CandidateColumns]:
         """As :meth:`Store.recall_columns`, in one round trip (recall_columns.cypher): the
         statistics, the plan and the candidates' columns, with the term frequencies counted in
         Cypher, so a candidate crosses Bolt as a few numbers and no Python object is made for
         it (ids become UUIDs only when scoring reads them)."""
-        stats, columns, _ = self._recall(namespace, terms, limit)
+        stats, columns, _ = self._recall(namespace, terms, limit, as_of=as_of)
         return stats, columns
 
     def recall_window(
-        self, namespace: str, terms: Sequence[str], limit: int, guess: WindowGuess | None
+        self,
+        namespace: str,
+        terms: Sequence[str],
+        limit: int,
+        guess: WindowGuess | None,
+        as_of: AsOf | None = None,
     ) -> Recalled:
         """As :meth:`Store.recall_window`, in the one round trip of :meth:`recall_columns`:
         recall_columns.cypher scores the candidates as ``guess`` says and reads the best
         ``guess.size`` with them, so the window is usually read without a round trip of its
         own."""
-        stats, columns, recalled = self._recall(namespace, terms, limit, guess)
+        stats, columns, recalled = self._recall(namespace, terms, limit, guess, as_of)
         return Recalled(stats, columns, recalled.model, recalled.ahead)
 
     def _recall(
@@ -785,6 +796,7 @@ class Neo4jStore(Neo4jVectors, Store):
         terms: Sequence[str],
         limit: int,
         guess: WindowGuess | None = None,
+        as_of: AsOf | None = None,
     ) -> tuple[TermStats, CandidateColumns, _Recalled]:
         """The statistics and candidate columns of a query, with whether the plan fell back to
         the newest memories of its rarest term, the namespace's vector model, and what ``guess``
@@ -801,6 +813,7 @@ class Neo4jStore(Neo4jVectors, Store):
             none=NO_OCCURRED,
             needles=[f" {term} " for term in asked],
             guess=_guess_params(guess, asked, terms),
+            asOf=_as_of_param(as_of),
         )[0]
         df = {asked[i]: int(count) for i, count in row["known"]}
         stats = TermStats(
@@ -817,7 +830,11 @@ class Neo4jStore(Neo4jVectors, Store):
         return candidates_from_rows(rows[0]["rows"], score_terms)
 
     def window(
-        self, namespace: str, ids: Sequence[UUID], ahead: ReadAhead | None = None
+        self,
+        namespace: str,
+        ids: Sequence[UUID],
+        ahead: ReadAhead | None = None,
+        as_of: AsOf | None = None,
     ) -> tuple[list[Memory], list[tuple[UUID, UUID]]]:
         if not ids:
             return [], []
@@ -826,7 +843,9 @@ class Neo4jStore(Neo4jVectors, Store):
         by_id = {key: read[key] for key in asked if key in read}
         missing = [key for key in asked if key not in by_id]
         if missing:
-            found = self._read("window", ns=namespace, ids=missing)[0]["memories"]
+            found = self._read("window", ns=namespace, ids=missing, asOf=_as_of_param(as_of))[0][
+                "memories"
+            ]
             by_id.update((props["id"], props) for props in found)
         memories = [memory_from_props(namespace, by_id[key]) for key in asked if key in by_id]
         pairs = sorted(
@@ -839,13 +858,43 @@ class Neo4jStore(Neo4jVectors, Store):
         )
         return memories, [(UUID(a), UUID(b)) for a, b in pairs]
 
-    def supersessions(self, namespace: str, ids: Sequence[UUID]) -> list[tuple[UUID, UUID]]:
+    def supersessions(
+        self, namespace: str, ids: Sequence[UUID], as_of: AsOf | None = None
+    ) -> list[tuple[UUID, UUID]]:
         if not ids:
             return []
-        rows = self._read("supersessions", ns=namespace, ids=[str(i) for i in ids])
+        rows = self._read(
+            "supersessions", ns=namespace, ids=[str(i) for i in ids], asOf=_as_of_param(as_of)
+        )
         return [(UUID(row["newer"]), UUID(row["older"])) for row in rows]
 
-    def walk(self, namespace: str, start: Sequence[UUID], depth: int, max_nodes: int) -> Walk:
+    def visible(self, namespace: str, ids: Sequence[UUID], as_of: AsOf) -> set[UUID]:
+        if not ids:
+            return set()
+        row = self._read(
+            "visible", ns=namespace, ids=[str(i) for i in ids], asOf=_as_of_param(as_of)
+        )[0]
+        return {UUID(key) for key in row["ids"]}
+
+    def supersession_chain(
+        self, namespace: str, memory_id: UUID, max_nodes: int
+    ) -> tuple[list[Memory], list[Link]]:
+        rows = self._read("supersession_chain", ns=namespace, id=str(memory_id), max=max_nodes)
+        if not rows:
+            return [], []
+        memories = [memory_from_props(namespace, props) for props in rows[0]["memories"]]
+        memories.sort(key=lambda m: str(m.id))
+        links = [link_from_row(link) for link in rows[0]["links"]]
+        return memories, list(sort_links(links))
+
+    def walk(
+        self,
+        namespace: str,
+        start: Sequence[UUID],
+        depth: int,
+        max_nodes: int,
+        as_of: AsOf | None = None,
+    ) -> Walk:
         """As :meth:`Store.walk`: walk.cypher makes up to :data:`HOPS_PER_QUERY` breadth-first hops
         and reads what they reached in one round trip (a deeper walk takes one more per four
         hops). Ids that are no memory of the namespace expand to nothing and match no link."""
@@ -867,6 +916,7 @@ class Neo4jStore(Neo4jVectors, Store):
                 members=last,
                 reached=[n for n, _ in reached],
                 starts=starts,
+                asOf=_as_of_param(as_of),
             )[0]
             distance = depth - left
             for layer in row["layers"][:hops]:
