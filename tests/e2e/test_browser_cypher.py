@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -47,7 +48,11 @@ def test_browser_explorations_answer_over_graphsvc_data() -> None:
         )
         belief = service.reconstruct_and_store(ns, "Why were surgeries postponed?")
         assert belief.belief_id is not None
-        params = {"ns": ns, "id": str(memories[-1].id), "beliefId": str(belief.belief_id)}
+        params: dict[str, Any] = {
+            "ns": ns,
+            "id": str(memories[-1].id),
+            "beliefId": str(belief.belief_id),
+        }
 
         def run(name: str) -> list[dict[str, Any]]:
             records = store._run(
@@ -66,5 +71,20 @@ def test_browser_explorations_answer_over_graphsvc_data() -> None:
         assert overview["linksByType"] == ["CAUSES: 3"]
         assert overview["beliefs"] == 1
         assert overview["newest"][0] == CHAIN[-1]
+        old, new = service.remember_many(
+            ns,
+            [
+                MemoryInput(
+                    text="The ward has 20 beds", valid_from=datetime(2024, 1, 1, tzinfo=UTC)
+                ),
+                MemoryInput(
+                    text="The ward has 24 beds", valid_from=datetime(2024, 6, 1, tzinfo=UTC)
+                ),
+            ],
+        )
+        service.link(ns, LinkInput(source=new.id, target=old.id, kind=LinkKind.SUPERSEDES))
+        params["at"] = 1_710_115_200_000_000  # 2024-03-11T00:00:00Z in microseconds
+        then = {row["m"]["text"] for row in run("as_of")}
+        assert "The ward has 20 beds" in then and "The ward has 24 beds" not in then
     finally:
         store.close()
