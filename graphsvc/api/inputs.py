@@ -22,7 +22,7 @@ from strawberry.scalars import JSON
 
 from graphsvc import model as m
 from graphsvc import prompt as p
-from graphsvc.api.types import HistoryReuse, LinkKind, TranscriptRole, derived_input
+from graphsvc.api.types import AsOfMode, HistoryReuse, LinkKind, TranscriptRole, derived_input
 from graphsvc.errors import BadInputError, validation_message
 
 M = TypeVar("M", bound=BaseModel)
@@ -82,6 +82,16 @@ class MemoryInput:
         default=None, description="Where it came from (up to 512 characters)."
     )
     confidence: float = strawberry.field(default=1.0, description="Confidence in [0, 1].")
+    valid_from: datetime | None = strawberry.field(
+        default=None,
+        description="When it became true (event time; a zone is required). Default: from "
+        "occurredAt, else from when it is written.",
+    )
+    valid_until: datetime | None = strawberry.field(
+        default=None,
+        description="When it stopped being true (exclusive; after validFrom; a zone is "
+        "required). A newer memory that SUPERSEDES it closes it at that memory's start.",
+    )
     id: UUID | None = strawberry.field(
         default=None,
         description="Explicit id; by default one derived from the content. Rewriting an id with "
@@ -142,6 +152,8 @@ class TranscriptEntryInput:
 class PromptInput:
     tool_catalog: list[ToolInput]  # the explicit ToolInput above
     history_reuse: HistoryReuse  # the GraphQL enum
+    memory_as_of: datetime | None  # a DateTime (the model's AwareDatetime has no scalar)
+    memory_as_of_mode: AsOfMode | None  # the GraphQL enum
 
 
 __all__ = [

@@ -92,6 +92,12 @@ class LinkKind(Enum):
     SUPERSEDES = _value(m.LinkKind.SUPERSEDES, m.LINK_KIND_DESCRIPTIONS)
 
 
+@strawberry.enum(description=type_description(m.AsOfMode))
+class AsOfMode(Enum):
+    KNOWN = _value(m.AsOfMode.KNOWN, m.AS_OF_MODE_DESCRIPTIONS)
+    VALID = _value(m.AsOfMode.VALID, m.AS_OF_MODE_DESCRIPTIONS)
+
+
 @strawberry.enum(description=type_description(p.HistoryReuse))
 class HistoryReuse(Enum):
     AVAILABLE = _value(p.HistoryReuse.AVAILABLE, p.ENUM_VALUE_DESCRIPTIONS)
@@ -150,6 +156,20 @@ class Memory(MemoryFields):
         ctx.take_rows(len(links))
         return links
 
+    @resolver(
+        description="The fact's history: the memories joined to this one by SUPERSEDES links, "
+        "either way (this one included), oldest first, each with its effective validity.",
+        graphql_type="list[ValidityInterval]",
+    )
+    async def history(
+        self, root: strawberry.Parent[m.Memory], info: Info
+    ) -> list[m.ValidityInterval]:
+        ctx = info.context
+        ctx.take_rows(0)
+        found = await ctx.run(ctx.service.history, ctx.namespace, root.id)
+        ctx.take_rows(len(found))
+        return found
+
 
 @strawberry.type(description=type_description(m.Link))
 class Link(LinkFields):
@@ -162,6 +182,11 @@ class Link(LinkFields):
     async def target_memory(self, root: strawberry.Parent[m.Link], info: Info) -> m.Memory | None:
         info.context.take_rows(1)
         return await info.context.memory_loader.load(root.target)
+
+
+@derived(m.ValidityInterval)
+class ValidityInterval:
+    memory: Memory  # Memory (with links), not its base MemoryFields
 
 
 @derived(m.LinkRef)
@@ -185,6 +210,11 @@ class EraseReceipt:
 
 
 # -- recall ---------------------------------------------------------------------------------------
+
+
+@derived(m.AsOf)
+class AsOf:
+    mode: AsOfMode  # the GraphQL enum
 
 
 @derived(m.ContextCapsule)
@@ -328,6 +358,8 @@ class Viewer:
 
 
 __all__ = [
+    "AsOf",
+    "AsOfMode",
     "CausalComponent",
     "ContextBundle",
     "ContextCapsule",
@@ -359,6 +391,7 @@ __all__ = [
     "Tool",
     "TranscriptEntry",
     "TranscriptRole",
+    "ValidityInterval",
     "Viewer",
     "Visibility",
     "arg",

@@ -39,6 +39,8 @@ from graphsvc.api.context import Limits, decode_cursor, encode_cursor
 from graphsvc.api.schema import schema as graphql_schema
 from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
+    AsOfMode,
+    AwareUtcDateTime,
     ContextBundle,
     ContextEvent,
     ForgetReceipt,
@@ -99,6 +101,8 @@ class RecallArgs(Model):
     stage: str | None = None
     min_score: float | None = None
     max_capsules: int | None = None
+    as_of: AwareUtcDateTime | None = None
+    as_of_mode: AsOfMode | None = None
 
 
 class BundleArgs(RecallArgs):
@@ -114,6 +118,8 @@ class ExplainArgs(Model):
     cue: str
     k: int | None = None
     depth: int | None = None
+    as_of: AwareUtcDateTime | None = None
+    as_of_mode: AsOfMode | None = None
 
 
 class GetMemoryArgs(Model):
@@ -132,6 +138,8 @@ class ReconstructArgs(Model):
     cue: str
     k: int | None = None
     depth: int | None = None
+    as_of: AwareUtcDateTime | None = None
+    as_of_mode: AsOfMode | None = None
     run_id: str | None = None
     step: int = 0
 
@@ -434,13 +442,21 @@ async def _bundle(call: Call, args: RecallArgs, run_id: str | None, step: int) -
         max_capsules=args.max_capsules,
         run_id=run_id,
         step=step,
+        as_of=args.as_of,
+        as_of_mode=args.as_of_mode,
     )
     return Reply(result.to_json_dict(), bundle_text(result))
 
 
 async def explain(call: Call, args: ExplainArgs) -> Reply:
     belief = await call.run(
-        call.service.reconstruct, call.namespace, args.cue, k=args.k, depth=args.depth
+        call.service.reconstruct,
+        call.namespace,
+        args.cue,
+        k=args.k,
+        depth=args.depth,
+        as_of=args.as_of,
+        as_of_mode=args.as_of_mode,
     )
     return Reply(to_json(belief), belief_text(belief))
 
@@ -480,6 +496,8 @@ async def reconstruct(call: Call, args: ReconstructArgs) -> Reply:
         depth=args.depth,
         run_id=args.run_id,
         step=args.step,
+        as_of=args.as_of,
+        as_of_mode=args.as_of_mode,
     )
     return Reply(to_json(belief), belief_text(belief))
 

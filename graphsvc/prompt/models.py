@@ -25,7 +25,15 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from graphsvc.model import ContextBundle, ContextEvent, ContextEventKind, InputModel, Model
+from graphsvc.model import (
+    AsOfMode,
+    AwareUtcDateTime,
+    ContextBundle,
+    ContextEvent,
+    ContextEventKind,
+    InputModel,
+    Model,
+)
 
 # -- defaults and limits --------------------------------------------------------------------------
 
@@ -329,6 +337,15 @@ class PromptInput(InputModel):
     )
     memory_max_capsules: int | None = Field(
         default=None, ge=1, description="Most capsules (default GRAPHSVC_DEFAULT_MAX_CAPSULES)."
+    )
+    memory_as_of: AwareUtcDateTime | None = Field(
+        default=None,
+        description="Recall as of this instant (a time zone is required; default: now).",
+    )
+    memory_as_of_mode: AsOfMode | None = Field(
+        default=None,
+        description="With memoryAsOf: KNOWN (what was recorded by then) or VALID (what was "
+        "true then; the default).",
     )
 
     @field_validator("user_turn")

@@ -612,11 +612,12 @@ def test_stdio_principal_follows_the_configured_keys() -> None:
 
 BUNDLE_QUERY = """query($q: String!, $b: Int) { bundle(query: $q, budgetTokens: $b) {
   query stage retrieval budgetTokens minScore usedTokens skipped topScore evidenceCoverage
-  uncoveredTerms chronological rendered
+  uncoveredTerms chronological rendered asOf { at mode }
   capsules { memoryId text kind score tokens matchedTerms reason }
   excluded { memoryId text kind score tokens matchedTerms reason } } }"""
 RECONSTRUCT_QUERY = """query($c: String!) { reconstruct(cue: $c, k: 1, depth: 2) {
-  cue summary sourceIds linkedContextIds confidence memories { id text kind } } }"""
+  cue summary sourceIds linkedContextIds confidence asOf { at mode }
+  memories { id text kind } } }"""
 
 
 def graphql(server: Server, key: str, query: str, variables: Json) -> Json:

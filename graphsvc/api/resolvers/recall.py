@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 import strawberry
@@ -9,11 +10,33 @@ import strawberry
 from graphsvc import model as m
 from graphsvc.api.context import Info
 from graphsvc.api.resolvers.common import OptionalRunId, Step
-from graphsvc.api.types import ContextBundle, ReconstructedBelief, arg, mutation, resolver
+from graphsvc.api.types import (
+    AsOfMode,
+    ContextBundle,
+    ReconstructedBelief,
+    arg,
+    mutation,
+    resolver,
+)
 
 Cue = Annotated[str, arg("What to reconstruct a belief about, in words.")]
 TopK = Annotated[int | None, arg("How many direct hits (default 5).")]
 Depth = Annotated[int | None, arg("Walk depth in hops (default 2).")]
+AsOfAt = Annotated[
+    datetime | None,
+    arg(
+        "Answer as of this instant (a time zone is required); null: now. IDF statistics stay "
+        "the namespace's now."
+    ),
+]
+AsOfModeArg = Annotated[
+    AsOfMode | None,
+    arg("With asOf: KNOWN (what was recorded by then) or VALID (what was true then; default)."),
+]
+
+
+def _mode(mode: AsOfMode | None) -> str | None:
+    return None if mode is None else mode.name
 
 
 @strawberry.type
@@ -38,6 +61,8 @@ class RecallQuery:
             str | None, arg("Record a memory_recall event for this run (needs a write key).")
         ] = None,
         step: Step = 0,
+        as_of: AsOfAt = None,
+        as_of_mode: AsOfModeArg = None,
     ) -> m.ContextBundle:
         ctx = info.context
         if run_id is not None:
@@ -52,6 +77,8 @@ class RecallQuery:
             max_capsules=max_capsules,
             run_id=run_id,
             step=step,
+            as_of=as_of,
+            as_of_mode=_mode(as_of_mode),
         )
 
     @resolver(
@@ -60,10 +87,24 @@ class RecallQuery:
         ReconstructedBelief,
     )
     async def reconstruct(
-        self, info: Info, cue: Cue, k: TopK = None, depth: Depth = None
+        self,
+        info: Info,
+        cue: Cue,
+        k: TopK = None,
+        depth: Depth = None,
+        as_of: AsOfAt = None,
+        as_of_mode: AsOfModeArg = None,
     ) -> m.ReconstructedBelief:
         ctx = info.context
-        return await ctx.run(ctx.service.reconstruct, ctx.namespace, cue, k=k, depth=depth)
+        return await ctx.run(
+            ctx.service.reconstruct,
+            ctx.namespace,
+            cue,
+            k=k,
+            depth=depth,
+            as_of=as_of,
+            as_of_mode=_mode(as_of_mode),
+        )
 
 
 @strawberry.type
@@ -81,6 +122,8 @@ class RecallMutation:
         depth: Depth = None,
         run_id: OptionalRunId = None,
         step: Step = 0,
+        as_of: AsOfAt = None,
+        as_of_mode: AsOfModeArg = None,
     ) -> m.ReconstructedBelief:
         ctx = info.context
         ctx.caller.require_write("reconstruct (mutation)")
@@ -92,6 +135,8 @@ class RecallMutation:
             depth=depth,
             run_id=run_id,
             step=step,
+            as_of=as_of,
+            as_of_mode=_mode(as_of_mode),
         )
 
 
