@@ -1449,3 +1449,47 @@ def test_acknowledged_writes_survive_kill_9(tmp_path: Path, snapshot_bytes: int)
         assert store.stats("crash").memories == stats.memories + 1
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("how", ["log", "snapshot-v3", "snapshot-v2"])
+def test_validity_intervals_persist_through_log_and_snapshots(tmp_path: Path, how: str) -> None:
+    data_dir = tmp_path / "data"
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    store = open_store(data_dir, fsync=False)
+    with store:
+        service = service_on(store, tmp_path)
+        written = service.remember_many(
+            "alpha",
+            [
+                MemoryInput(
+                    text="Lead is Alice", valid_from=start, valid_until=start.replace(month=6)
+                ),
+                MemoryInput(text="Lead is Bob", valid_from=start.replace(month=6)),
+                MemoryInput(text="No interval at all"),
+            ],
+        )
+        if how != "log":
+            store.snapshot(version=3 if how == "snapshot-v3" else 2)
+    with open_store(data_dir, fsync=False) as again:
+        assert again.get_memories("alpha", [m.id for m in written]) == written
+
+
+def test_memory_rows_written_before_validity_intervals_still_load(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with open_store(data_dir, fsync=False) as store:
+        made = service_on(store, tmp_path).remember_many(
+            "alpha", [MemoryInput(text="Old"), MemoryInput(text="Older")]
+        )
+    log = data_dir / journal.LOG_NAME
+    for number, line in enumerate(log_lines(data_dir)[:-1], start=1):
+        record = orjson.loads(line[18:])
+        if record.get("op") == "upsert":
+            rows = record["memories"]
+            assert all(len(row) == 13 and row[11:] == [None, None] for row in rows)
+            record["memories"] = [row[:11] for row in rows]  # as graphsvc wrote them before
+            _replace_line(log, number, journal.encode(record)[:-1])
+            break
+    else:
+        raise AssertionError("no memories record in the log")
+    with open_store(data_dir, fsync=False) as again:
+        assert again.get_memories("alpha", [m.id for m in made]) == made
