@@ -14,6 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from graphsvc.errors import BadInputError
+from graphsvc.ingest import export_lines, ingest, parse_jsonl
 from graphsvc.model import AsOf, AsOfMode, LinkInput, LinkKind, Memory, MemoryInput
 from graphsvc.service import MemoryService
 
@@ -239,3 +240,21 @@ def test_store_visible_and_supersession_chain(service: MemoryService, ns: str) -
     (single,) = service.history(ns, alone.id)
     assert single.valid_from == alone.recorded_at and single.valid_until is None
     assert service.history(ns, UUID(int=7)) == []
+
+
+def test_export_and_import_carry_the_validity(service: MemoryService, ns: str) -> None:
+    older = remember(
+        service, ns, "Lead is Alice", valid_from=day(2024, 1, 1), valid_until=day(2024, 6, 1)
+    )
+    newer = remember(service, ns, "Lead is Bob", valid_from=day(2024, 6, 1))
+    supersede(service, ns, newer, older)
+    lines = list(export_lines(service, ns))
+    assert '"validFrom": "2024-01-01T00:00:00+00:00"' in lines[0]
+    target = f"{ns}copy"
+    ingest(service, target, parse_jsonl(lines))
+    copied = service.get_memories(target, [older.id, newer.id])
+    assert [(m.valid_from, m.valid_until) for m in copied] == [
+        (older.valid_from, older.valid_until),
+        (newer.valid_from, None),
+    ]
+    assert [h.valid_until for h in service.history(target, older.id)] == [day(2024, 6, 1), None]
