@@ -15,7 +15,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from graphsvc import validity
@@ -125,6 +125,15 @@ def _derived_id(head: str, item: MemoryInput, occurred: str | None) -> UUID:
 
 #: Members of a fact's history at most (:meth:`MemoryService.history`).
 HISTORY_MAX = 200
+
+_NIL_ID = str(UUID(int=0))
+
+
+def known_bound(at: datetime) -> tuple[datetime, str]:
+    """The page key (:meth:`Store.list_memories` ``after``) below which exactly the memories
+    recorded at or before ``at`` lie: one microsecond later (the stores' precision) with the
+    least id, which no memory's id is below."""
+    return at + timedelta(microseconds=1), _NIL_ID
 
 
 class MemoryService:
@@ -512,11 +521,28 @@ class MemoryService:
         tag: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        known_as_of: datetime | None = None,
     ) -> list[Memory]:
-        """A page of memories, newest first (see :meth:`Store.list_memories`)."""
+        """A page of memories, newest first (see :meth:`Store.list_memories`).
+
+        ``known_as_of``: only memories recorded at or before that instant (the KNOWN view of
+        the past: the list as memory held it then). The list is ordered by ``recordedAt``, so
+        this is a bound on the page's key, and a page still costs the page.
+
+        Raises:
+            BadInputError: the page size is below 1, or ``known_as_of`` has no time zone.
+        """
         self.check_namespace(namespace)
         if limit < 1:
             raise BadInputError(f"the page size must be at least 1, got {limit}")
+        if known_as_of is not None:
+            if known_as_of.utcoffset() is None:
+                raise BadInputError(
+                    f"knownAsOf {known_as_of.isoformat()} has no time zone: give one "
+                    "(2024-03-11T00:00:00Z)"
+                )
+            bound = known_bound(known_as_of.astimezone(UTC))
+            after = bound if after is None else min(after, bound)
         return self.store.list_memories(
             namespace, after=after, limit=limit, kind=kind, tag=tag, since=since, until=until
         )

@@ -128,3 +128,21 @@ def test_prompt_bundle_recalls_as_of(service: MemoryService, ns: str) -> None:
     data = run(context(service, ns), PROMPT, {"input": turn}).ok()["promptBundle"]["memory"]
     assert [c["memoryId"] for c in data["capsules"]] == [alice]
     assert data["asOf"] == {"at": "2024-03-11T00:00:00+00:00", "mode": "VALID"}
+
+
+LIST = """
+query($at: DateTime) { memories(knownAsOf: $at) { nodes { id recordedAt } } }
+"""
+
+
+def test_memories_known_as_of_lists_what_was_recorded_by_then(
+    service: MemoryService, ns: str
+) -> None:
+    alice, bob = write_leads(service, ns)  # one write: Alice recorded a microsecond before Bob
+    ctx = context(service, ns, role="read")
+    now = run(ctx, LIST, {}).ok()["memories"]["nodes"]
+    assert [n["id"] for n in now] == [bob, alice]
+    then = run(ctx, LIST, {"at": now[1]["recordedAt"]}).ok()["memories"]["nodes"]
+    assert [n["id"] for n in then] == [alice]
+    naive = run(ctx, LIST, {"at": "2024-06-01T00:00:00"})
+    assert naive.codes == ["BAD_INPUT"] and "knownAsOf" in naive.messages[0]

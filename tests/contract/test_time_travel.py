@@ -202,6 +202,42 @@ def test_reconstruct_as_of_walks_only_what_was_visible(service: MemoryService, n
     assert stored.linked_context_ids == (early.id,) and stored.belief_id is not None
 
 
+def test_the_list_known_as_of_holds_what_was_recorded_by_then(
+    service: MemoryService, ns: str
+) -> None:
+    # One write records its memories a microsecond apart: the bound is exact at the stores'
+    # precision.
+    batch = service.remember_many(ns, [MemoryInput(text=f"Batch note {n}") for n in range(3)])
+    later = remember(service, ns, "A later note")
+    remember(service, ns, "The latest note")
+    assert batch[1].recorded_at - batch[0].recorded_at == timedelta(microseconds=1)
+
+    def listed(**fields: object) -> list[UUID]:
+        page = service.list_memories(ns, limit=10, **fields)  # type: ignore[arg-type]
+        return [m.id for m in page]
+
+    at = batch[1].recorded_at
+    assert listed(known_as_of=at) == [batch[1].id, batch[0].id]  # recorded then: included
+    assert listed(known_as_of=batch[0].recorded_at - timedelta(microseconds=1)) == []
+    newest_first = [later.id, *(m.id for m in reversed(batch))]
+    assert listed(known_as_of=later.recorded_at) == newest_first
+    # The same instant in another time zone.
+    assert listed(known_as_of=at.astimezone(timezone(timedelta(hours=-5)))) == listed(
+        known_as_of=at
+    )
+    # Pages: an `after` below the bound goes on from there; one above it starts at the bound.
+    first = service.list_memories(ns, limit=2, known_as_of=later.recorded_at)
+    assert [m.id for m in first] == newest_first[:2]
+    key = (first[-1].recorded_at, str(first[-1].id))
+    assert listed(known_as_of=later.recorded_at, after=key) == newest_first[2:]
+    newest = (later.recorded_at + timedelta(days=1), str(later.id))
+    assert listed(known_as_of=at, after=newest) == [batch[1].id, batch[0].id]
+    # Filters still apply.
+    assert listed(known_as_of=later.recorded_at, kind="decision") == []
+    with pytest.raises(BadInputError, match=r"knownAsOf .* has no time zone"):
+        service.list_memories(ns, limit=1, known_as_of=datetime(2025, 1, 1))
+
+
 def test_as_of_arguments_are_checked(service: MemoryService, ns: str) -> None:
     remember(service, ns, "Anything at all")
     with pytest.raises(BadInputError, match="time zone"):

@@ -38,8 +38,9 @@ class MemoryQuery:
         return await ctx.run(ctx.service.get_memory, ctx.namespace, id)
 
     @resolver(
-        "Memories, newest first, a page at a time. Filters: `kind`, `tag`, and a time range "
-        "[`since`, `until`) on occurredAt (recordedAt for memories without one)."
+        "Memories, newest first, a page at a time. Filters: `kind`, `tag`, a time range "
+        "[`since`, `until`) on occurredAt (recordedAt for memories without one), and "
+        "`knownAsOf`."
     )
     async def memories(
         self,
@@ -50,6 +51,14 @@ class MemoryQuery:
         tag: Annotated[str | None, arg("Only memories with this tag.")] = None,
         since: Annotated[datetime | None, arg("Only memories at or after this time.")] = None,
         until: Annotated[datetime | None, arg("Only memories before this time.")] = None,
+        known_as_of: Annotated[
+            datetime | None,
+            arg(
+                "Only memories recorded at or before this instant (a time zone is required): "
+                "the list as memory held it then, asOfMode KNOWN. What was true then (VALID) "
+                "is asked of bundle."
+            ),
+        ] = None,
     ) -> MemoryConnection:
         ctx = info.context
         size = ctx.limits.default_page_size if first is None else first
@@ -69,6 +78,7 @@ class MemoryQuery:
             tag=tag,
             since=None if since is None else m.as_utc(since),
             until=None if until is None else m.as_utc(until),
+            known_as_of=known_as_of,
         )
         page = rows[:size]
         edges = [MemoryEdge(cursor=encode_cursor(memory), node=memory) for memory in page]
