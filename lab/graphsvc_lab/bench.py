@@ -58,7 +58,14 @@ from graphsvc.bootstrap import limit_blas_threads, make_store, store_label
 from graphsvc.cli.common import TEMPORARY_DATA_DIR_HELP, data_dir_flag, make_settings
 from graphsvc.embed import ModelUnavailableError, OnnxEmbedder
 from graphsvc.errors import GraphsvcError
-from graphsvc.model import ContextBundle, EraseReceipt, LinkInput, LinkKind, MemoryInput
+from graphsvc.model import (
+    AsOfMode,
+    ContextBundle,
+    EraseReceipt,
+    LinkInput,
+    LinkKind,
+    MemoryInput,
+)
 from graphsvc.retrieval import DenseRecall, settings_embedder
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
@@ -114,6 +121,9 @@ TARGETS: dict[tuple[str, str], tuple[Target, ...]] = {
         Target("bundle_p50_ms", 40.0, at_least=False),
     ),
 }
+
+AS_OF_TARGET = Target("bundle_as_of_p50_over_bundle_p50", 1.2, at_least=False)
+"""With ``--as-of``: a bundle as of an instant costs at most 1.2 times a plain one (issue 32)."""
 
 # -- the synthetic corpus ------------------------------------------------------------------------
 
@@ -823,6 +833,12 @@ _ROWS: tuple[tuple[str, str], ...] = (
     ("bundle_p95_ms", "bundle p95 (ms)"),
     ("bundle_cpu_p50_ms", "bundle CPU time p50 (ms, this process)"),
     ("bundle_source_packed", "bundle: source memory packed (share)"),
+    ("bundle_as_of_p50_ms", "bundle as of p50 (ms)"),
+    ("bundle_as_of_p95_ms", "bundle as of p95 (ms)"),
+    ("bundle_as_of_cpu_p50_ms", "bundle as of CPU time p50 (ms, this process)"),
+    ("bundle_as_of_p50_over_bundle_p50", "bundle as of p50 / bundle p50"),
+    ("bundle_as_of_over_bundle_paired_p50", "bundle as of / bundle, the same query's, p50"),
+    ("bundle_as_of_capsules_mean", "bundle as of: capsules per bundle (mean)"),
     ("query_encode_p50_ms", "query encoding alone p50 (ms)"),
     ("query_encode_cpu_p50_ms", "query encoding alone, CPU time p50 (ms)"),
     ("model_query_tokens_p50", "tokens the installed model encodes a query as, p50"),
@@ -850,6 +866,7 @@ _ROWS: tuple[tuple[str, str], ...] = (
 )
 _SPREAD_OF = {
     "bundle_p50_ms": "bundle",
+    "bundle_as_of_p50_ms": "bundle_as_of",
     "bundle_model_p50_ms": "bundle_model",
     "reconstruct_p50_ms": "reconstruct",
     "bm25s_p50_ms": "bm25s",
@@ -903,6 +920,7 @@ def _timings(figures: dict[str, float], name: str, timed: Timed) -> None:
 # -- the command ---------------------------------------------------------------------------------
 
 Embed = Literal["off", "on", "synthetic"]
+AsOfOption = Literal["off", "known", "valid"]
 
 
 @click.command("bench")
@@ -998,6 +1016,17 @@ Embed = Literal["off", "on", "synthetic"]
     "path, as on a server that has been running, not its JIT compiling it; 0: none. The "
     "embedded store needs none.",
 )
+@click.option(
+    "--as-of",
+    "as_of",
+    type=click.Choice(["off", "known", "valid"]),
+    default="off",
+    show_default=True,
+    help="Also time each query's bundle as of an instant, beside the plain bundle and paired "
+    "with it query by query: 'valid' as of the middle memory's occurredAt (what was true then), "
+    "'known' as of the middle memory's recording (what was recorded by then); about half the "
+    f"corpus is visible either way. Target: as-of p50 <= {AS_OF_TARGET.bound}x the plain p50.",
+)
 def bench(
     memories: int,
     queries: int,
@@ -1012,6 +1041,7 @@ def bench(
     writers: int,
     keep: bool,
     warmup_memories: int,
+    as_of: AsOfOption,
 ) -> None:
     """Measure ingest, restart, bundle and reconstruct on a synthetic corpus, beside bm25s.
 
@@ -1031,7 +1061,7 @@ def bench(
     root = Path(tempfile.mkdtemp(prefix="graphsvc-bench-")) if data_dir is None else data_dir
     run = Run(
         memories, queries, rounds, embed, seed, vocabulary, batch, keep, temporary, query_tokens,
-        writers, warmup_memories,
+        writers, warmup_memories, as_of,
     )  # fmt: skip
     try:
         report = run.measure(root)
@@ -1065,6 +1095,7 @@ class Run:
     query_tokens: int = 0  # with embed "synthetic": the model encodes each query as this many
     writers: int = 1  # memory writes in flight (write_batches)
     warmup_memories: int = WARMUP_MEMORIES  # written and erased first, on a server store
+    as_of: AsOfOption = "off"  # also time bundles as of an instant (paired with the plain one)
     figures: dict[str, float] = field(default_factory=dict)
 
     def erases(self, store_kind: str) -> bool:
@@ -1282,13 +1313,42 @@ class Run:
         def native(query: str) -> object:
             return top_k(namespace, query_terms(query), 10)
 
+        # The plain bundle first, then (Neo4j) the store's own top 10 and (--as-of) the bundle as
+        # of an instant, each query through all of them in turn: their ratios are targets.
+        calls: dict[str, Callable[[str], Any]] = {"bundle": bundle}
         if paired:
-            (bundle_s, native_s), bundles = time_paired(
-                [bundle, native], query_texts, warmup, self.rounds, "bundle + native"
-            )
-        else:
-            bundle_s, bundles = time_rounds(bundle, query_texts, warmup, self.rounds, "bundle")
+            calls["native"] = native
+        as_of_capsules: list[int] = []
+        if self.as_of != "off":
+            at, mode = self._as_of_instant(service, namespace, corpus, ids)
+
+            def bundle_as_of(query: str) -> ContextBundle:
+                result = service.bundle(namespace, query, as_of=at, as_of_mode=mode)
+                as_of_capsules.append(len(result.capsules))
+                return result
+
+            calls["as of"] = bundle_as_of
+        timed_list, bundles = time_paired(
+            list(calls.values()), query_texts, warmup, self.rounds, " + ".join(calls)
+        )
+        timed = dict(zip(calls, timed_list, strict=True))
+        bundle_s = timed["bundle"]
         _timings(figures, "bundle", bundle_s)
+        if "as of" in timed:
+            as_of_s = timed["as of"]
+            _timings(figures, "bundle_as_of", as_of_s)
+            figures["bundle_as_of_p50_over_bundle_p50"] = (
+                figures["bundle_as_of_p50_ms"] / figures["bundle_p50_ms"]
+            )
+            figures["bundle_as_of_over_bundle_paired_p50"] = percentile(
+                [
+                    a / b
+                    for as_, bs in zip(as_of_s.wall, bundle_s.wall, strict=True)
+                    for a, b in zip(as_, bs, strict=True)
+                ],
+                50,
+            )
+            figures["bundle_as_of_capsules_mean"] = statistics.fmean(as_of_capsules)
         packed = sum(
             ids[q.source] in {c.memory_id for c in b.capsules}
             for q, b in zip(corpus.queries, bundles, strict=True)
@@ -1303,6 +1363,7 @@ class Run:
         _timings(figures, "reconstruct", recon_s)
 
         if paired:
+            native_s = timed["native"]
             # The same query's two calls, a moment apart: the median of their ratios.
             figures["bundle_over_native_paired_p50"] = percentile(
                 [
@@ -1326,6 +1387,21 @@ class Run:
             _timings(figures, "query_encode", encode_s)
         if self.embed == "synthetic":
             self._time_real_encoder(service, namespace, query_texts, warmup)
+
+    def _as_of_instant(
+        self, service: MemoryService, namespace: str, corpus: Corpus, ids: _Ids
+    ) -> tuple[datetime, AsOfMode]:
+        """The instant and mode of ``--as-of``: the middle memory's occurredAt (VALID) or its
+        recordedAt (KNOWN; memories are written in corpus order), so about half the corpus is
+        visible; the instant is also a figure (epoch seconds)."""
+        middle = len(corpus) // 2
+        if self.as_of == "valid":
+            at, mode = _START + timedelta(seconds=corpus.offsets[middle]), AsOfMode.VALID
+        else:
+            (memory,) = service.get_memories(namespace, [ids[middle]])
+            at, mode = memory.recorded_at, AsOfMode.KNOWN
+        self.figures["as_of_epoch_s"] = at.timestamp()
+        return at, mode
 
     def _time_real_encoder(
         self, service: MemoryService, namespace: str, query_texts: Sequence[str], warmup: int
@@ -1387,6 +1463,8 @@ class Run:
         figures = self.figures
         # Synthetic vectors measure the stores, not the encoder the targets are set with.
         targets = () if self.embed == "synthetic" else TARGETS.get((store_kind, retrieval), ())
+        if self.as_of != "off":
+            targets = (*targets, AS_OF_TARGET)
         missed = [t for t in targets if not t.met(figures[t.metric])]
         load_start, load_end = loads
         cpus = os.cpu_count() or 1
@@ -1423,6 +1501,12 @@ class Run:
             "warmup_memories": int(figures.get("warmup_memories", 0)),
             "embed": self.embed,
             "query_tokens": self.query_tokens if self.embed == "synthetic" else None,
+            "as_of": self.as_of,
+            "as_of_at": (
+                datetime.fromtimestamp(figures["as_of_epoch_s"], UTC).isoformat()
+                if "as_of_epoch_s" in figures
+                else None
+            ),
             "retrieval": retrieval,
             "embed_model": settings.embed_model if self.embed == "on" else None,
             "embed_threads": settings.embed_threads,

@@ -136,6 +136,25 @@ def test_writers_write_every_memory_in_batches_in_flight(
         store.close()
 
 
+@pytest.mark.parametrize("mode", ["valid", "known"])
+def test_as_of_times_the_as_of_bundle_beside_the_plain_one(
+    where: tuple[list[str], Any], tmp_path: Path, mode: str
+) -> None:
+    args, open_store = where
+    output, report = run_bench([*args, "--as-of", mode], tmp_path)
+    config, figures = report["config"], report["figures"]
+    assert config["as_of"] == mode and config["as_of_at"] is not None
+    for key in ("bundle_as_of_p50_ms", "bundle_as_of_p95_ms", "bundle_as_of_capsules_mean"):
+        assert figures[key] > 0, key
+    assert figures["bundle_as_of_p50_min_ms"] <= figures["bundle_as_of_p50_max_ms"]
+    assert figures["bundle_as_of_over_bundle_paired_p50"] > 0
+    assert "bundle_as_of_p50_over_bundle_p50" in report["missed"] or any(
+        t["metric"] == "bundle_as_of_p50_over_bundle_p50" and t["met"] for t in report["targets"]
+    )
+    assert "bundle as of p50 (ms)" in output and "bundle p50 (ms)" in output
+    assert memories_left(open_store, report["environment"]["namespace"]) == 0
+
+
 def test_keep_leaves_the_namespace(where: tuple[list[str], Any], tmp_path: Path) -> None:
     args, open_store = where
     _, report = run_bench([*args, "--keep", "--memories", "50"], tmp_path)
