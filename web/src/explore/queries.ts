@@ -2,9 +2,10 @@
 
 const CAPSULE = "memoryId text kind score tokens occurredAt matchedTerms reason";
 
-export const BUNDLE = `query ExplorerBundle($query: String!, $budgetTokens: Int, $stage: String, $minScore: Float, $maxCapsules: Int) {
-  bundle(query: $query, budgetTokens: $budgetTokens, stage: $stage, minScore: $minScore, maxCapsules: $maxCapsules) {
+export const BUNDLE = `query ExplorerBundle($query: String!, $budgetTokens: Int, $stage: String, $minScore: Float, $maxCapsules: Int, $asOf: DateTime, $asOfMode: AsOfMode) {
+  bundle(query: $query, budgetTokens: $budgetTokens, stage: $stage, minScore: $minScore, maxCapsules: $maxCapsules, asOf: $asOf, asOfMode: $asOfMode) {
     query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage uncoveredTerms chronological rendered
+    asOf { at mode }
     capsules { ${CAPSULE} }
     excluded { ${CAPSULE} }
   }
@@ -23,13 +24,14 @@ const REF = "id text kind occurredAt";
 
 export const MEMORY = `query ExplorerMemory($id: UUID!) {
   memory(id: $id) {
-    id text kind occurredAt recordedAt invalidatedAt tags source confidence tokens
+    id text kind occurredAt recordedAt invalidatedAt tags source confidence tokens validFrom validUntil
     links { ${LINK} sourceMemory { ${REF} } targetMemory { ${REF} } }
+    history { memory { ${REF} recordedAt } validFrom validUntil supersededBy }
   }
 }`;
 
-export const MEMORIES = `query ExplorerTimeline($first: Int, $after: String, $kind: String, $tag: String, $since: DateTime, $until: DateTime) {
-  memories(first: $first, after: $after, kind: $kind, tag: $tag, since: $since, until: $until) {
+export const MEMORIES = `query ExplorerTimeline($first: Int, $after: String, $kind: String, $tag: String, $since: DateTime, $until: DateTime, $knownAsOf: DateTime) {
+  memories(first: $first, after: $after, kind: $kind, tag: $tag, since: $since, until: $until, knownAsOf: $knownAsOf) {
     nodes { id text kind occurredAt recordedAt tags source }
     pageInfo { hasNextPage endCursor }
   }
@@ -57,8 +59,8 @@ export const LINK_MEMORIES = `mutation ExplorerLink($input: LinkInput!) {
 }`;
 
 /** Text search: the memories a bundle ranks for the words (the lexical index, never a scan). */
-export const SEARCH = `query ExplorerSearch($query: String!, $maxCapsules: Int) {
-  bundle(query: $query, budgetTokens: 100000, maxCapsules: $maxCapsules) {
+export const SEARCH = `query ExplorerSearch($query: String!, $maxCapsules: Int, $asOf: DateTime, $asOfMode: AsOfMode) {
+  bundle(query: $query, budgetTokens: 100000, maxCapsules: $maxCapsules, asOf: $asOf, asOfMode: $asOfMode) {
     capsules { memoryId text kind score occurredAt }
   }
 }`;

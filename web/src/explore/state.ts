@@ -23,6 +23,10 @@ export interface State {
   since: string;
   until: string;
   run: string;
+  /** Read as of this instant (bundle, timeline); empty: now. */
+  asOf: string;
+  /** KNOWN, or empty for VALID (the API's default). */
+  asOfMode: string;
 }
 
 /** The parameters in URL order; empty ones are left out. */
@@ -41,6 +45,8 @@ const KEYS: Array<keyof State> = [
   "since",
   "until",
   "run",
+  "asOf",
+  "asOfMode",
 ];
 
 export function emptyState(view: View = "bundle"): State {
@@ -59,6 +65,8 @@ export function emptyState(view: View = "bundle"): State {
     since: "",
     until: "",
     run: "",
+    asOf: "",
+    asOfMode: "",
   };
 }
 

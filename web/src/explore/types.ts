@@ -13,6 +13,12 @@ export interface Capsule {
   reason: string | null;
 }
 
+/** The view of the past an answer used (echoed by bundle). */
+export interface AsOf {
+  at: string;
+  mode: "KNOWN" | "VALID";
+}
+
 export interface Bundle {
   query: string;
   stage: string;
@@ -27,6 +33,7 @@ export interface Bundle {
   uncoveredTerms: string[];
   chronological: boolean;
   rendered: string;
+  asOf?: AsOf | null;
 }
 
 export interface MemoryRef {
@@ -54,6 +61,17 @@ export interface Memory extends MemoryRef {
   confidence: number;
   tokens?: number;
   links: Link[];
+  validFrom?: string | null;
+  validUntil?: string | null;
+  history?: ValidityInterval[];
+}
+
+/** One memory of a fact's history, with its effective interval [validFrom, validUntil). */
+export interface ValidityInterval {
+  memory: MemoryRef & { recordedAt: string };
+  validFrom: string;
+  validUntil: string | null;
+  supersededBy: string[];
 }
 
 export interface Belief {

@@ -16,6 +16,7 @@ import { int } from "../state";
 import type { State } from "../state";
 import type { Belief, Link, Memory, MemoryRef } from "../types";
 import { Loader, errorNotice, facts, meter } from "./common";
+import { historySection } from "./history";
 
 function edgesOf(links: Link[]): GraphEdge[] {
   return links.map((link) => ({ source: link.source, target: link.target, kind: link.kind, note: link.note }));
@@ -188,12 +189,15 @@ export function beliefView(root: HTMLElement, app: App): ViewController {
         ["Happened", formatDate(memory.occurredAt)],
         ["Recorded", formatDate(memory.recordedAt)],
         ...(memory.invalidatedAt ? ([["Invalidated", formatDate(memory.invalidatedAt)]] as Array<[string, string]>) : []),
+        ...(memory.validFrom ? ([["Valid from", formatDate(memory.validFrom)]] as Array<[string, string]>) : []),
+        ...(memory.validUntil ? ([["Valid until", formatDate(memory.validUntil)]] as Array<[string, string]>) : []),
         ["Tags", memory.tags.join(", ") || "none"],
         ["Source", memory.source ?? "unknown"],
         ["Confidence", formatScore(memory.confidence)],
         ["Role", sources.has(memory.id) ? "direct source of the belief" : graph.has(memory.id) ? "linked context" : "not in the graph"],
         ["Id", h("code", {}, memory.id)],
       ]),
+      historySection(memory, (id) => select(id, true)),
       h("h4", {}, `Links (${memory.links.length})`),
       memory.links.length ? links : h("p", { class: "muted" }, "No links."),
       h(

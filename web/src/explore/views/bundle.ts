@@ -8,6 +8,7 @@ import { BUNDLE } from "../queries";
 import { int, num } from "../state";
 import type { State } from "../state";
 import type { Bundle, Capsule } from "../types";
+import { AsOfControls, asOfUsed, asOfVariables } from "./asof";
 import { Loader, facts, meter } from "./common";
 
 function capsuleCard(capsule: Capsule, app: App): HTMLLIElement {
@@ -90,6 +91,7 @@ export function renderBundle(bundle: Bundle, app: App): HTMLElement {
     "div",
     { class: "bundle", id: "bundle-result" },
     verdict,
+    asOfUsed(bundle.asOf),
     h(
       "div",
       { class: "summary-grid" },
@@ -129,6 +131,7 @@ export function bundleView(root: HTMLElement, app: App): ViewController {
   const stage = select("stage", [["", "default"], ["recent", "recent"], ["exact", "exact"]], "");
   const minScore = h("input", { type: "number", name: "minScore", min: 0, max: 1, step: 0.01, inputmode: "decimal", placeholder: "0" });
   const maxCapsules = h("input", { type: "number", name: "maxCapsules", min: 1, step: 1, inputmode: "numeric", placeholder: "20" });
+  const asOf = new AsOfControls();
   const results = h("section", { id: "bundle-results", class: "results", "aria-live": "polite", "aria-label": "Bundle" });
   const loader = new Loader(results);
   const form = h(
@@ -143,6 +146,7 @@ export function bundleView(root: HTMLElement, app: App): ViewController {
           stage: stage.value,
           minScore: minScore.value,
           maxCapsules: maxCapsules.value,
+          ...asOf.read(),
           node: "",
         });
       },
@@ -152,6 +156,7 @@ export function bundleView(root: HTMLElement, app: App): ViewController {
     field("Stage", stage),
     field("minScore", minScore, "abstain below this top score"),
     field("Most capsules", maxCapsules),
+    ...asOf.fields,
     h("div", { class: "field submit" }, h("button", { type: "submit" }, "Ask")),
   );
   replace(
@@ -169,7 +174,8 @@ export function bundleView(root: HTMLElement, app: App): ViewController {
     stage.value = state.stage;
     minScore.value = state.minScore;
     maxCapsules.value = state.maxCapsules;
-    const key = JSON.stringify([state.q, state.budget, state.stage, state.minScore, state.maxCapsules]);
+    asOf.show(state);
+    const key = JSON.stringify([state.q, state.budget, state.stage, state.minScore, state.maxCapsules, state.asOf, state.asOfMode]);
     if (key === shown) {
       return;
     }
@@ -188,6 +194,7 @@ export function bundleView(root: HTMLElement, app: App): ViewController {
           stage: state.stage || undefined,
           minScore: num(state.minScore),
           maxCapsules: int(state.maxCapsules),
+          ...asOfVariables(state),
         }),
       (data) => results.append(renderBundle(data.bundle, app)),
     );

@@ -1,7 +1,9 @@
 /**
  * Timeline: memories, newest recorded first, filtered by kind, tag and time range; or, with words,
  * the memories a bundle ranks for them (the lexical index: no request scans every memory), with the
- * same filters applied to those.
+ * same filters applied to those. As of an instant: KNOWN lists what was recorded by then (the
+ * `memories` query's `knownAsOf`); VALID, what was true then, needs words (a bundle answers it;
+ * the list is ordered by recording, so it cannot page through what was true).
  */
 
 import { gql } from "../api";
@@ -12,6 +14,7 @@ import { MEMORIES, SEARCH, memoriesById } from "../queries";
 import { dateTime } from "../state";
 import type { State } from "../state";
 import type { MemoryPage, TimelineMemory } from "../types";
+import { AsOfControls, asOfInstant, asOfMode, asOfUsed, asOfVariables } from "./asof";
 import { Loader, errorNotice } from "./common";
 
 const PAGE_SIZE = 15;
@@ -25,8 +28,8 @@ interface Capsule {
 }
 
 /** The memories a bundle ranks for `words`, best first, with their tags and times. */
-async function search(words: string): Promise<TimelineMemory[]> {
-  const data = await gql<{ bundle: { capsules: Capsule[] } }>(SEARCH, { query: words, maxCapsules: SEARCH_SIZE });
+async function search(words: string, state: State): Promise<TimelineMemory[]> {
+  const data = await gql<{ bundle: { capsules: Capsule[] } }>(SEARCH, { query: words, maxCapsules: SEARCH_SIZE, ...asOfVariables(state) });
   const ids = data.bundle.capsules.map((capsule) => capsule.memoryId);
   const chunks: string[][] = [];
   for (let start = 0; start < ids.length; start += LOOKUP) {
@@ -82,6 +85,7 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
   const tag = h("input", { type: "text", name: "tag", autocomplete: "off" });
   const since = h("input", { type: "date", name: "since" });
   const until = h("input", { type: "date", name: "until" });
+  const asOf = new AsOfControls();
   const results = h("section", { id: "timeline-results", class: "results", "aria-live": "polite", "aria-label": "Timeline" });
   const loader = new Loader(results);
   const form = h(
@@ -90,7 +94,7 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
       class: "controls",
       onsubmit: (event: Event) => {
         event.preventDefault();
-        app.go({ q: words.value.trim(), kind: kind.value.trim(), tag: tag.value.trim(), since: since.value, until: until.value });
+        app.go({ q: words.value.trim(), kind: kind.value.trim(), tag: tag.value.trim(), since: since.value, until: until.value, ...asOf.read() });
       },
     },
     field("Search", words, "ranked by relevance"),
@@ -98,6 +102,7 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
     field("Tag", tag),
     field("Since", since, "happened on or after (UTC)"),
     field("Until", until, "happened before (UTC)"),
+    ...asOf.fields,
     h("div", { class: "field submit" }, h("button", { type: "submit" }, "Show")),
   );
   replace(
@@ -118,6 +123,7 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
       tag: state.tag || undefined,
       since: dateTime(state.since),
       until: dateTime(state.until),
+      knownAsOf: asOfInstant(state.asOf),
     });
     return data.memories;
   };
@@ -155,7 +161,8 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
     tag.value = state.tag;
     since.value = state.since.slice(0, 10);
     until.value = state.until.slice(0, 10);
-    const key = JSON.stringify([state.q, state.kind, state.tag, state.since, state.until]);
+    asOf.show(state);
+    const key = JSON.stringify([state.q, state.kind, state.tag, state.since, state.until, state.asOf, state.asOfMode]);
     if (key === shown) {
       return;
     }
@@ -163,10 +170,13 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
     if (state.q) {
       loader.run(
         "Searching",
-        () => search(state.q),
+        () => search(state.q, state),
         (found) => {
           const kept = found.filter((memory) => passes(memory, state));
           const filtered = kept.length < found.length ? `, ${found.length - kept.length} left out by the filters` : "";
+          if (state.asOf) {
+            results.append(asOfUsed({ at: asOfInstant(state.asOf) ?? state.asOf, mode: asOfMode(state) }));
+          }
           results.append(h("p", { class: "muted", id: "search-summary" }, `${kept.length} of the ${found.length} best matches for “${state.q}”, best first${filtered}.`));
           if (!kept.length) {
             results.append(h("p", { class: "muted" }, "No memory matches these words and filters."));
@@ -177,10 +187,25 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
       );
       return;
     }
+    if (state.asOf && asOfMode(state) === "VALID") {
+      loader.cancel();
+      replace(
+        results,
+        h(
+          "p",
+          { class: "notice notice-info", role: "status", id: "as-of-valid-needs-words" },
+          "What was true then is answered for words: type words to search, or choose KNOWN to list what was recorded by then.",
+        ),
+      );
+      return;
+    }
     loader.run(
       "Loading memories",
       () => load(state, null),
       (page) => {
+        if (state.asOf) {
+          results.append(asOfUsed({ at: asOfInstant(state.asOf) ?? state.asOf, mode: "KNOWN" }));
+        }
         if (!page.nodes.length) {
           results.append(h("p", { class: "muted" }, "No memory matches these filters."));
           return;
