@@ -17,9 +17,11 @@ import json
 import os
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -800,3 +802,70 @@ def test_overview_shows_counts_and_causal_components(open_page: PageFactory, dem
     kinds.first.get_by_role("link").click()
     expect(page.locator("#timeline-list > li")).to_have_count(10)
     assert w.query()["kind"] == ["event"]
+
+
+def test_as_of_answers_with_the_older_memory_and_the_panel_shows_its_history(
+    open_page: PageFactory, demo: Demo
+) -> None:
+    # Issue 32: an instant before the superseding memory was written, in the KNOWN view, answers
+    # with the older memory; its panel lists the chain, oldest first, itself marked.
+    from playwright.sync_api import expect
+
+    expect_timeout()
+    older = scratch(demo, "Scratch: the ledger reconciler pager holder is Dana Whitfield")
+    recorded = graphql(
+        demo.server, "query($id: UUID!) { memory(id: $id) { recordedAt } }", {"id": older}
+    )["memory"]["recordedAt"]
+    # The as-of input holds whole seconds: the next second after the older memory's recording,
+    # and the newer one written after it.
+    at = datetime.fromisoformat(recorded).replace(microsecond=0) + timedelta(seconds=1)
+    time.sleep(max(0.0, (at - datetime.fromisoformat(recorded)).total_seconds()) + 0.2)
+    newer = scratch(demo, "Scratch: the ledger reconciler pager holder is Eli Moreno")
+    try:
+        graphql(
+            demo.server,
+            "mutation($l: LinkInput!) { link(input: $l) { kind } }",
+            {"l": {"source": newer, "target": older, "kind": "SUPERSEDES"}},
+        )
+        w = open_page()
+        w.goto(f"/explore?view=bundle&q={quote('ledger reconciler pager holder')}")
+        page = w.page
+        capsules = page.locator("#bundle-result .capsule")
+        expect(capsules.first).to_contain_text("reconciler")
+        assert any("Eli Moreno" in text for text in capsules.all_inner_texts())  # now
+        expect(page.locator("#as-of-used")).to_contain_text("As of now")
+        page.get_by_label("As of (UTC)").fill(at.strftime("%Y-%m-%dT%H:%M:%S"))
+        page.get_by_label("View of the past").select_option("KNOWN")
+        page.get_by_role("button", name="Ask").click()
+        used = page.locator("#as-of-used")
+        expect(used).to_contain_text(f"As of {at:%Y-%m-%d %H:%M} UTC, KNOWN")
+        expect(capsules.first).to_contain_text("Dana Whitfield")
+        assert not any("Eli Moreno" in text for text in capsules.all_inner_texts())
+        assert w.query()["asOf"] == [at.strftime("%Y-%m-%dT%H:%M:%S")]
+        assert w.query()["asOfMode"] == ["KNOWN"]
+        doc_shot(w, demo, "explore-as-of")
+
+        # The timeline as of the same instant lists what was recorded by then.
+        w.goto(f"/explore?view=timeline&tag={SCRATCH}&asOf={w.query()['asOf'][0]}&asOfMode=KNOWN")
+        items = page.locator("#timeline-list > li")
+        expect(items).to_have_count(1)
+        expect(items.first).to_contain_text("Dana Whitfield")
+        page.get_by_label("View of the past").select_option("")
+        page.get_by_role("button", name="Show").click()
+        expect(page.locator("#as-of-valid-needs-words")).to_contain_text("type words")
+
+        # The older memory's panel: the chain oldest first, this memory marked, what closed it.
+        w.goto(f"/explore?view=belief&node={older}")
+        history = page.locator("#memory-history li")
+        expect(history).to_have_count(2)
+        expect(history.first).to_have_attribute("aria-current", "true")
+        expect(history.first).to_contain_text("Dana Whitfield")
+        expect(history.first).to_contain_text("superseded by: Scratch: the ledger reconciler")
+        expect(history.first).to_contain_text("until ")
+        expect(history.nth(1)).to_contain_text("still true")
+        history.nth(1).get_by_role("button").click()
+        expect(page.locator("#memory-body .memory-text")).to_contain_text("Eli Moreno")
+        expect(page.locator("#memory-history li").nth(1)).to_have_attribute("aria-current", "true")
+        w.shot("explore-history")
+    finally:
+        forget_quietly(demo, newer, older)
