@@ -345,6 +345,18 @@ def test_links_added_in_a_batch_equal_those_added_one_by_one() -> None:
     assert batched.count == one_by_one.count == sum(map(len, one_by_one.out.values()))
     assert batched.count < sum(map(len, batches))  # some were replaced
 
+    def superseded(graph: LinkGraph) -> dict[int, int]:
+        counts = {
+            key: sum(lk[2] == "SUPERSEDES" for lk in links) for key, links in graph.inn.items()
+        }
+        return {key: n for key, n in counts.items() if n}
+
+    assert batched.superseded == one_by_one.superseded == superseded(one_by_one)
+    assert batched.superseded  # the batches hold SUPERSEDES links
+    for key in (keys[0], keys[3], *keys[10:20]):  # a self-link's end, targets, sources
+        batched.remove_node(key)
+        assert batched.superseded == superseded(batched)
+
 
 def test_link_rows_read_in_a_batch_equal_those_read_one_by_one() -> None:
     rows: list[list[Any]] = [

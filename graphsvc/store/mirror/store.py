@@ -596,8 +596,9 @@ class MirrorStore(MirrorLoader, Store):
         space: MirrorNamespace, rows: NDArray[np.int64], as_of: AsOf
     ) -> NDArray[np.int64]:
         """The rows of ``rows`` visible as of ``as_of`` (:meth:`Store.visible`), in order: the
-        times are compared on the columns; in VALID mode only the rows left that have incoming
-        links are checked for a SUPERSEDES link from a memory started by then."""
+        times are compared on the columns; in VALID mode only the rows left that have an
+        incoming SUPERSEDES link (:attr:`LinkGraph.superseded`) are checked for one from a
+        memory started by then."""
         table, at = space.memories, as_of.at_us
         recorded = np.frombuffer(table.recorded, dtype=np.int64)[rows]
         if as_of.known:
@@ -607,14 +608,18 @@ class MirrorStore(MirrorLoader, Store):
         until = np.frombuffer(table.valid_until, dtype=np.int64)[rows]
         start = np.where(since != NO_TIME, since, np.where(occurred != NO_TIME, occurred, recorded))
         rows = rows[(start <= at) & ((until == NO_TIME) | (until > at))]
+        superseded = space.graph.superseded
+        if not superseded:
+            return rows
         incoming, keys, start_of = space.graph.inn, table.keys, table.valid_start
         row_of = table.row_of
         closed = [
             i
             for i, row in enumerate(rows.tolist())
-            if any(
+            if keys[row] in superseded
+            and any(
                 lk[2] == "SUPERSEDES" and start_of(row_of[lk[0]]) <= at
-                for lk in incoming.get(keys[row], ())
+                for lk in incoming[keys[row]]
             )
         ]
         return np.delete(rows, closed) if closed else rows

@@ -529,13 +529,21 @@ class MemoryTable:
 LinkTuple = tuple[int, int, str, float, int, str | None]
 
 
+_SUPERSEDES = "SUPERSEDES"
+
+
 class LinkGraph:
     """The links of one namespace: per memory key, its outgoing and incoming links as tuples
-    (only memories with links have entries). At most one link per (source, target, kind)."""
+    (only memories with links have entries). At most one link per (source, target, kind).
+
+    ``superseded`` counts, per memory key, its incoming SUPERSEDES links (only keys that have
+    one): an as-of read checks the few candidates a newer memory may have closed, not every
+    candidate's incoming links."""
 
     def __init__(self) -> None:
         self.out: dict[int, list[LinkTuple]] = {}
         self.inn: dict[int, list[LinkTuple]] = {}
+        self.superseded: dict[int, int] = {}
         self.count = 0
 
     def find(self, source: int, target: int, kind: str) -> LinkTuple | None:
@@ -556,13 +564,15 @@ class LinkGraph:
             return
         self.out.setdefault(source, []).append(link)
         self.inn.setdefault(target, []).append(link)
+        if kind == _SUPERSEDES:
+            self.superseded[target] = self.superseded.get(target, 0) + 1
         self.count += 1
 
     def add_many(self, links: Iterable[LinkTuple]) -> None:
         """:meth:`add` each link in turn (the same graph, the same order in every list), with
         the lists looked up once per link: what a load does for a snapshot's or a log
         record's links."""
-        out, inn = self.out, self.inn
+        out, inn, superseded = self.out, self.inn, self.superseded
         out_get, inn_get = out.get, inn.get
         added = 0
         for link in links:
@@ -588,6 +598,8 @@ class LinkGraph:
                 inn[target] = [link]
             else:
                 ins.append(link)
+            if link[2] == _SUPERSEDES:
+                superseded[target] = superseded.get(target, 0) + 1
             added += 1
         self.count += added
 
@@ -608,10 +620,18 @@ class LinkGraph:
 
     def remove_node(self, key: int) -> None:
         """Remove every link from or to a memory."""
+        superseded = self.superseded
         for link in self.out.pop(key, ()):
             if link[1] != key:
                 self._drop(self.inn, link[1], link)
+                if link[2] == _SUPERSEDES:
+                    left = superseded[link[1]] - 1
+                    if left:
+                        superseded[link[1]] = left
+                    else:
+                        del superseded[link[1]]
             self.count -= 1
+        superseded.pop(key, None)
         for link in self.inn.pop(key, ()):
             if link[0] != key:
                 self._drop(self.out, link[0], link)
