@@ -256,6 +256,22 @@ class ContextCapsule(Model):
     )
 
 
+class OrderReason(StrEnum):
+    """Why a bundle's capsules are oldest first, each dated."""
+
+    QUESTION_ASKS_ORDER = "QUESTION_ASKS_ORDER"
+    EVIDENCE_SPANS_DAYS = "EVIDENCE_SPANS_DAYS"
+
+
+# What each order reason means (the GraphQL enum values' descriptions).
+ORDER_REASON_DESCRIPTIONS: Mapping[OrderReason, str] = {
+    OrderReason.QUESTION_ASKS_ORDER: "The question holds a chronology marker word (before, "
+    "after, first, last, when, ...).",
+    OrderReason.EVIDENCE_SPANS_DAYS: "The question does not ask about order, but the ranked "
+    "memories carry `occurredAt` dates on two or more days.",
+}
+
+
 class ContextBundle(Model):
     """What memory offers a prompt under a token budget, and what it does not cover."""
 
@@ -286,7 +302,13 @@ class ContextBundle(Model):
         description="Discriminating query terms no capsule mentions, highest IDF first."
     )
     chronological: bool = Field(
-        description="True when the question asks about order: capsules are oldest first."
+        description="True when the capsules are oldest first, each dated: the question asks "
+        "about order, or the evidence spans days (`orderReason` says which)."
+    )
+    order_reason: OrderReason | None = Field(
+        default=None,
+        description="Why the capsules are oldest first: QUESTION_ASKS_ORDER (checked first) or "
+        "EVIDENCE_SPANS_DAYS; null when they are best match first (`chronological` false).",
     )
     rendered: str = Field(description="The capsules as text for a prompt.")
 

@@ -65,7 +65,7 @@ LINK_FIELDS = "source target kind weight createdAt note"
 CAPSULE_FIELDS = "memoryId text kind score tokens occurredAt matchedTerms reason"
 BUNDLE_FIELDS = (
     "query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage "
-    f"uncoveredTerms chronological rendered capsules {{ {CAPSULE_FIELDS} }} "
+    f"uncoveredTerms chronological orderReason rendered capsules {{ {CAPSULE_FIELDS} }} "
     f"excluded {{ {CAPSULE_FIELDS} }}"
 )
 BELIEF_FIELDS = (

@@ -544,7 +544,8 @@ _ABSTENTION = (
     "low coverage, or an important term uncovered, means the memories found may not answer the "
     "question. `excluded` lists ranked memories left out and why (budget, max_capsules, "
     "duplicate, below_floor, abstained); `chronological` true means the capsules are oldest "
-    "first, each dated, because the question asks about order."
+    "first, each dated, and `orderReason` says why: QUESTION_ASKS_ORDER (the question asks "
+    "about order) or EVIDENCE_SPANS_DAYS (the memories found are dated on several days)."
 )
 
 

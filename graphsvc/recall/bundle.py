@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from graphsvc.model import ContextBundle, ContextCapsule, Memory, construct
+from graphsvc.model import ContextBundle, ContextCapsule, Memory, OrderReason, construct
 from graphsvc.recall.scoring import PLACES, Scored, Stage
 from graphsvc.store.base import TermStats
 from graphsvc.text import asks_about_order, estimate_tokens
@@ -155,6 +155,32 @@ def spans_days(ranked: Sequence[Scored]) -> bool:
     return len(days) >= 2
 
 
+def order_reason(query: str, ranked: Sequence[Scored]) -> OrderReason | None:
+    """Why a bundle for ``query`` over ``ranked`` is oldest first, or None for best match first:
+    the question asks about order (checked first), or the memories are dated on several days."""
+    if asks_about_order(query):
+        return OrderReason.QUESTION_ASKS_ORDER
+    if spans_days(ranked):
+        return OrderReason.EVIDENCE_SPANS_DAYS
+    return None
+
+
+# Why the capsules are oldest first, as the rendered texts say it.
+ORDER_REASON_PHRASES: dict[OrderReason, str] = {
+    OrderReason.QUESTION_ASKS_ORDER: "the question asks about order",
+    OrderReason.EVIDENCE_SPANS_DAYS: "the evidence spans several days",
+}
+
+
+def order_phrase(chronological: bool, reason: OrderReason | None) -> str:
+    """How a rendered bundle names its order: best match first, or oldest first and why."""
+    if not chronological:
+        return "best match first"
+    if reason is None:
+        return "oldest first"
+    return f"oldest first, as {ORDER_REASON_PHRASES[reason]}"
+
+
 @dataclass(frozen=True)
 class BundleRequest:
     """A validated bundle request."""
@@ -185,7 +211,8 @@ def build_bundle(
     # Oldest first when the question asks about order, and whenever the ranked memories carry
     # dates on more than one day: a reader then sees evidence in the order it happened, with its
     # dates, wherever dates exist (on LoCoMo this took chronological tau from -0.083 to 1.0).
-    chronological = asks_about_order(request.query) or spans_days(ranked)
+    reason = order_reason(request.query, ranked)
+    chronological = reason is not None
     best = max((item.score for item in ranked), default=0.0)
     top_score = best if lexical_top is None else lexical_top
     skipped = top_score < request.min_score or not ranked
@@ -251,7 +278,7 @@ def build_bundle(
     capsules, uncovered_terms = tuple(packed), tuple(uncovered)
     rendered = _render(
         skipped, top_score, request.min_score, capsules, used, request.budget_tokens,
-        coverage, chronological, uncovered_terms,
+        coverage, chronological, reason, uncovered_terms,
     )  # fmt: skip
     return ContextBundle(
         query=request.query,
@@ -267,6 +294,7 @@ def build_bundle(
         evidence_coverage=coverage,
         uncovered_terms=uncovered_terms,
         chronological=chronological,
+        order_reason=reason,
         rendered=rendered,
     )
 
@@ -281,7 +309,7 @@ def render_bundle(bundle: ContextBundle) -> str:
     return _render(
         bundle.skipped, bundle.top_score, bundle.min_score, bundle.capsules, bundle.used_tokens,
         bundle.budget_tokens, bundle.evidence_coverage, bundle.chronological,
-        bundle.uncovered_terms,
+        bundle.order_reason, bundle.uncovered_terms,
     )  # fmt: skip
 
 
@@ -294,6 +322,7 @@ def _render(
     budget_tokens: int,
     evidence_coverage: float,
     chronological: bool,
+    reason: OrderReason | None,
     uncovered_terms: Sequence[str],
 ) -> str:
     lines: list[str] = []
@@ -303,7 +332,7 @@ def _render(
             f"{fmt_score(top_score)} is below the minimum {fmt_score(min_score)})."
         )
     else:
-        order = "oldest first" if chronological else "best match first"
+        order = order_phrase(chronological, reason)
         lines.append(
             f"Memory ({len(capsules)} item(s), {used_tokens}/"
             f"{budget_tokens} tokens, evidence coverage {fmt_score(evidence_coverage)}, "
@@ -318,10 +347,13 @@ def _render(
 
 __all__ = [
     "DUPLICATE_JACCARD",
+    "ORDER_REASON_PHRASES",
     "BundleRequest",
     "build_bundle",
     "chronological_key",
     "fmt_score",
+    "order_phrase",
+    "order_reason",
     "render_bundle",
     "spans_days",
 ]

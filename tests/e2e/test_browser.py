@@ -368,6 +368,10 @@ def test_a_shared_bundle_link_renders_without_interaction(
     assert reasons and set(reasons) <= {"budget", "duplicate", "max_capsules", "below_floor"}
     expect(page.locator("#viewer")).to_contain_text(demo.namespace)
     expect(page.locator("#ask-q")).to_have_value(QUESTION)
+    # The question does not ask about order; the incident's memories span days. The page said
+    # "the question asks about order" for every chronological bundle.
+    order = page.locator("#bundle-result .facts div", has_text="Order").locator("dd")
+    expect(order).to_have_text("oldest first, dated (the evidence spans several days)")
     w.shot("explore-bundle")
 
 

@@ -17,7 +17,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from graphsvc.errors import BadInputError
-from graphsvc.model import ContextBundle, ContextCapsule, Link, LinkKind, Memory
+from graphsvc.model import ContextBundle, ContextCapsule, Link, LinkKind, Memory, OrderReason
 from graphsvc.recall import (
     STAGES,
     BundleRequest,
@@ -548,6 +548,32 @@ def test_chronological_bundle_is_oldest_first_with_date_prefixes() -> None:
     assert timely.rendered.splitlines()[1:] == [f"- {c.text}" for c in timely.capsules]
 
 
+def test_a_bundle_names_the_true_reason_of_its_order() -> None:
+    # The explorer and MCP said "the question asks about order" for every chronological bundle,
+    # also when the order came from evidence dated on several days.
+    newer = mem(1, "alpha bravo", occurred=day(2024, 5, 2))
+    older = mem(2, "alpha delta", occurred=day(2023, 1, 9))
+    same_day = mem(3, "alpha golf", occurred=day(2024, 5, 2))
+    corpus = [newer, older, same_day, mem(4, "hotel")]
+    spans = _bundle("alpha", corpus, [scored(newer, 0.9), scored(older, 0.8)])
+    asks = _bundle("when alpha", corpus, [scored(newer, 0.9), scored(older, 0.8)])
+    asks_one_day = _bundle("before alpha", corpus, [scored(newer, 0.9), scored(same_day, 0.8)])
+    plain = _bundle("alpha", corpus, [scored(newer, 0.9), scored(same_day, 0.8)])
+    assert (spans.chronological, spans.order_reason) == (True, OrderReason.EVIDENCE_SPANS_DAYS)
+    assert (asks.chronological, asks.order_reason) == (True, OrderReason.QUESTION_ASKS_ORDER)
+    assert asks_one_day.order_reason is OrderReason.QUESTION_ASKS_ORDER
+    assert (plain.chronological, plain.order_reason) == (False, None)
+    assert "oldest first, as the evidence spans several days):" in spans.rendered.splitlines()[0]
+    assert "oldest first, as the question asks about order):" in asks.rendered.splitlines()[0]
+    assert "asks about order" not in spans.rendered
+    assert plain.rendered.splitlines()[0].endswith("best match first):")
+    for bundle in (spans, asks, plain):
+        assert render_bundle(bundle) == bundle.rendered
+        assert bundle.to_json_dict()["orderReason"] == (
+            bundle.order_reason.value if bundle.order_reason else None
+        )
+
+
 def test_chronological_ordering_never_removes_a_capsule_under_a_tight_budget() -> None:
     corpus = [
         mem(1, "alpha bravo delta", occurred=day(2024, 3, 1)),
@@ -705,7 +731,9 @@ def test_chronological_ordering_changes_presentation_only(
     assert query_terms(timely_query) == terms
     timely = build_bundle(request(timely_query, budget=budget, stage=stage), terms, stats, ranked)
     assert timely.chronological
+    assert timely.order_reason is OrderReason.QUESTION_ASKS_ORDER
     assert plain.chronological == spans_days(ranked)
+    assert plain.order_reason is (OrderReason.EVIDENCE_SPANS_DAYS if spans_days(ranked) else None)
     assert Counter(ids(timely.capsules)) == Counter(ids(plain.capsules))
     assert {(c.memory_id, c.reason) for c in timely.excluded} == {
         (c.memory_id, c.reason) for c in plain.excluded

@@ -4,7 +4,7 @@ const CAPSULE = "memoryId text kind score tokens occurredAt matchedTerms reason"
 
 export const BUNDLE = `query ExplorerBundle($query: String!, $budgetTokens: Int, $stage: String, $minScore: Float, $maxCapsules: Int) {
   bundle(query: $query, budgetTokens: $budgetTokens, stage: $stage, minScore: $minScore, maxCapsules: $maxCapsules) {
-    query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage uncoveredTerms chronological rendered
+    query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage uncoveredTerms chronological orderReason rendered
     capsules { ${CAPSULE} }
     excluded { ${CAPSULE} }
   }

@@ -2,6 +2,8 @@
 
 export type LinkKind = "CAUSES" | "PRECEDES" | "RELATES_TO" | "SUPERSEDES";
 
+export type OrderReason = "QUESTION_ASKS_ORDER" | "EVIDENCE_SPANS_DAYS";
+
 export interface Capsule {
   memoryId: string;
   text: string;
@@ -26,6 +28,8 @@ export interface Bundle {
   evidenceCoverage: number;
   uncoveredTerms: string[];
   chronological: boolean;
+  /** Why the capsules are oldest first; null when they are best match first. */
+  orderReason: OrderReason | null;
   rendered: string;
 }
 

@@ -7,7 +7,7 @@ import { clip, formatDate, formatScore, percent, REASONS } from "../format";
 import { BUNDLE } from "../queries";
 import { int, num } from "../state";
 import type { State } from "../state";
-import type { Bundle, Capsule } from "../types";
+import type { Bundle, Capsule, OrderReason } from "../types";
 import { Loader, facts, meter } from "./common";
 
 function capsuleCard(capsule: Capsule, app: App): HTMLLIElement {
@@ -69,6 +69,19 @@ function exclusions(excluded: Capsule[]): HTMLElement {
   );
 }
 
+/** Why the capsules are in the order shown, as the bundle says (never a guess). */
+const ORDER_REASONS: Record<OrderReason, string> = {
+  QUESTION_ASKS_ORDER: "the question asks about order",
+  EVIDENCE_SPANS_DAYS: "the evidence spans several days",
+};
+
+function orderText(bundle: Bundle): string {
+  if (!bundle.chronological) {
+    return "by score";
+  }
+  return bundle.orderReason ? `oldest first, dated (${ORDER_REASONS[bundle.orderReason]})` : "oldest first, dated";
+}
+
 export function renderBundle(bundle: Bundle, app: App): HTMLElement {
   const verdict = bundle.skipped
     ? h(
@@ -108,7 +121,7 @@ export function renderBundle(bundle: Bundle, app: App): HTMLElement {
       facts([
         ["Stage", bundle.stage],
         ["Capsules", `${bundle.capsules.length} packed, ${bundle.excluded.length} left out`],
-        ["Order", bundle.chronological ? "oldest first, dated (the question asks about order)" : "by score"],
+        ["Order", orderText(bundle)],
       ]),
     ),
     h("h3", {}, "Not covered by memory"),
