@@ -249,6 +249,11 @@ class ContextCapsule(Model):
     matched_terms: tuple[str, ...] = Field(
         default=(), description="Query terms the memory contains."
     )
+    matched_words: tuple[str, ...] = Field(
+        default=(),
+        description="The question's own words for `matchedTerms`, one for each, in the same "
+        "order: what to show a person (a term is an analysed stem: `melani` for `Melanie`).",
+    )
     reason: str | None = Field(
         default=None,
         description="'match' for a packed capsule; for an excluded one why: abstained, "
@@ -300,6 +305,11 @@ class ContextBundle(Model):
     )
     uncovered_terms: tuple[str, ...] = Field(
         description="Discriminating query terms no capsule mentions, highest IDF first."
+    )
+    uncovered_words: tuple[str, ...] = Field(
+        default=(),
+        description="The question's own words for `uncoveredTerms`, one for each, in the same "
+        "order: what to show a person (a term is an analysed stem: `mar` for `Mars`).",
     )
     chronological: bool = Field(
         description="True when the capsules are oldest first, each dated: the question asks "

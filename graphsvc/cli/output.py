@@ -40,8 +40,9 @@ def print_bundle(bundle: ContextBundle) -> None:
         reasons = Counter(c.reason for c in bundle.excluded)
         summary = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda x: str(x[0])))
         click.echo(f"  excluded: {len(bundle.excluded)} ({summary})")
-    if bundle.uncovered_terms:
-        click.echo(f"  not covered by memory: {', '.join(bundle.uncovered_terms)}")
+    uncovered = bundle.uncovered_words or bundle.uncovered_terms
+    if uncovered:
+        click.echo(f"  not covered by memory: {', '.join(uncovered)}")
     click.secho("\n  rendered for the prompt:", dim=True)
     for line in bundle.rendered.splitlines():
         click.echo(f"  | {line}")

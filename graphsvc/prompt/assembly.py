@@ -64,7 +64,7 @@ from graphsvc.prompt.models import (
     Visibility,
 )
 from graphsvc.recall import get_stage
-from graphsvc.text import asks_about_order, estimate_tokens, query_terms
+from graphsvc.text import asks_about_order, estimate_tokens, query_words
 
 CHARS_PER_TOKEN = 4  # the estimator's ratio (graphsvc.text.estimate_tokens)
 
@@ -333,12 +333,13 @@ def message_tokens(messages: Sequence[dict[str, Any]]) -> int:
 
 
 def coverage_note(bundle: ContextBundle) -> str:
-    """What memory does not cover, for the model."""
-    if bundle.uncovered_terms:
+    """What memory does not cover, for the model, in the question's words (its terms for a
+    bundle that carries no words)."""
+    uncovered = bundle.uncovered_words or bundle.uncovered_terms
+    if uncovered:
         return (
             f"Coverage note: evidence coverage {bundle.evidence_coverage:.3f}; not covered by "
-            f"memory: {', '.join(bundle.uncovered_terms)}. Do not guess what memory does not "
-            "cover."
+            f"memory: {', '.join(uncovered)}. Do not guess what memory does not cover."
         )
     return (
         f"Coverage note: evidence coverage {bundle.evidence_coverage:.3f}; memory mentions every "
@@ -414,7 +415,7 @@ def memory_reserve(query: str, max_capsules: int, budget: int) -> int:
 
     The section is its frame (tags, header, coverage and chronology notes) plus one line per
     capsule. The frame is measured at its longest: the widest header, the coverage note naming
-    every term of the query or none (the uncovered terms are some of the query's terms), and
+    every word of the query or none (the uncovered words are some of the query's words), and
     every order the bundle may take: oldest first because the question asks about order when it
     does, else best match first or oldest first because the evidence spans days (which depends
     on the memories found). A capsule line adds 3 characters ("- " and a newline) to the
@@ -422,7 +423,7 @@ def memory_reserve(query: str, max_capsules: int, budget: int) -> int:
     ``ceil((a + b) / 4) <= ceil(a / 4) + ceil(b / 4)``, a section whose capsules fit
     ``budget - reserve`` never costs more than ``budget``.
     """
-    terms = tuple(query_terms(query))
+    pairs = query_words(query)
     if asks_about_order(query):
         orders: tuple[OrderReason | None, ...] = (OrderReason.QUESTION_ASKS_ORDER,)
     else:
@@ -438,7 +439,8 @@ def memory_reserve(query: str, max_capsules: int, budget: int) -> int:
         skipped=False,
         top_score=1.0,
         evidence_coverage=1.0,
-        uncovered_terms=terms,
+        uncovered_terms=tuple(term for term, _ in pairs),
+        uncovered_words=tuple(word for _, word in pairs),
         chronological=False,
         rendered="",
     )
@@ -446,7 +448,10 @@ def memory_reserve(query: str, max_capsules: int, budget: int) -> int:
         bundle.model_copy(update={"chronological": reason is not None, "order_reason": reason})
         for reason in orders
     ]
-    variants += [variant.model_copy(update={"uncovered_terms": ()}) for variant in variants]
+    variants += [
+        variant.model_copy(update={"uncovered_terms": (), "uncovered_words": ()})
+        for variant in variants
+    ]
     header = max(
         *(
             len(_offer_header(count, reason is not None, budget, budget))

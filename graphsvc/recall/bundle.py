@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
@@ -14,7 +14,7 @@ from uuid import UUID
 from graphsvc.model import ContextBundle, ContextCapsule, Memory, OrderReason, construct
 from graphsvc.recall.scoring import PLACES, Scored, Stage
 from graphsvc.store.base import TermStats
-from graphsvc.text import asks_about_order, estimate_tokens
+from graphsvc.text import asks_about_order, estimate_tokens, query_words
 
 # Capsules whose term sets overlap this much (Jaccard) with a packed one are duplicates.
 DUPLICATE_JACCARD = 0.8
@@ -28,18 +28,25 @@ def _capsule_text(memory: Memory, chronological: bool) -> str:
     return f"[{memory.occurred_at.date().isoformat()}] {memory.text}"
 
 
-def _capsule(item: Scored, chronological: bool, reason: str | None) -> ContextCapsule:
-    return _capsule_of(item, _capsule_text(item.memory, chronological), reason)
+def _capsule(
+    item: Scored, chronological: bool, reason: str | None, words: Mapping[str, str]
+) -> ContextCapsule:
+    return _capsule_of(item, _capsule_text(item.memory, chronological), reason, words)
 
 
-def _capsule_of(item: Scored, text: str, reason: str | None) -> ContextCapsule:
-    """The capsule of a ranked memory rendered as ``text``: its fields are of their types
-    already, so it is built without validation (a bundle makes one per ranked memory)."""
+def _capsule_of(
+    item: Scored, text: str, reason: str | None, words: Mapping[str, str]
+) -> ContextCapsule:
+    """The capsule of a ranked memory rendered as ``text``, its matched terms named by the
+    query's ``words``: its fields are of their types already, so it is built without validation
+    (a bundle makes one per ranked memory)."""
     memory = item.memory
+    matched = tuple(item.matched)
     return construct(ContextCapsule, {
         "memory_id": memory.id, "text": text, "kind": memory.kind, "score": float(item.score),
         "tokens": estimate_tokens(text), "occurred_at": memory.occurred_at,
-        "matched_terms": tuple(item.matched), "reason": reason,
+        "matched_terms": matched, "matched_words": tuple(words.get(t, t) for t in matched),
+        "reason": reason,
     })  # fmt: skip
 
 
@@ -213,6 +220,8 @@ def build_bundle(
     # dates, wherever dates exist (on LoCoMo this took chronological tau from -0.083 to 1.0).
     reason = order_reason(request.query, ranked)
     chronological = reason is not None
+    # The user's own word for each term ("Mars" for "mar"): what the frontends show.
+    words = dict(query_words(request.query))
     best = max((item.score for item in ranked), default=0.0)
     top_score = best if lexical_top is None else lexical_top
     skipped = top_score < request.min_score or not ranked
@@ -231,25 +240,25 @@ def build_bundle(
     spent = 0
     for item in ranked:
         if skipped:
-            excluded.append(_capsule(item, chronological, "abstained"))
+            excluded.append(_capsule(item, chronological, "abstained", words))
             continue
         if item.score < floor or item.score <= 0.0:
-            excluded.append(_capsule(item, chronological, "below_floor"))
+            excluded.append(_capsule(item, chronological, "below_floor", words))
             continue
         term_set = frozenset(item.memory.terms)
         if packed_terms.is_duplicate(term_set):
-            excluded.append(_capsule(item, chronological, "duplicate"))
+            excluded.append(_capsule(item, chronological, "duplicate", words))
             continue
         if len(packed) >= request.max_capsules:
-            excluded.append(_capsule(item, chronological, "max_capsules"))
+            excluded.append(_capsule(item, chronological, "max_capsules", words))
             continue
         dated = _capsule_text(item.memory, chronological=True)
         text = dated if chronological else item.memory.text
         cost = estimate_tokens(dated)
         if spent + cost > request.budget_tokens:
-            excluded.append(_capsule_of(item, text, "budget"))
+            excluded.append(_capsule_of(item, text, "budget", words))
             continue
-        packed.append(_capsule_of(item, text, "match"))
+        packed.append(_capsule_of(item, text, "match", words))
         packed_terms.add(term_set)
         spent += cost
 
@@ -276,9 +285,10 @@ def build_bundle(
 
     used = sum(c.tokens for c in packed)
     capsules, uncovered_terms = tuple(packed), tuple(uncovered)
+    uncovered_words = tuple(words.get(t, t) for t in uncovered_terms)
     rendered = _render(
         skipped, top_score, request.min_score, capsules, used, request.budget_tokens,
-        coverage, chronological, reason, uncovered_terms,
+        coverage, chronological, reason, uncovered_words,
     )  # fmt: skip
     return ContextBundle(
         query=request.query,
@@ -293,6 +303,7 @@ def build_bundle(
         top_score=top_score,
         evidence_coverage=coverage,
         uncovered_terms=uncovered_terms,
+        uncovered_words=uncovered_words,
         chronological=chronological,
         order_reason=reason,
         rendered=rendered,
@@ -305,11 +316,12 @@ def fmt_score(value: float) -> str:
 
 
 def render_bundle(bundle: ContextBundle) -> str:
-    """The bundle as prompt text: a header, one line per capsule, and what memory does not cover."""
+    """The bundle as prompt text: a header, one line per capsule, and what memory does not cover
+    (in the question's words; its terms for a bundle that carries no words)."""
     return _render(
         bundle.skipped, bundle.top_score, bundle.min_score, bundle.capsules, bundle.used_tokens,
         bundle.budget_tokens, bundle.evidence_coverage, bundle.chronological,
-        bundle.order_reason, bundle.uncovered_terms,
+        bundle.order_reason, bundle.uncovered_words or bundle.uncovered_terms,
     )  # fmt: skip
 
 
@@ -323,7 +335,7 @@ def _render(
     evidence_coverage: float,
     chronological: bool,
     reason: OrderReason | None,
-    uncovered_terms: Sequence[str],
+    uncovered_words: Sequence[str],
 ) -> str:
     lines: list[str] = []
     if skipped:
@@ -340,8 +352,8 @@ def _render(
         )
         for capsule in capsules:
             lines.append(f"- {capsule.text}")
-    if uncovered_terms:
-        lines.append("Not covered by memory: " + ", ".join(uncovered_terms) + ".")
+    if uncovered_words:
+        lines.append("Not covered by memory: " + ", ".join(uncovered_words) + ".")
     return "\n".join(lines)
 
 

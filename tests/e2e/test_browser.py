@@ -375,6 +375,24 @@ def test_a_shared_bundle_link_renders_without_interaction(
     w.shot("explore-bundle")
 
 
+def test_the_bundle_shows_the_question_s_own_words(open_page: PageFactory) -> None:
+    # The page showed stems as words: "Not covered by memory: mar", "matched: custom, timeout".
+    from playwright.sync_api import expect
+
+    expect_timeout()
+    w = open_page()
+    question = "Did customers see payment timeouts on Mars?"
+    w.goto(f"/explore?view=bundle&q={quote(question)}")
+    page = w.page
+    uncovered = page.get_by_role("list", name="Uncovered words")
+    expect(uncovered.locator("li")).to_have_text(["Mars"])
+    matched = page.locator("#bundle-result .capsule .matched").first
+    expect(matched).to_have_text("matched: customers, see, payment, timeouts")
+    expect(page.locator("#bundle-result .rendered pre")).to_contain_text(
+        "Not covered by memory: Mars."
+    )
+
+
 def test_asking_a_new_question_updates_the_url_and_abstains_below_min_score(
     open_page: PageFactory,
 ) -> None:

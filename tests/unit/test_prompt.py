@@ -45,7 +45,7 @@ from graphsvc.prompt.assembly import (
     sha256_hex,
 )
 from graphsvc.prompt.trace import assembled_detail, drift_report
-from graphsvc.text import asks_about_order, estimate_tokens, query_terms
+from graphsvc.text import asks_about_order, estimate_tokens, query_terms, query_words
 
 FAST = hsettings(max_examples=150, deadline=None)
 DAY = date(2025, 3, 2)
@@ -107,8 +107,9 @@ def fake_bundle(
             used += item.tokens
         else:
             excluded.append(item.model_copy(update={"reason": "budget"}))
-    terms = query_terms(plan.memory_query)
-    mask = uncovered if uncovered is not None else [True] * len(terms)
+    pairs = query_words(plan.memory_query)
+    mask = uncovered if uncovered is not None else [True] * len(pairs)
+    left = [pair for pair, m in zip(pairs, mask, strict=False) if m]
     reason = (
         OrderReason.QUESTION_ASKS_ORDER
         if asks_about_order(plan.memory_query)
@@ -127,7 +128,8 @@ def fake_bundle(
         skipped=skipped,
         top_score=0.123456,
         evidence_coverage=0.0 if skipped else coverage,
-        uncovered_terms=tuple(t for t, m in zip(terms, mask, strict=False) if m),
+        uncovered_terms=tuple(term for term, _ in left),
+        uncovered_words=tuple(word for _, word in left),
         chronological=reason is not None,
         order_reason=reason,
         rendered="",
@@ -210,6 +212,16 @@ def test_memory_notes_name_what_memory_does_not_cover_and_the_order() -> None:
     assert "top score 0.123 is below the minimum 0.250" in skipped
     nothing = render_memory(fake_bundle(plan, [], skipped=True), "")
     assert "Memory holds nothing that matches this turn." in nothing
+
+
+def test_the_coverage_note_names_the_question_s_own_words() -> None:
+    # It named stems: "not covered by memory: iguana, mar".
+    plan = plan_prompt(
+        request(userTurn="Which iguana lives on Mars?"), window(), DAY, max_query_chars=QUERY_CHARS
+    )
+    bundle = fake_bundle(plan, ["A cat lives here"], uncovered=[True, False, True])
+    assert bundle.uncovered_terms == ("iguana", "mar")
+    assert "not covered by memory: iguana, Mars. Do not guess" in render_memory(bundle, "")
 
 
 def test_the_chronology_note_gives_the_true_reason_of_the_order() -> None:

@@ -33,8 +33,9 @@ from graphsvc.recall import (
     score_candidates,
     spans_days,
 )
+from graphsvc.recall.scoring import matched_terms
 from graphsvc.store.base import Candidate, TermStats, Walk
-from graphsvc.text import analyse, estimate_tokens, query_terms
+from graphsvc.text import analyse, estimate_tokens, query_terms, query_words
 
 FAST = hsettings(max_examples=150, deadline=None)
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
@@ -513,6 +514,25 @@ def test_coverage_is_idf_weighted_over_the_packed_capsules() -> None:
     assert "Not covered by memory: zulu, bravo." in bundle.rendered
 
 
+def test_bundles_name_terms_in_the_question_s_own_words() -> None:
+    # The rendered text said "Not covered by memory: iguana, mar" and capsules "matched: melani".
+    query = "What is the name of Melanie's pet iguana on Mars?"
+    pet = mem(1, "Melanie has a pet cat named Luna")
+    corpus = [pet, mem(2, "Caroline went to the market"), mem(3, "alpha bravo")]
+    found = Scored(pet, 0.8, matched_terms(pet, query_terms(query)))
+    bundle = _bundle(query, corpus, [found])
+    assert bundle.uncovered_terms == ("iguana", "mar")
+    assert bundle.uncovered_words == ("iguana", "Mars")
+    assert bundle.rendered.splitlines()[-1] == "Not covered by memory: iguana, Mars."
+    (capsule,) = bundle.capsules
+    assert capsule.matched_terms == ("name", "melani", "pet")
+    assert capsule.matched_words == ("name", "Melanie", "pet")
+    assert render_bundle(bundle) == bundle.rendered
+    # A bundle that carries no words (built elsewhere) renders its terms.
+    bare = bundle.model_copy(update={"uncovered_words": ()})
+    assert render_bundle(bare).splitlines()[-1] == "Not covered by memory: iguana, mar."
+
+
 def test_coverage_is_one_when_no_query_term_discriminates() -> None:
     a, b = mem(1, "alpha bravo"), mem(2, "alpha golf")
     corpus = [a, b]  # "alpha" is in every memory: it discriminates nothing
@@ -681,6 +701,11 @@ def test_bundle_invariants(case: tuple[BundleRequest, list[str], TermStats, list
     assert list(bundle.uncovered_terms) == sorted(
         bundle.uncovered_terms, key=lambda t: (-stats.coverage_weight(t), t)
     )
+    # Words: the query's own word for each term, one for each, in the same order.
+    words = dict(query_words(req.query))
+    assert bundle.uncovered_words == tuple(words[t] for t in bundle.uncovered_terms)
+    for capsule in bundle.capsules + bundle.excluded:
+        assert capsule.matched_words == tuple(words[t] for t in capsule.matched_terms)
     by_id = {r.memory.id: r.memory for r in ranked}
     packed_terms = {t for c in bundle.capsules for t in by_id[c.memory_id].terms}
     if not bundle.skipped:

@@ -1,10 +1,10 @@
 /** The operations the explorer sends: only the public GraphQL API, nothing else. */
 
-const CAPSULE = "memoryId text kind score tokens occurredAt matchedTerms reason";
+const CAPSULE = "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason";
 
 export const BUNDLE = `query ExplorerBundle($query: String!, $budgetTokens: Int, $stage: String, $minScore: Float, $maxCapsules: Int) {
   bundle(query: $query, budgetTokens: $budgetTokens, stage: $stage, minScore: $minScore, maxCapsules: $maxCapsules) {
-    query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage uncoveredTerms chronological orderReason rendered
+    query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage uncoveredTerms uncoveredWords chronological orderReason rendered
     capsules { ${CAPSULE} }
     excluded { ${CAPSULE} }
   }

@@ -12,6 +12,8 @@ export interface Capsule {
   tokens: number;
   occurredAt: string | null;
   matchedTerms: string[];
+  /** The question's own words for matchedTerms (which are stems), one for each. */
+  matchedWords: string[];
   reason: string | null;
 }
 
@@ -27,6 +29,8 @@ export interface Bundle {
   topScore: number;
   evidenceCoverage: number;
   uncoveredTerms: string[];
+  /** The question's own words for uncoveredTerms (which are stems), one for each. */
+  uncoveredWords: string[];
   chronological: boolean;
   /** Why the capsules are oldest first; null when they are best match first. */
   orderReason: OrderReason | null;

@@ -24,8 +24,8 @@ function capsuleCard(capsule: Capsule, app: App): HTMLLIElement {
       h("span", { class: "reason", title: REASONS[capsule.reason ?? ""] ?? "" }, capsule.reason ?? ""),
     ),
     h("p", { class: "capsule-text" }, capsule.text),
-    capsule.matchedTerms.length
-      ? h("p", { class: "matched" }, "matched: ", capsule.matchedTerms.join(", "))
+    capsule.matchedWords.length
+      ? h("p", { class: "matched" }, "matched: ", capsule.matchedWords.join(", "))
       : null,
     h(
       "a",
@@ -96,9 +96,9 @@ export function renderBundle(bundle: Bundle, app: App): HTMLElement {
         h("strong", {}, "Memory answers"),
         ` top score ${formatScore(bundle.topScore)} ≥ minScore ${formatScore(bundle.minScore)}.`,
       );
-  const uncovered = bundle.uncoveredTerms.length
-    ? h("ul", { class: "terms", "aria-label": "Uncovered terms" }, ...bundle.uncoveredTerms.map((t) => h("li", {}, t)))
-    : h("p", { class: "muted" }, "Every discriminating query term is covered.");
+  const uncovered = bundle.uncoveredWords.length
+    ? h("ul", { class: "terms", "aria-label": "Uncovered words" }, ...bundle.uncoveredWords.map((w) => h("li", {}, w)))
+    : h("p", { class: "muted" }, "Every discriminating word of the question is covered.");
   return h(
     "div",
     { class: "bundle", id: "bundle-result" },
