@@ -49,7 +49,7 @@ from graphsvc.prompt import (
 )
 from graphsvc.prompt.assembly import finish_prompt, plan_prompt, resolve_window
 from graphsvc.prompt.trace import assembled_detail, drift_report
-from graphsvc.recall import BundleRequest, build_belief, build_bundle, get_stage
+from graphsvc.recall import BundleRequest, Stage, build_belief, build_bundle, get_stage
 from graphsvc.recall.pipeline import ReadAheadPool, RecallPipeline
 from graphsvc.recall.policy import RecallPolicy
 from graphsvc.retrieval import HYBRID, DenseRecall
@@ -499,6 +499,12 @@ class MemoryService:
             namespace, after=after, limit=limit, kind=kind, tag=tag, since=since, until=until
         )
 
+    def min_score_for(self, stage: Stage) -> float:
+        """The abstention threshold of a bundle at ``stage`` whose request gives none:
+        ``GRAPHSVC_DEFAULT_MIN_SCORE`` when set, else the stage's own."""
+        chosen = self.settings.default_min_score
+        return stage.min_score if chosen is None else chosen
+
     def bundle(
         self,
         namespace: str,
@@ -517,15 +523,16 @@ class MemoryService:
         self._check_text(query, "query")
         budget = s.default_budget_tokens if budget_tokens is None else budget_tokens
         self._in_range("budgetTokens", budget, 1, s.max_budget_tokens)
-        floor = s.default_min_score if min_score is None else min_score
+        stage_name = stage or "default"
+        chosen = get_stage(stage_name)
+        floor = self.min_score_for(chosen) if min_score is None else min_score
         if not 0.0 <= floor <= 1.0:
             raise BadInputError(f"minScore must be between 0 and 1, got {floor}")
         cap = s.default_max_capsules if max_capsules is None else max_capsules
         self._in_range("maxCapsules", cap, 1, s.max_capsules_limit)
-        stage_name = stage or "default"
         ranking = self.recall.rank(namespace, query, stage_name)
         request = BundleRequest(
-            query, budget, floor, cap, get_stage(stage_name), self.policy.bundle.relative_floor,
+            query, budget, floor, cap, chosen, self.policy.bundle.relative_floor,
             ranking.retrieval,
         )  # fmt: skip
         lexical_top = ranking.lexical_top if ranking.retrieval == HYBRID else None

@@ -196,7 +196,14 @@ class Settings(BaseSettings):
 
     default_budget_tokens: int = Field(default=1_000, ge=1)
     max_budget_tokens: int = Field(default=100_000, ge=1)
-    default_min_score: float = Field(default=0.0, ge=0.0, le=1.0)
+    default_min_score: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Abstention threshold of a bundle whose request gives no minScore, for every "
+        "stage. Unset: each stage's own (graphsvc.recall.STAGES), chosen by the evaluation "
+        "(docs/quality.md). 0 turns abstention off by default.",
+    )
     relative_floor: float = Field(
         default=0.3,
         ge=0.0,
