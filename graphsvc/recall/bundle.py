@@ -36,11 +36,19 @@ def _capsule_of(item: Scored, text: str, reason: str | None) -> ContextCapsule:
     """The capsule of a ranked memory rendered as ``text``: its fields are of their types
     already, so it is built without validation (a bundle makes one per ranked memory)."""
     memory = item.memory
-    return construct(ContextCapsule, {
-        "memory_id": memory.id, "text": text, "kind": memory.kind, "score": float(item.score),
-        "tokens": estimate_tokens(text), "occurred_at": memory.occurred_at,
-        "matched_terms": tuple(item.matched), "reason": reason,
-    })  # fmt: skip
+    return construct(
+        ContextCapsule,
+        {
+            "memory_id": memory.id,
+            "text": text,
+            "kind": memory.kind,
+            "score": float(item.score),
+            "tokens": estimate_tokens(text),
+            "occurred_at": memory.occurred_at,
+            "matched_terms": tuple(item.matched),
+            "reason": reason,
+        },
+    )
 
 
 def _is_duplicate(terms: frozenset[str], packed: Sequence[frozenset[str]]) -> bool:
@@ -250,9 +258,16 @@ def build_bundle(
     used = sum(c.tokens for c in packed)
     capsules, uncovered_terms = tuple(packed), tuple(uncovered)
     rendered = _render(
-        skipped, top_score, request.min_score, capsules, used, request.budget_tokens,
-        coverage, chronological, uncovered_terms,
-    )  # fmt: skip
+        skipped,
+        top_score,
+        request.min_score,
+        capsules,
+        used,
+        request.budget_tokens,
+        coverage,
+        chronological,
+        uncovered_terms,
+    )
     return ContextBundle(
         query=request.query,
         stage=request.stage.name,
@@ -279,10 +294,16 @@ def fmt_score(value: float) -> str:
 def render_bundle(bundle: ContextBundle) -> str:
     """The bundle as prompt text: a header, one line per capsule, and what memory does not cover."""
     return _render(
-        bundle.skipped, bundle.top_score, bundle.min_score, bundle.capsules, bundle.used_tokens,
-        bundle.budget_tokens, bundle.evidence_coverage, bundle.chronological,
+        bundle.skipped,
+        bundle.top_score,
+        bundle.min_score,
+        bundle.capsules,
+        bundle.used_tokens,
+        bundle.budget_tokens,
+        bundle.evidence_coverage,
+        bundle.chronological,
         bundle.uncovered_terms,
-    )  # fmt: skip
+    )
 
 
 def _render(
