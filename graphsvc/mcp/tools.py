@@ -51,6 +51,7 @@ from graphsvc.model import (
     UtcDateTime,
 )
 from graphsvc.prompt import PromptBundle, PromptInput
+from graphsvc.recall import default_thresholds
 from graphsvc.service import MemoryService
 
 T = TypeVar("T")
@@ -538,7 +539,9 @@ _WRITES = "Needs an API key with role 'write'."
 _ABSTENTION = (
     "Before trusting the result read its honesty fields. `skipped` true means memory ABSTAINS: "
     "its best match (`topScore`, an absolute score in [0, 1]) is below `minScore`, so no capsule "
-    "is offered: answer without memory, or say memory does not know. `evidenceCoverage` in "
+    "is offered: answer without memory, or say memory does not know. Without `minScore` each "
+    f"stage has its own threshold ({default_thresholds()}), set so that memory rarely abstains "
+    "on a question it can answer; `minScore: 0` turns abstention off. `evidenceCoverage` in "
     "[0, 1] is the IDF-weighted share of the question's discriminating terms that the offered "
     "capsules mention, and `uncoveredWords` lists the question's words no capsule mentions, "
     "rarest first (`uncoveredTerms` holds their analysed stems; a capsule's `matchedWords` and "

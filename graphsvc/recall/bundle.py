@@ -42,12 +42,20 @@ def _capsule_of(
     (a bundle makes one per ranked memory)."""
     memory = item.memory
     matched = tuple(item.matched)
-    return construct(ContextCapsule, {
-        "memory_id": memory.id, "text": text, "kind": memory.kind, "score": float(item.score),
-        "tokens": estimate_tokens(text), "occurred_at": memory.occurred_at,
-        "matched_terms": matched, "matched_words": tuple(words.get(t, t) for t in matched),
-        "reason": reason,
-    })  # fmt: skip
+    return construct(
+        ContextCapsule,
+        {
+            "memory_id": memory.id,
+            "text": text,
+            "kind": memory.kind,
+            "score": float(item.score),
+            "tokens": estimate_tokens(text),
+            "occurred_at": memory.occurred_at,
+            "matched_terms": matched,
+            "matched_words": tuple(words.get(t, t) for t in matched),
+            "reason": reason,
+        },
+    )
 
 
 def _is_duplicate(terms: frozenset[str], packed: Sequence[frozenset[str]]) -> bool:
@@ -287,9 +295,17 @@ def build_bundle(
     capsules, uncovered_terms = tuple(packed), tuple(uncovered)
     uncovered_words = tuple(words.get(t, t) for t in uncovered_terms)
     rendered = _render(
-        skipped, top_score, request.min_score, capsules, used, request.budget_tokens,
-        coverage, chronological, reason, uncovered_words,
-    )  # fmt: skip
+        skipped,
+        top_score,
+        request.min_score,
+        capsules,
+        used,
+        request.budget_tokens,
+        coverage,
+        chronological,
+        reason,
+        uncovered_words,
+    )
     return ContextBundle(
         query=request.query,
         stage=request.stage.name,
@@ -319,10 +335,17 @@ def render_bundle(bundle: ContextBundle) -> str:
     """The bundle as prompt text: a header, one line per capsule, and what memory does not cover
     (in the question's words; its terms for a bundle that carries no words)."""
     return _render(
-        bundle.skipped, bundle.top_score, bundle.min_score, bundle.capsules, bundle.used_tokens,
-        bundle.budget_tokens, bundle.evidence_coverage, bundle.chronological,
-        bundle.order_reason, bundle.uncovered_words or bundle.uncovered_terms,
-    )  # fmt: skip
+        bundle.skipped,
+        bundle.top_score,
+        bundle.min_score,
+        bundle.capsules,
+        bundle.used_tokens,
+        bundle.budget_tokens,
+        bundle.evidence_coverage,
+        bundle.chronological,
+        bundle.order_reason,
+        bundle.uncovered_words or bundle.uncovered_terms,
+    )
 
 
 def _render(

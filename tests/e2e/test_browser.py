@@ -662,11 +662,13 @@ def forget_quietly(demo: Demo, *ids: str) -> None:
     for mid in ids:
         httpx.post(
             demo.server.graphql_url,
-            json={"query": "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
-                  "variables": {"id": mid}},
+            json={
+                "query": "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
+                "variables": {"id": mid},
+            },
             headers={"Authorization": f"Bearer {demo.key('writer')}"},
             timeout=30,
-        )  # fmt: skip
+        )
 
 
 def test_a_write_key_forgets_a_memory_after_confirming(open_page: PageFactory, demo: Demo) -> None:
@@ -719,11 +721,13 @@ def test_a_read_key_sees_the_actions_disabled_and_the_server_refuses(
         # The server refuses anyway: the UI only spares the reader a useless click.
         response = httpx.post(
             demo.server.graphql_url,
-            json={"query": "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
-                  "variables": {"id": mid}},
+            json={
+                "query": "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
+                "variables": {"id": mid},
+            },
             headers={"Authorization": f"Bearer {demo.key('reader')}"},
             timeout=30,
-        )  # fmt: skip
+        )
         errors = response.json()["errors"]
         assert errors[0]["extensions"]["code"] == "FORBIDDEN"
         assert "role 'write'" in errors[0]["message"]

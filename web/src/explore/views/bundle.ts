@@ -140,7 +140,7 @@ export function bundleView(root: HTMLElement, app: App): ViewController {
   const q = h("input", { type: "search", name: "q", required: true, autocomplete: "off", placeholder: "e.g. why did checkout time out?" });
   const budget = h("input", { type: "number", name: "budget", min: 1, step: 1, inputmode: "numeric", placeholder: "1000" });
   const stage = select("stage", [["", "default"], ["recent", "recent"], ["exact", "exact"]], "");
-  const minScore = h("input", { type: "number", name: "minScore", min: 0, max: 1, step: 0.01, inputmode: "decimal", placeholder: "0" });
+  const minScore = h("input", { type: "number", name: "minScore", min: 0, max: 1, step: 0.01, inputmode: "decimal", placeholder: "stage's" });
   const maxCapsules = h("input", { type: "number", name: "maxCapsules", min: 1, step: 1, inputmode: "numeric", placeholder: "20" });
   const results = h("section", { id: "bundle-results", class: "results", "aria-live": "polite", "aria-label": "Bundle" });
   const loader = new Loader(results);
@@ -163,7 +163,7 @@ export function bundleView(root: HTMLElement, app: App): ViewController {
     h("div", { class: "field wide" }, h("label", { for: "ask-q" }, "Question"), Object.assign(q, { id: "ask-q" })),
     field("Budget (tokens)", budget),
     field("Stage", stage),
-    field("minScore", minScore, "abstain below this top score"),
+    field("minScore", minScore, "abstain below this top score; empty: the stage's own threshold, 0: never abstain"),
     field("Most capsules", maxCapsules),
     h("div", { class: "field submit" }, h("button", { type: "submit" }, "Ask")),
   );
