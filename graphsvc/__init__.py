@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         LinkKind,
         Memory,
         MemoryInput,
+        OrderReason,
         ReconstructedBelief,
     )
     from graphsvc.service import MemoryService
@@ -52,6 +53,7 @@ _EXPORTS = {
     "LinkKind": "graphsvc.model",
     "Memory": "graphsvc.model",
     "MemoryInput": "graphsvc.model",
+    "OrderReason": "graphsvc.model",
     "ReconstructedBelief": "graphsvc.model",
     "MemoryService": "graphsvc.service",
     "Settings": "graphsvc.settings",
@@ -87,6 +89,7 @@ __all__ = [
     "MemoryInput",
     "MemoryService",
     "NotFoundError",
+    "OrderReason",
     "ReconstructedBelief",
     "Settings",
     "StoreUnavailableError",

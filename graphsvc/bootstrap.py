@@ -1,6 +1,6 @@
 """Where dependencies are wired: settings -> store -> service.
 
-The one place that chooses the store: Neo4j when ``GRAPHSVC_NEO4J_URI`` is set, the mirror
+The one place that chooses the store: Neo4j when ``GRAPHSVC_NEO4J_URI`` is set, the embedded store
 otherwise.
 """
 

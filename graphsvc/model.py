@@ -337,11 +337,32 @@ class ContextCapsule(Model):
     matched_terms: tuple[str, ...] = Field(
         default=(), description="Query terms the memory contains."
     )
+    matched_words: tuple[str, ...] = Field(
+        default=(),
+        description="The question's own words for `matchedTerms`, one for each, in the same "
+        "order: what to show a person (a term is an analysed stem: `melani` for `Melanie`).",
+    )
     reason: str | None = Field(
         default=None,
         description="'match' for a packed capsule; for an excluded one why: abstained, "
         "duplicate, budget, max_capsules or below_floor.",
     )
+
+
+class OrderReason(StrEnum):
+    """Why a bundle's capsules are oldest first, each dated."""
+
+    QUESTION_ASKS_ORDER = "QUESTION_ASKS_ORDER"
+    EVIDENCE_SPANS_DAYS = "EVIDENCE_SPANS_DAYS"
+
+
+# What each order reason means (the GraphQL enum values' descriptions).
+ORDER_REASON_DESCRIPTIONS: Mapping[OrderReason, str] = {
+    OrderReason.QUESTION_ASKS_ORDER: "The question holds a chronology marker word (before, "
+    "after, first, last, when, ...).",
+    OrderReason.EVIDENCE_SPANS_DAYS: "The question does not ask about order, but the ranked "
+    "memories carry `occurredAt` dates on two or more days.",
+}
 
 
 class ContextBundle(Model):
@@ -373,8 +394,19 @@ class ContextBundle(Model):
     uncovered_terms: tuple[str, ...] = Field(
         description="Discriminating query terms no capsule mentions, highest IDF first."
     )
+    uncovered_words: tuple[str, ...] = Field(
+        default=(),
+        description="The question's own words for `uncoveredTerms`, one for each, in the same "
+        "order: what to show a person (a term is an analysed stem: `mar` for `Mars`).",
+    )
     chronological: bool = Field(
-        description="True when the question asks about order: capsules are oldest first."
+        description="True when the capsules are oldest first, each dated: the question asks "
+        "about order, or the evidence spans days (`orderReason` says which)."
+    )
+    order_reason: OrderReason | None = Field(
+        default=None,
+        description="Why the capsules are oldest first: QUESTION_ASKS_ORDER (checked first) or "
+        "EVIDENCE_SPANS_DAYS; null when they are best match first (`chronological` false).",
     )
     rendered: str = Field(description="The capsules as text for a prompt.")
     as_of: AsOf | None = Field(

@@ -52,7 +52,7 @@ from graphsvc.prompt import (
 )
 from graphsvc.prompt.assembly import finish_prompt, plan_prompt, resolve_window
 from graphsvc.prompt.trace import assembled_detail, drift_report
-from graphsvc.recall import BundleRequest, build_belief, build_bundle, get_stage
+from graphsvc.recall import BundleRequest, Stage, build_belief, build_bundle, get_stage
 from graphsvc.recall.pipeline import ReadAheadPool, RecallPipeline
 from graphsvc.recall.policy import RecallPolicy
 from graphsvc.retrieval import HYBRID, DenseRecall
@@ -242,13 +242,27 @@ class MemoryService:
         for at, (item, text, mid, terms) in enumerate(
             zip(items, texts, content_ids(namespace, items), analyse_many(texts), strict=True)
         ):
-            made.append(construct(Memory, {
-                "id": mid, "namespace": namespace, "text": text, "kind": item.kind,
-                "occurred_at": item.occurred_at, "recorded_at": start + step * at,
-                "invalidated_at": None, "tags": tuple(item.tags), "source": item.source,
-                "confidence": item.confidence, "tokens": estimate_tokens(text), "terms": terms,
-                "valid_from": item.valid_from, "valid_until": item.valid_until,
-            }))  # fmt: skip
+            made.append(
+                construct(
+                    Memory,
+                    {
+                        "id": mid,
+                        "namespace": namespace,
+                        "text": text,
+                        "kind": item.kind,
+                        "occurred_at": item.occurred_at,
+                        "recorded_at": start + step * at,
+                        "invalidated_at": None,
+                        "tags": tuple(item.tags),
+                        "source": item.source,
+                        "confidence": item.confidence,
+                        "tokens": estimate_tokens(text),
+                        "terms": terms,
+                        "valid_from": item.valid_from,
+                        "valid_until": item.valid_until,
+                    },
+                )
+            )
         return made
 
     def remember(
@@ -372,19 +386,27 @@ class MemoryService:
                 made = {m.id: m for m in memories}
                 new_tokens = sum(made[i].tokens for i in result.created)
                 self.store.append_event(
-                    namespace, run_id, step=step, kind=ContextEventKind.MEMORY_WRITE,
+                    namespace,
+                    run_id,
+                    step=step,
+                    kind=ContextEventKind.MEMORY_WRITE,
                     detail=f"wrote {len(result.created)} memory(ies): "
                     + ", ".join(str(i) for i in result.created[:20]),
-                    est_tokens=new_tokens, at=at,
-                )  # fmt: skip
+                    est_tokens=new_tokens,
+                    at=at,
+                )
             if result.evicted:
                 self.store.append_event(
-                    namespace, run_id, step=step, kind=ContextEventKind.MEMORY_EVICT,
+                    namespace,
+                    run_id,
+                    step=step,
+                    kind=ContextEventKind.MEMORY_EVICT,
                     detail=f"evicted {len(result.evicted)} oldest memory(ies) to stay within the "
                     f"cap of {self.settings.max_memories_per_namespace}: "
                     + ", ".join(str(i) for i in result.evicted[:20]),
-                    est_tokens=None, at=at,
-                )  # fmt: skip
+                    est_tokens=None,
+                    at=at,
+                )
         return stored, result
 
     def _vectors(self, namespace: str, memories: Sequence[Memory]) -> dict[UUID, bytes] | None:
@@ -425,10 +447,16 @@ class MemoryService:
                 raise BadInputError(f"cannot link memory {item.source} to itself")
         now = self._now()
         links = [
-            Link(source=i.source, target=i.target, kind=i.kind, weight=i.weight, note=i.note,
-                 created_at=now)
+            Link(
+                source=i.source,
+                target=i.target,
+                kind=i.kind,
+                weight=i.weight,
+                note=i.note,
+                created_at=now,
+            )
             for i in items
-        ]  # fmt: skip
+        ]
         self.store.add_links(namespace, links)
         return links
 
@@ -483,9 +511,13 @@ class MemoryService:
             )
         s = self.settings
         return self.store.erase(
-            namespace, spec, at=self._now(), batch_size=s.erase_batch,
-            time_budget=s.erase_time_budget, progress=progress,
-        )  # fmt: skip
+            namespace,
+            spec,
+            at=self._now(),
+            batch_size=s.erase_batch,
+            time_budget=s.erase_time_budget,
+            progress=progress,
+        )
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -547,6 +579,12 @@ class MemoryService:
             namespace, after=after, limit=limit, kind=kind, tag=tag, since=since, until=until
         )
 
+    def min_score_for(self, stage: Stage) -> float:
+        """The abstention threshold of a bundle at ``stage`` whose request gives none:
+        ``GRAPHSVC_DEFAULT_MIN_SCORE`` when set, else the stage's own."""
+        chosen = self.settings.default_min_score
+        return stage.min_score if chosen is None else chosen
+
     def bundle(
         self,
         namespace: str,
@@ -569,18 +607,24 @@ class MemoryService:
         self._check_text(query, "query")
         budget = s.default_budget_tokens if budget_tokens is None else budget_tokens
         self._in_range("budgetTokens", budget, 1, s.max_budget_tokens)
-        floor = s.default_min_score if min_score is None else min_score
+        stage_name = stage or "default"
+        chosen = get_stage(stage_name)
+        floor = self.min_score_for(chosen) if min_score is None else min_score
         if not 0.0 <= floor <= 1.0:
             raise BadInputError(f"minScore must be between 0 and 1, got {floor}")
         cap = s.default_max_capsules if max_capsules is None else max_capsules
         self._in_range("maxCapsules", cap, 1, s.max_capsules_limit)
-        stage_name = stage or "default"
         when = validity.as_of(as_of, as_of_mode)
         ranking = self.recall.rank(namespace, query, stage_name, as_of=when)
         request = BundleRequest(
-            query, budget, floor, cap, get_stage(stage_name), self.policy.bundle.relative_floor,
+            query,
+            budget,
+            floor,
+            cap,
+            chosen,
+            self.policy.bundle.relative_floor,
             ranking.retrieval,
-        )  # fmt: skip
+        )
         lexical_top = ranking.lexical_top if ranking.retrieval == HYBRID else None
         result = build_bundle(request, ranking.terms, ranking.stats, ranking.ranked, lexical_top)
         if when is not None:
@@ -597,9 +641,14 @@ class MemoryService:
             f"coverage {result.evidence_coverage:.3f}"
         )
         self.store.append_event(
-            namespace, run_id, step=step, kind=ContextEventKind.MEMORY_RECALL, detail=detail,
-            est_tokens=result.used_tokens, at=self._now(),
-        )  # fmt: skip
+            namespace,
+            run_id,
+            step=step,
+            kind=ContextEventKind.MEMORY_RECALL,
+            detail=detail,
+            est_tokens=result.used_tokens,
+            at=self._now(),
+        )
 
     def reconstruct(
         self,
@@ -655,24 +704,38 @@ class MemoryService:
             stored_id = belief_id
             self.store.save_belief(
                 Belief(
-                    id=belief_id, namespace=namespace, cue=cue, summary=belief.summary,
-                    confidence=belief.confidence, created_at=now, source_ids=belief.source_ids,
+                    id=belief_id,
+                    namespace=namespace,
+                    cue=cue,
+                    summary=belief.summary,
+                    confidence=belief.confidence,
+                    created_at=now,
+                    source_ids=belief.source_ids,
                     linked_context_ids=belief.linked_context_ids,
                 )
-            )  # fmt: skip
+            )
         if run_id is not None:
             self.store.append_event(
-                namespace, run_id, step=step, kind=ContextEventKind.MEMORY_RECALL,
+                namespace,
+                run_id,
+                step=step,
+                kind=ContextEventKind.MEMORY_RECALL,
                 detail=f"reconstruct {cue!r}: {len(belief.source_ids)} source(s), "
                 f"{len(belief.linked_context_ids)} linked, confidence {belief.confidence:.3f}",
-                est_tokens=estimate_tokens(belief.summary), at=now,
-            )  # fmt: skip
+                est_tokens=estimate_tokens(belief.summary),
+                at=now,
+            )
         return belief.model_copy(update={"belief_id": stored_id})
 
     def record_event(
-        self, namespace: str, run_id: str, step: int, kind: str, detail: str | None = None,
+        self,
+        namespace: str,
+        run_id: str,
+        step: int,
+        kind: str,
+        detail: str | None = None,
         est_tokens: int | None = None,
-    ) -> ContextEvent:  # fmt: skip
+    ) -> ContextEvent:
         """Record a context decision of an agent harness."""
         self.check_namespace(namespace)
         self.check_run_id(run_id)
@@ -682,9 +745,14 @@ class MemoryService:
         if step < 0:
             raise BadInputError(f"step must be at least 0, got {step}")
         return self.store.append_event(
-            namespace, run_id, step=step, kind=kind, detail=detail, est_tokens=est_tokens,
+            namespace,
+            run_id,
+            step=step,
+            kind=kind,
+            detail=detail,
+            est_tokens=est_tokens,
             at=self._now(),
-        )  # fmt: skip
+        )
 
     def events(self, namespace: str, run_id: str) -> list[ContextEvent]:
         self.check_namespace(namespace)
@@ -719,27 +787,40 @@ class MemoryService:
         if request.run_id is not None:
             self.check_run_id(request.run_id)
         window = resolve_window(
-            request, self.prompt_defaults(), max_budget_tokens=s.max_budget_tokens,
-            default_max_capsules=s.default_max_capsules, max_capsules_limit=s.max_capsules_limit,
-        )  # fmt: skip
+            request,
+            self.prompt_defaults(),
+            max_budget_tokens=s.max_budget_tokens,
+            default_max_capsules=s.default_max_capsules,
+            max_capsules_limit=s.max_capsules_limit,
+        )
         today = self._clock().date()  # the day in UTC: the clock is UTC
         plan = plan_prompt(request, window, today, max_query_chars=s.max_text_chars)
         memory = None
         if plan.bundle_budget > 0:
             memory = self.bundle(
-                namespace, plan.memory_query, budget_tokens=plan.bundle_budget,
-                stage=request.memory_stage, min_score=request.memory_min_score,
-                max_capsules=window.max_capsules, run_id=request.run_id, step=request.step,
-                as_of=request.memory_as_of, as_of_mode=request.memory_as_of_mode,
-            )  # fmt: skip
+                namespace,
+                plan.memory_query,
+                budget_tokens=plan.bundle_budget,
+                stage=request.memory_stage,
+                min_score=request.memory_min_score,
+                max_capsules=window.max_capsules,
+                run_id=request.run_id,
+                step=request.step,
+                as_of=request.memory_as_of,
+                as_of_mode=request.memory_as_of_mode,
+            )
         result = finish_prompt(plan, memory)
         if request.run_id is None:
             return result
         event = self.store.append_event(
-            namespace, request.run_id, step=request.step, kind=ContextEventKind.ASSEMBLED,
+            namespace,
+            request.run_id,
+            step=request.step,
+            kind=ContextEventKind.ASSEMBLED,
             detail=assembled_detail(result),
-            est_tokens=result.context_ledger.estimated_input_tokens, at=self._now(),
-        )  # fmt: skip
+            est_tokens=result.context_ledger.estimated_input_tokens,
+            at=self._now(),
+        )
         return result.model_copy(update={"assembled_event": event})
 
     def report_tokens(
@@ -761,9 +842,14 @@ class MemoryService:
         return self.store.set_reported_tokens(namespace, run_id, step, reported_tokens)
 
     def record_agent_event(
-        self, namespace: str, run_id: str, step: int, kind: str, detail: str | None = None,
+        self,
+        namespace: str,
+        run_id: str,
+        step: int,
+        kind: str,
+        detail: str | None = None,
         est_tokens: int | None = None,
-    ) -> ContextEvent:  # fmt: skip
+    ) -> ContextEvent:
         """Record a decision of an agent harness: reread, reread_refused, served, replan or
         stalled (graphsvc records the other kinds itself).
 

@@ -48,7 +48,8 @@ class Settings(BaseSettings):
     )
 
     neo4j_uri: str | None = Field(
-        default=None, description="Bolt URI; when set, every command uses Neo4j, else the mirror."
+        default=None,
+        description="Bolt URI; when set, every command uses Neo4j, else the embedded store.",
     )
     neo4j_user: str = Field(default="neo4j", description="Neo4j user name.")
     neo4j_password: SecretStr = Field(default=SecretStr(""), description="Neo4j password.")
@@ -72,7 +73,8 @@ class Settings(BaseSettings):
         default=1_000,
         ge=1,
         le=100_000,
-        description="Memories an erase removes per transaction (Neo4j; the mirror erases at once).",
+        description="Memories an erase removes per transaction (Neo4j; the embedded store erases "
+        "at once).",
     )
     erase_time_budget: float = Field(
         default=20.0,
@@ -196,7 +198,14 @@ class Settings(BaseSettings):
 
     default_budget_tokens: int = Field(default=1_000, ge=1)
     max_budget_tokens: int = Field(default=100_000, ge=1)
-    default_min_score: float = Field(default=0.0, ge=0.0, le=1.0)
+    default_min_score: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Abstention threshold of a bundle whose request gives no minScore, for every "
+        "stage. Unset: each stage's own (graphsvc.recall.STAGES), chosen by the evaluation "
+        "(docs/quality.md). 0 turns abstention off by default.",
+    )
     relative_floor: float = Field(
         default=0.3,
         ge=0.0,

@@ -110,6 +110,65 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(analyse(text)))
 
 
+# A run of ASCII letters and digits: the tokens of ASCII text, as written (fast_tokenize's).
+_ASCII_TOKEN = regex.compile(r"[A-Za-z0-9]+")
+
+
+def _surface_spans(text: str) -> list[tuple[int, int]]:
+    """Where the tokens of ``text`` are in ``text`` itself, as (start, end) indices.
+
+    ASCII text's tokens are its runs of letters and digits. Otherwise each character is
+    normalised and casefolded on its own (as :func:`tokenize` does to the whole text), the tokens
+    are found in the result, and each is mapped back to the characters it came from: the same
+    tokens as :func:`tokenize` but where normalisation composes across characters."""
+    if text.isascii():
+        return [match.span() for match in _ASCII_TOKEN.finditer(text)]
+    folded: list[str] = []
+    origin: list[int] = []  # the index in ``text`` of each character of ``folded``
+    for at, char in enumerate(text):
+        piece = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", char).casefold())
+        folded.append(piece)
+        origin.extend([at] * len(piece))
+    return [
+        (origin[match.start()], origin[match.end() - 1] + 1)
+        for match in _TOKEN.finditer("".join(folded))
+    ]
+
+
+def query_words(text: str) -> list[tuple[str, str]]:
+    """The terms of a query (:func:`query_terms`, in order), each with the user's own word for it:
+    the first stretch of ``text``, as written (case and all), that analyses to the term. A term
+    is a stem ("mar" for "Mars"); the word is what a person should be shown.
+
+    Every word is a substring of ``text``. A token whose normalisation depends on its neighbours
+    (rare, outside ASCII) may match no single token's analysis: its word is then the shortest run
+    of adjacent tokens that holds the term, and at worst the whole (stripped) text."""
+    spans = _surface_spans(text)
+    words: dict[str, str] = {}
+    for start, end in spans:
+        surface = text[start:end]
+        for term in analyse(surface):
+            words.setdefault(term, surface)
+    pairs: list[tuple[str, str]] = []
+    for term in query_terms(text):
+        word = words.get(term)
+        if word is None:
+            word = words[term] = _widest_word(text, spans, term)
+        pairs.append((term, word))
+    return pairs
+
+
+def _widest_word(text: str, spans: Sequence[tuple[int, int]], term: str) -> str:
+    """The shortest run of adjacent token spans of ``text`` (the first of that length) that
+    analyses to ``term``; the stripped text when none does."""
+    for width in range(2, min(len(spans), 4) + 1):
+        for first in range(len(spans) - width + 1):
+            word = text[spans[first][0] : spans[first + width - 1][1]]
+            if term in analyse(word):
+                return word
+    return text.strip()
+
+
 def estimate_tokens(text: str) -> int:
     """Estimated LLM tokens of ``text``: one per 4 characters, rounded up, at least 1.
 

@@ -98,6 +98,12 @@ class AsOfMode(Enum):
     VALID = _value(m.AsOfMode.VALID, m.AS_OF_MODE_DESCRIPTIONS)
 
 
+@strawberry.enum(description=type_description(m.OrderReason))
+class OrderReason(Enum):
+    QUESTION_ASKS_ORDER = _value(m.OrderReason.QUESTION_ASKS_ORDER, m.ORDER_REASON_DESCRIPTIONS)
+    EVIDENCE_SPANS_DAYS = _value(m.OrderReason.EVIDENCE_SPANS_DAYS, m.ORDER_REASON_DESCRIPTIONS)
+
+
 @strawberry.enum(description=type_description(p.HistoryReuse))
 class HistoryReuse(Enum):
     AVAILABLE = _value(p.HistoryReuse.AVAILABLE, p.ENUM_VALUE_DESCRIPTIONS)
@@ -224,7 +230,7 @@ class ContextCapsule:
 
 @derived(m.ContextBundle)
 class ContextBundle:
-    pass
+    order_reason: OrderReason | None  # the GraphQL enum
 
 
 @derived(m.ReconstructedBelief)
@@ -382,6 +388,7 @@ __all__ = [
     "MemoryConnection",
     "MemoryEdge",
     "NamespaceStats",
+    "OrderReason",
     "Overview",
     "PageInfo",
     "PromptBundle",

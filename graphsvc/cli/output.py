@@ -7,6 +7,7 @@ from collections import Counter
 import click
 
 from graphsvc.model import ContextBundle, ReconstructedBelief
+from graphsvc.recall.bundle import ORDER_REASON_PHRASES
 
 
 def _short(text: str, width: int = 88) -> str:
@@ -17,7 +18,10 @@ def _short(text: str, width: int = 88) -> str:
 def print_bundle(bundle: ContextBundle) -> None:
     """A bundle, readably."""
     click.secho(f'Bundle for "{bundle.query}"', bold=True)
-    flags = ["chronological (oldest first)" if bundle.chronological else "best match first"]
+    flags = ["best match first"]
+    if bundle.chronological:
+        why = ORDER_REASON_PHRASES.get(bundle.order_reason) if bundle.order_reason else None
+        flags = ["chronological (oldest first)" + (f", as {why}" if why else "")]
     if bundle.skipped:
         flags = ["SKIPPED: top score below minScore"]
     click.echo(
@@ -36,8 +40,9 @@ def print_bundle(bundle: ContextBundle) -> None:
         reasons = Counter(c.reason for c in bundle.excluded)
         summary = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda x: str(x[0])))
         click.echo(f"  excluded: {len(bundle.excluded)} ({summary})")
-    if bundle.uncovered_terms:
-        click.echo(f"  not covered by memory: {', '.join(bundle.uncovered_terms)}")
+    uncovered = bundle.uncovered_words or bundle.uncovered_terms
+    if uncovered:
+        click.echo(f"  not covered by memory: {', '.join(uncovered)}")
     click.secho("\n  rendered for the prompt:", dim=True)
     for line in bundle.rendered.splitlines():
         click.echo(f"  | {line}")

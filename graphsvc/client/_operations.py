@@ -62,10 +62,11 @@ MEMORY_FIELDS = (
     "id namespace text kind occurredAt recordedAt invalidatedAt tags source confidence tokens terms"
 )
 LINK_FIELDS = "source target kind weight createdAt note"
-CAPSULE_FIELDS = "memoryId text kind score tokens occurredAt matchedTerms reason"
+CAPSULE_FIELDS = "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason"
 BUNDLE_FIELDS = (
     "query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage "
-    f"uncoveredTerms chronological rendered capsules {{ {CAPSULE_FIELDS} }} "
+    "uncoveredTerms uncoveredWords chronological orderReason rendered "
+    f"capsules {{ {CAPSULE_FIELDS} }} "
     f"excluded {{ {CAPSULE_FIELDS} }}"
 )
 BELIEF_FIELDS = (

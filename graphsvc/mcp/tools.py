@@ -53,6 +53,7 @@ from graphsvc.model import (
     UtcDateTime,
 )
 from graphsvc.prompt import PromptBundle, PromptInput
+from graphsvc.recall import default_thresholds
 from graphsvc.service import MemoryService
 
 T = TypeVar("T")
@@ -556,13 +557,18 @@ _WRITES = "Needs an API key with role 'write'."
 _ABSTENTION = (
     "Before trusting the result read its honesty fields. `skipped` true means memory ABSTAINS: "
     "its best match (`topScore`, an absolute score in [0, 1]) is below `minScore`, so no capsule "
-    "is offered: answer without memory, or say memory does not know. `evidenceCoverage` in "
+    "is offered: answer without memory, or say memory does not know. Without `minScore` each "
+    f"stage has its own threshold ({default_thresholds()}), set so that memory rarely abstains "
+    "on a question it can answer; `minScore: 0` turns abstention off. `evidenceCoverage` in "
     "[0, 1] is the IDF-weighted share of the question's discriminating terms that the offered "
-    "capsules mention, and `uncoveredTerms` lists the terms no capsule mentions, rarest first: "
-    "low coverage, or an important term uncovered, means the memories found may not answer the "
+    "capsules mention, and `uncoveredWords` lists the question's words no capsule mentions, "
+    "rarest first (`uncoveredTerms` holds their analysed stems; a capsule's `matchedWords` and "
+    "`matchedTerms` likewise): low coverage, or an important word uncovered, means the "
+    "memories found may not answer the "
     "question. `excluded` lists ranked memories left out and why (budget, max_capsules, "
     "duplicate, below_floor, abstained); `chronological` true means the capsules are oldest "
-    "first, each dated, because the question asks about order."
+    "first, each dated, and `orderReason` says why: QUESTION_ASKS_ORDER (the question asks "
+    "about order) or EVIDENCE_SPANS_DAYS (the memories found are dated on several days)."
 )
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphsvc.errors import BadInputError, LimitExceededError
-from graphsvc.model import ContextBundle
+from graphsvc.model import ContextBundle, OrderReason
 from graphsvc.prompt.models import (
     UNCHANGED_MARKER,
     ContextFile,
@@ -64,7 +64,7 @@ from graphsvc.prompt.models import (
     Visibility,
 )
 from graphsvc.recall import get_stage
-from graphsvc.text import asks_about_order, estimate_tokens, query_terms
+from graphsvc.text import asks_about_order, estimate_tokens, query_words
 
 CHARS_PER_TOKEN = 4  # the estimator's ratio (graphsvc.text.estimate_tokens)
 
@@ -333,12 +333,13 @@ def message_tokens(messages: Sequence[dict[str, Any]]) -> int:
 
 
 def coverage_note(bundle: ContextBundle) -> str:
-    """What memory does not cover, for the model."""
-    if bundle.uncovered_terms:
+    """What memory does not cover, for the model, in the question's words (its terms for a
+    bundle that carries no words)."""
+    uncovered = bundle.uncovered_words or bundle.uncovered_terms
+    if uncovered:
         return (
             f"Coverage note: evidence coverage {bundle.evidence_coverage:.3f}; not covered by "
-            f"memory: {', '.join(bundle.uncovered_terms)}. Do not guess what memory does not "
-            "cover."
+            f"memory: {', '.join(uncovered)}. Do not guess what memory does not cover."
         )
     return (
         f"Coverage note: evidence coverage {bundle.evidence_coverage:.3f}; memory mentions every "
@@ -346,12 +347,21 @@ def coverage_note(bundle: ContextBundle) -> str:
     )
 
 
+# Why the items are oldest first, as the chronology note says it (None: a bundle that does not
+# say why, such as one an older server built).
+_ORDER_BECAUSE: dict[OrderReason | None, str] = {
+    OrderReason.QUESTION_ASKS_ORDER: "this turn asks about order, so ",
+    OrderReason.EVIDENCE_SPANS_DAYS: "the evidence spans several days, so ",
+    None: "",
+}
+
+
 def chronology_note(bundle: ContextBundle) -> str:
-    """How the items are ordered, for the model."""
+    """How the items are ordered, and why, for the model."""
     if bundle.chronological:
         return (
-            "Chronology note: this turn asks about order, so the items are oldest first, each "
-            "prefixed with its date ([YYYY-MM-DD], or [undated])."
+            f"Chronology note: {_ORDER_BECAUSE[bundle.order_reason]}the items are oldest first, "
+            "each prefixed with its date ([YYYY-MM-DD], or [undated])."
         )
     return (
         "Chronology note: the items are in order of relevance, not time; do not infer order "
@@ -404,15 +414,20 @@ def memory_reserve(query: str, max_capsules: int, budget: int) -> int:
     of at most ``max_capsules`` capsules and at most ``budget`` tokens recalled for ``query``.
 
     The section is its frame (tags, header, coverage and chronology notes) plus one line per
-    capsule. The frame is measured at its longest: the widest header, and the coverage note
-    naming every term of the query or none (the uncovered terms are some of the query's terms);
-    the chronology note depends on the query only. A capsule line adds 3 characters ("- " and a
-    newline) to the capsule's text, at most one token, and a capsule's ``tokens`` are at least
-    its text's. Since ``ceil((a + b) / 4) <= ceil(a / 4) + ceil(b / 4)``, a section whose
-    capsules fit ``budget - reserve`` never costs more than ``budget``.
+    capsule. The frame is measured at its longest: the widest header, the coverage note naming
+    every word of the query or none (the uncovered words are some of the query's words), and
+    every order the bundle may take: oldest first because the question asks about order when it
+    does, else best match first or oldest first because the evidence spans days (which depends
+    on the memories found). A capsule line adds 3 characters ("- " and a newline) to the
+    capsule's text, at most one token, and a capsule's ``tokens`` are at least its text's. Since
+    ``ceil((a + b) / 4) <= ceil(a / 4) + ceil(b / 4)``, a section whose capsules fit
+    ``budget - reserve`` never costs more than ``budget``.
     """
-    terms = tuple(query_terms(query))
-    chronological = asks_about_order(query)
+    pairs = query_words(query)
+    if asks_about_order(query):
+        orders: tuple[OrderReason | None, ...] = (OrderReason.QUESTION_ASKS_ORDER,)
+    else:
+        orders = (None, OrderReason.EVIDENCE_SPANS_DAYS)
     bundle = ContextBundle(
         query=query,
         stage="default",
@@ -424,20 +439,30 @@ def memory_reserve(query: str, max_capsules: int, budget: int) -> int:
         skipped=False,
         top_score=1.0,
         evidence_coverage=1.0,
-        uncovered_terms=terms,
-        chronological=chronological,
+        uncovered_terms=tuple(term for term, _ in pairs),
+        uncovered_words=tuple(word for _, word in pairs),
+        chronological=False,
         rendered="",
     )
-    covered = bundle.model_copy(update={"uncovered_terms": ()})
+    variants = [
+        bundle.model_copy(update={"chronological": reason is not None, "order_reason": reason})
+        for reason in orders
+    ]
+    variants += [
+        variant.model_copy(update={"uncovered_terms": (), "uncovered_words": ()})
+        for variant in variants
+    ]
     header = max(
-        len(_offer_header(max_capsules, chronological, budget, budget)),
-        len(_offer_header(0, chronological, budget, budget)),
+        *(
+            len(_offer_header(count, reason is not None, budget, budget))
+            for reason in orders
+            for count in (max_capsules, 0)
+        ),
         len(_skipped_header(1.0, 1.0)),
         len(NOTHING_HEADER),
     )
     frame = header + max(
-        len(render_memory(variant, "")) - len(memory_header(variant))
-        for variant in (bundle, covered)
+        len(render_memory(variant, "")) - len(memory_header(variant)) for variant in variants
     )
     return -(-frame // CHARS_PER_TOKEN) + max_capsules
 

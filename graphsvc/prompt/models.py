@@ -333,7 +333,8 @@ class PromptInput(InputModel):
         default=None,
         ge=0.0,
         le=1.0,
-        description="Memory abstains when its top score is below this.",
+        description="Memory abstains when its top score is below this (default: the stage's "
+        "threshold; 0 turns abstention off).",
     )
     memory_max_capsules: int | None = Field(
         default=None, ge=1, description="Most capsules (default GRAPHSVC_DEFAULT_MAX_CAPSULES)."

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from graphsvc.model import ContextBundle, ContextCapsule, Memory, construct
+from graphsvc.model import ContextBundle, ContextCapsule, Memory, OrderReason, construct
 from graphsvc.recall.scoring import PLACES, Scored, Stage
 from graphsvc.store.base import TermStats
-from graphsvc.text import asks_about_order, estimate_tokens
+from graphsvc.text import asks_about_order, estimate_tokens, query_words
 
 # Capsules whose term sets overlap this much (Jaccard) with a packed one are duplicates.
 DUPLICATE_JACCARD = 0.8
@@ -28,19 +28,34 @@ def _capsule_text(memory: Memory, chronological: bool) -> str:
     return f"[{memory.occurred_at.date().isoformat()}] {memory.text}"
 
 
-def _capsule(item: Scored, chronological: bool, reason: str | None) -> ContextCapsule:
-    return _capsule_of(item, _capsule_text(item.memory, chronological), reason)
+def _capsule(
+    item: Scored, chronological: bool, reason: str | None, words: Mapping[str, str]
+) -> ContextCapsule:
+    return _capsule_of(item, _capsule_text(item.memory, chronological), reason, words)
 
 
-def _capsule_of(item: Scored, text: str, reason: str | None) -> ContextCapsule:
-    """The capsule of a ranked memory rendered as ``text``: its fields are of their types
-    already, so it is built without validation (a bundle makes one per ranked memory)."""
+def _capsule_of(
+    item: Scored, text: str, reason: str | None, words: Mapping[str, str]
+) -> ContextCapsule:
+    """The capsule of a ranked memory rendered as ``text``, its matched terms named by the
+    query's ``words``: its fields are of their types already, so it is built without validation
+    (a bundle makes one per ranked memory)."""
     memory = item.memory
-    return construct(ContextCapsule, {
-        "memory_id": memory.id, "text": text, "kind": memory.kind, "score": float(item.score),
-        "tokens": estimate_tokens(text), "occurred_at": memory.occurred_at,
-        "matched_terms": tuple(item.matched), "reason": reason,
-    })  # fmt: skip
+    matched = tuple(item.matched)
+    return construct(
+        ContextCapsule,
+        {
+            "memory_id": memory.id,
+            "text": text,
+            "kind": memory.kind,
+            "score": float(item.score),
+            "tokens": estimate_tokens(text),
+            "occurred_at": memory.occurred_at,
+            "matched_terms": matched,
+            "matched_words": tuple(words.get(t, t) for t in matched),
+            "reason": reason,
+        },
+    )
 
 
 def _is_duplicate(terms: frozenset[str], packed: Sequence[frozenset[str]]) -> bool:
@@ -155,6 +170,32 @@ def spans_days(ranked: Sequence[Scored]) -> bool:
     return len(days) >= 2
 
 
+def order_reason(query: str, ranked: Sequence[Scored]) -> OrderReason | None:
+    """Why a bundle for ``query`` over ``ranked`` is oldest first, or None for best match first:
+    the question asks about order (checked first), or the memories are dated on several days."""
+    if asks_about_order(query):
+        return OrderReason.QUESTION_ASKS_ORDER
+    if spans_days(ranked):
+        return OrderReason.EVIDENCE_SPANS_DAYS
+    return None
+
+
+# Why the capsules are oldest first, as the rendered texts say it.
+ORDER_REASON_PHRASES: dict[OrderReason, str] = {
+    OrderReason.QUESTION_ASKS_ORDER: "the question asks about order",
+    OrderReason.EVIDENCE_SPANS_DAYS: "the evidence spans several days",
+}
+
+
+def order_phrase(chronological: bool, reason: OrderReason | None) -> str:
+    """How a rendered bundle names its order: best match first, or oldest first and why."""
+    if not chronological:
+        return "best match first"
+    if reason is None:
+        return "oldest first"
+    return f"oldest first, as {ORDER_REASON_PHRASES[reason]}"
+
+
 @dataclass(frozen=True)
 class BundleRequest:
     """A validated bundle request."""
@@ -185,7 +226,10 @@ def build_bundle(
     # Oldest first when the question asks about order, and whenever the ranked memories carry
     # dates on more than one day: a reader then sees evidence in the order it happened, with its
     # dates, wherever dates exist (on LoCoMo this took chronological tau from -0.083 to 1.0).
-    chronological = asks_about_order(request.query) or spans_days(ranked)
+    reason = order_reason(request.query, ranked)
+    chronological = reason is not None
+    # The user's own word for each term ("Mars" for "mar"): what the frontends show.
+    words = dict(query_words(request.query))
     best = max((item.score for item in ranked), default=0.0)
     top_score = best if lexical_top is None else lexical_top
     skipped = top_score < request.min_score or not ranked
@@ -204,25 +248,25 @@ def build_bundle(
     spent = 0
     for item in ranked:
         if skipped:
-            excluded.append(_capsule(item, chronological, "abstained"))
+            excluded.append(_capsule(item, chronological, "abstained", words))
             continue
         if item.score < floor or item.score <= 0.0:
-            excluded.append(_capsule(item, chronological, "below_floor"))
+            excluded.append(_capsule(item, chronological, "below_floor", words))
             continue
         term_set = frozenset(item.memory.terms)
         if packed_terms.is_duplicate(term_set):
-            excluded.append(_capsule(item, chronological, "duplicate"))
+            excluded.append(_capsule(item, chronological, "duplicate", words))
             continue
         if len(packed) >= request.max_capsules:
-            excluded.append(_capsule(item, chronological, "max_capsules"))
+            excluded.append(_capsule(item, chronological, "max_capsules", words))
             continue
         dated = _capsule_text(item.memory, chronological=True)
         text = dated if chronological else item.memory.text
         cost = estimate_tokens(dated)
         if spent + cost > request.budget_tokens:
-            excluded.append(_capsule_of(item, text, "budget"))
+            excluded.append(_capsule_of(item, text, "budget", words))
             continue
-        packed.append(_capsule_of(item, text, "match"))
+        packed.append(_capsule_of(item, text, "match", words))
         packed_terms.add(term_set)
         spent += cost
 
@@ -249,10 +293,19 @@ def build_bundle(
 
     used = sum(c.tokens for c in packed)
     capsules, uncovered_terms = tuple(packed), tuple(uncovered)
+    uncovered_words = tuple(words.get(t, t) for t in uncovered_terms)
     rendered = _render(
-        skipped, top_score, request.min_score, capsules, used, request.budget_tokens,
-        coverage, chronological, uncovered_terms,
-    )  # fmt: skip
+        skipped,
+        top_score,
+        request.min_score,
+        capsules,
+        used,
+        request.budget_tokens,
+        coverage,
+        chronological,
+        reason,
+        uncovered_words,
+    )
     return ContextBundle(
         query=request.query,
         stage=request.stage.name,
@@ -266,7 +319,9 @@ def build_bundle(
         top_score=top_score,
         evidence_coverage=coverage,
         uncovered_terms=uncovered_terms,
+        uncovered_words=uncovered_words,
         chronological=chronological,
+        order_reason=reason,
         rendered=rendered,
     )
 
@@ -277,12 +332,20 @@ def fmt_score(value: float) -> str:
 
 
 def render_bundle(bundle: ContextBundle) -> str:
-    """The bundle as prompt text: a header, one line per capsule, and what memory does not cover."""
+    """The bundle as prompt text: a header, one line per capsule, and what memory does not cover
+    (in the question's words; its terms for a bundle that carries no words)."""
     return _render(
-        bundle.skipped, bundle.top_score, bundle.min_score, bundle.capsules, bundle.used_tokens,
-        bundle.budget_tokens, bundle.evidence_coverage, bundle.chronological,
-        bundle.uncovered_terms,
-    )  # fmt: skip
+        bundle.skipped,
+        bundle.top_score,
+        bundle.min_score,
+        bundle.capsules,
+        bundle.used_tokens,
+        bundle.budget_tokens,
+        bundle.evidence_coverage,
+        bundle.chronological,
+        bundle.order_reason,
+        bundle.uncovered_words or bundle.uncovered_terms,
+    )
 
 
 def _render(
@@ -294,7 +357,8 @@ def _render(
     budget_tokens: int,
     evidence_coverage: float,
     chronological: bool,
-    uncovered_terms: Sequence[str],
+    reason: OrderReason | None,
+    uncovered_words: Sequence[str],
 ) -> str:
     lines: list[str] = []
     if skipped:
@@ -303,7 +367,7 @@ def _render(
             f"{fmt_score(top_score)} is below the minimum {fmt_score(min_score)})."
         )
     else:
-        order = "oldest first" if chronological else "best match first"
+        order = order_phrase(chronological, reason)
         lines.append(
             f"Memory ({len(capsules)} item(s), {used_tokens}/"
             f"{budget_tokens} tokens, evidence coverage {fmt_score(evidence_coverage)}, "
@@ -311,17 +375,20 @@ def _render(
         )
         for capsule in capsules:
             lines.append(f"- {capsule.text}")
-    if uncovered_terms:
-        lines.append("Not covered by memory: " + ", ".join(uncovered_terms) + ".")
+    if uncovered_words:
+        lines.append("Not covered by memory: " + ", ".join(uncovered_words) + ".")
     return "\n".join(lines)
 
 
 __all__ = [
     "DUPLICATE_JACCARD",
+    "ORDER_REASON_PHRASES",
     "BundleRequest",
     "build_bundle",
     "chronological_key",
     "fmt_score",
+    "order_phrase",
+    "order_reason",
     "render_bundle",
     "spans_days",
 ]

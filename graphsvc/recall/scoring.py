@@ -29,7 +29,9 @@ PLACES = 6
 class Stage:
     """Weights of the composite score. ``coverage`` and ``bm25`` make the relevance (they are
     normalised to sum 1); ``freshness`` and ``confidence`` are the share of the score that the
-    memory's age and stored confidence can take away."""
+    memory's age and stored confidence can take away. ``min_score`` is the stage's abstention
+    threshold when a request gives none: each stage's scores sit differently, so each has its
+    own, chosen by the evaluation to keep false abstention low (docs/quality.md)."""
 
     name: str
     coverage: float
@@ -37,19 +39,26 @@ class Stage:
     freshness: float
     confidence: float
     half_life_days: float
+    min_score: float = 0.0
 
 
 STAGES: dict[str, Stage] = {
     stage.name: stage
     for stage in (
+        # name, coverage, bm25, freshness, confidence, half-life (days), min_score
         # Balanced: mostly "does it mention what was asked", a little recency and confidence.
-        Stage("default", coverage=0.6, bm25=0.4, freshness=0.1, confidence=0.1, half_life_days=365),
+        Stage("default", 0.6, 0.4, 0.1, 0.1, 365, 0.3),
         # For "what is the state now" questions: recency weighs more.
-        Stage("recent", coverage=0.6, bm25=0.4, freshness=0.3, confidence=0.1, half_life_days=30),
+        Stage("recent", 0.6, 0.4, 0.3, 0.1, 30, 0.25),
         # For exact lookups: mostly term coverage, no recency.
-        Stage("exact", coverage=0.8, bm25=0.2, freshness=0.0, confidence=0.1, half_life_days=365),
+        Stage("exact", 0.8, 0.2, 0.0, 0.1, 365, 0.3),
     )
 }
+
+
+def default_thresholds() -> str:
+    """Each stage's abstention threshold, as a person reads it: "default 0.3, ..."."""
+    return ", ".join(f"{stage.name} {stage.min_score:g}" for stage in STAGES.values())
 
 
 def get_stage(name: str) -> Stage:

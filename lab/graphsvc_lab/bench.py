@@ -1060,9 +1060,20 @@ def bench(
     temporary = data_dir is None
     root = Path(tempfile.mkdtemp(prefix="graphsvc-bench-")) if data_dir is None else data_dir
     run = Run(
-        memories, queries, rounds, embed, seed, vocabulary, batch, keep, temporary, query_tokens,
-        writers, warmup_memories, as_of,
-    )  # fmt: skip
+        memories,
+        queries,
+        rounds,
+        embed,
+        seed,
+        vocabulary,
+        batch,
+        keep,
+        temporary,
+        query_tokens,
+        writers,
+        warmup_memories,
+        as_of,
+    )
     try:
         report = run.measure(root)
     except GraphsvcError as exc:
@@ -1215,9 +1226,18 @@ class Run:
         retrieval = "lexical" if self.embed == "off" else "hybrid"
         load_end = _load_averages()
         return self._report(
-            settings, label, store_kind, retrieval, namespace, erase, len(corpus.links),
-            warmup, batch, (load_start, load_end), started_at,
-        )  # fmt: skip
+            settings,
+            label,
+            store_kind,
+            retrieval,
+            namespace,
+            erase,
+            len(corpus.links),
+            warmup,
+            batch,
+            (load_start, load_end),
+            started_at,
+        )
 
     def _warm_up_writes(self, service: MemoryService, namespace: str, batch: int) -> None:
         """Write :attr:`warmup_memories` (at most as many as the corpus) of another seed's
@@ -1358,8 +1378,11 @@ class Run:
 
         recon_s, _ = time_rounds(
             lambda q: service.reconstruct(namespace, q, k=5, depth=2),
-            query_texts, warmup, self.rounds, "reconstruct",
-        )  # fmt: skip
+            query_texts,
+            warmup,
+            self.rounds,
+            "reconstruct",
+        )
         _timings(figures, "reconstruct", recon_s)
 
         if paired:
@@ -1417,9 +1440,10 @@ class Run:
         except ModelUnavailableError:
             return
         tokens = self.query_tokens
-        ids = {q: fit_tokens(row, tokens) for q, row in zip(
-            query_texts, encoder.tokenize(query_texts, query=True), strict=True
-        )}  # fmt: skip
+        ids = {
+            q: fit_tokens(row, tokens)
+            for q, row in zip(query_texts, encoder.tokenize(query_texts, query=True), strict=True)
+        }
         encode_s, _ = time_rounds(
             lambda q: encoder.embed_tokens([ids[q]]), query_texts, warmup, 1, "model encode"
         )
@@ -1438,8 +1462,11 @@ class Run:
         try:
             timed, _ = time_rounds(
                 lambda q: service.bundle(namespace, q),
-                query_texts, warmup, self.rounds, "bundle + model",
-            )  # fmt: skip
+                query_texts,
+                warmup,
+                self.rounds,
+                "bundle + model",
+            )
         finally:
             service.dense = synthetic
             priced.close()

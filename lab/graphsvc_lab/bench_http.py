@@ -156,9 +156,19 @@ def start_server(root: Path, env: dict[str, str], workers: int = 1) -> ServerPro
     log (``server-N.log`` in ``root``)."""
     log_path = root / f"server-{workers}.log"
     command = [
-        sys.executable, "-m", "graphsvc.api.serve", "--host", "127.0.0.1", "--port", "0",
-        "--data-dir", str(root / "data"), "--create", "--workers", str(workers),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "graphsvc.api.serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--data-dir",
+        str(root / "data"),
+        "--create",
+        "--workers",
+        str(workers),
+    ]
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + START_SECONDS
@@ -430,8 +440,14 @@ async def drive(
         body = orjson.dumps({"query": document, "variables": {name: text}})
         try:
             status, answer = await asyncio.wait_for(connection.post(body), REQUEST_TIMEOUT)
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError,
-                httpx.HTTPError, ValueError):  # fmt: skip
+        except (
+            OSError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            TimeoutError,
+            httpx.HTTPError,
+            ValueError,
+        ):
             return False
         return _answered(status, answer)
 
@@ -487,8 +503,10 @@ async def drive(
 def _row(label: str, f: Figures) -> str:
     cpu = "-" if f.server_cpu_ms is None else f"{f.server_cpu_ms:.2f}"
     load = "-" if f.load is None else f"{f.load:.2f}"
-    return (f"{label:<32} {f.requests:>8} {f.errors:>6} {f.requests_per_s:>8.1f} "
-            f"{f.p50_ms:>8.2f} {f.p95_ms:>8.2f} {f.p99_ms:>8.2f} {cpu:>8} {load:>6}")  # fmt: skip
+    return (
+        f"{label:<32} {f.requests:>8} {f.errors:>6} {f.requests_per_s:>8.1f} "
+        f"{f.p50_ms:>8.2f} {f.p95_ms:>8.2f} {f.p99_ms:>8.2f} {cpu:>8} {load:>6}"
+    )
 
 
 @click.command("bench-http")
@@ -590,10 +608,21 @@ def _row(label: str, f: Figures) -> str:
     help="Also write the figures to this JSON file.",
 )
 def bench_http(
-    memories: int, clients: int, max_requests: int, max_seconds: float, warmup: int,
-    operations: str, client: str, repeat: int, embed: str, query_cache: int,
-    worker_counts: str, keep: bool, seed: int, json_path: Path | None,
-) -> None:  # fmt: skip
+    memories: int,
+    clients: int,
+    max_requests: int,
+    max_seconds: float,
+    warmup: int,
+    operations: str,
+    client: str,
+    repeat: int,
+    embed: str,
+    query_cache: int,
+    worker_counts: str,
+    keep: bool,
+    seed: int,
+    json_path: Path | None,
+) -> None:
     """Measure bundle and reconstruct over HTTP with concurrent clients, against a fresh server.
 
     Uses Neo4j when GRAPHSVC_NEO4J_URI is set (in a fresh namespace, erased afterwards unless
@@ -657,10 +686,19 @@ def bench_http(
                 for operation in chosen:
                     for _ in range(repeat):
                         figures = asyncio.run(
-                            drive(server.url, key, operation, texts, clients=clients,
-                                  max_requests=max_requests, max_seconds=max_seconds,
-                                  warmup=warmup, client=client, server_pid=server.process.pid)
-                        )  # fmt: skip
+                            drive(
+                                server.url,
+                                key,
+                                operation,
+                                texts,
+                                clients=clients,
+                                max_requests=max_requests,
+                                max_seconds=max_seconds,
+                                warmup=warmup,
+                                client=client,
+                                server_pid=server.process.pid,
+                            )
+                        )
                         runs.setdefault((workers, operation), []).append(
                             replace(figures, workers=workers)
                         )
@@ -677,18 +715,24 @@ def bench_http(
         _report(runs, neo4j=neo4j, embed=embed)
         if json_path is not None:
             body = {
-                "store": store, "recall": recall, "query_cache": cache, "memories": memories,
+                "store": store,
+                "recall": recall,
+                "query_cache": cache,
+                "memories": memories,
                 "clients": clients,
-                "client": client, "repeat": repeat, "workers": counts,
-                "load_memories_s": round(memories_s, 3), "load_links_s": round(links_s, 3),
-                "namespace": namespace, "namespace_erased": erased,
+                "client": client,
+                "repeat": repeat,
+                "workers": counts,
+                "load_memories_s": round(memories_s, 3),
+                "load_links_s": round(links_s, 3),
+                "namespace": namespace,
+                "namespace_erased": erased,
                 "operations": [asdict(median_run(found)) for found in runs.values()],
                 "runs": [
-                    {"workers": workers, "operation": operation,
-                     "runs": [asdict(f) for f in found]}
+                    {"workers": workers, "operation": operation, "runs": [asdict(f) for f in found]}
                     for (workers, operation), found in runs.items()
                 ],
-            }  # fmt: skip
+            }
             json_path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
             click.echo(f"figures written to {json_path}")
     finally:
@@ -703,8 +747,10 @@ def bench_http(
 
 def _report(runs: dict[tuple[int, str], list[Figures]], *, neo4j: bool, embed: str) -> None:
     """Print every run, the median run per worker count and operation, and the target."""
-    click.echo(f"{'operation':<32} {'requests':>8} {'errors':>6} {'req/s':>8} {'p50 ms':>8} "
-               f"{'p95 ms':>8} {'p99 ms':>8} {'cpu ms':>8} {'load':>6}")  # fmt: skip
+    click.echo(
+        f"{'operation':<32} {'requests':>8} {'errors':>6} {'req/s':>8} {'p50 ms':>8} "
+        f"{'p95 ms':>8} {'p99 ms':>8} {'cpu ms':>8} {'load':>6}"
+    )
     for (workers, operation), found in runs.items():
         label = f"{operation} ({workers} worker{'s' if workers > 1 else ''})"
         if len(found) > 1:

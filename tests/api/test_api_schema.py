@@ -115,9 +115,9 @@ def test_schema_graphql_is_current() -> None:
 
 
 CONTRACT_TYPES = {
-    "ContextCapsule": "memoryId text kind score tokens occurredAt matchedTerms reason",
+    "ContextCapsule": "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason",
     "ContextBundle": "stage budgetTokens usedTokens capsules excluded skipped topScore "
-    "evidenceCoverage uncoveredTerms chronological rendered",
+    "evidenceCoverage uncoveredTerms uncoveredWords chronological orderReason rendered",
     "ReconstructedBelief": "cue summary sourceIds linkedContextIds confidence memories",
     "ContextEvent": "step kind detail estTokens reportedTokens",
     "Memory": "id text kind occurredAt recordedAt tags source confidence links",
@@ -197,6 +197,30 @@ def test_link_kinds_match_the_model() -> None:
 
 
 # -- resolvers, on both stores -----------------------------------------------------------------
+
+WORDS_BUNDLE = """query($q: String!) { bundle(query: $q) {
+  uncoveredTerms uncoveredWords rendered chronological orderReason
+  capsules { matchedTerms matchedWords } excluded { matchedTerms matchedWords } } }"""
+
+
+def test_a_bundle_shows_the_question_s_own_words(service: MemoryService, ns: str) -> None:
+    # Stems were shown as words: "Not covered by memory: iguana, mar", "matched: melani".
+    ctx = context(service, ns)
+    remember_all(
+        ctx,
+        ["Melanie has a pet cat named Luna", "Caroline painted a sunrise", "The kettle whistles"],
+    )
+    question = "What is the name of Melanie's pet iguana on Mars?"
+    bundle = run(ctx, WORDS_BUNDLE, {"q": question}).ok()["bundle"]
+    assert bundle["uncoveredTerms"] == ["iguana", "mar"]  # the analysed terms stay
+    assert bundle["uncoveredWords"] == ["iguana", "Mars"]
+    assert "mar" not in bundle["uncoveredWords"]
+    assert bundle["rendered"].endswith("Not covered by memory: iguana, Mars.")
+    (capsule,) = bundle["capsules"]
+    assert capsule["matchedTerms"] == ["name", "melani", "pet"]
+    assert capsule["matchedWords"] == ["name", "Melanie", "pet"]
+    assert (bundle["chronological"], bundle["orderReason"]) == (False, None)
+    assert service.bundle(ns, question).to_json_dict()["uncoveredWords"] == ["iguana", "Mars"]
 
 
 def test_remember_read_bundle_and_forget(service: MemoryService, ns: str) -> None:

@@ -46,7 +46,7 @@ from tests.api_support import Outcome, context, run
 BUNDLE = """query($q: String!) {
   bundle(query: $q, budgetTokens: 400) {
     query stage budgetTokens usedTokens skipped topScore evidenceCoverage uncoveredTerms
-    chronological rendered
+    chronological orderReason rendered
     capsules { memoryId text kind score tokens occurredAt matchedTerms reason }
     excluded { memoryId reason }
   }

@@ -473,6 +473,83 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
 
 
 @pytest.mark.slow
+async def remember_backup_days(session: ClientSession) -> None:
+    """The backup failure and its fix, dated on two days."""
+    await ok(
+        session,
+        "remember_many",
+        {
+            "inputs": [
+                {"text": BACKUP_FAILED, "kind": "event", "occurredAt": "2024-05-01T02:00:00Z"},
+                {"text": BACKUP_FIXED, "kind": "event", "occurredAt": "2024-05-02T02:00:00Z"},
+            ]
+        },
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", STORES)
+def test_bundle_tools_give_the_true_reason_of_the_order(
+    store: str, tmp_path: Path, ns: str
+) -> None:
+    # The tools' description said the capsules are oldest first "because the question asks about
+    # order", also when the order came from evidence dated on several days.
+    params = stdio_params(store, tmp_path / "mcp-data", ns)
+
+    async def main() -> None:
+        async with stdio_session(params, tmp_path / "stdio.err") as session:
+            listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+            for name in ("bundle", "recall"):
+                description = listed[name].description or ""
+                assert "`orderReason`" in description, name
+                assert "EVIDENCE_SPANS_DAYS" in description and "QUESTION_ASKS_ORDER" in description
+                schema = listed[name].output_schema or {}
+                assert "orderReason" in schema["properties"], name
+            await remember_backup_days(session)
+            for tool in ("bundle", "recall"):
+                spans = await session.call_tool(tool, {"query": CUE, "budgetTokens": 200})
+                assert spans.structured_content is not None
+                assert spans.structured_content["chronological"] is True
+                assert spans.structured_content["orderReason"] == "EVIDENCE_SPANS_DAYS"
+                assert "oldest first, as the evidence spans several days" in text_of(spans)
+                assert "asks about order" not in text_of(spans)
+                asks = await session.call_tool(tool, {"query": QUESTION, "budgetTokens": 200})
+                assert asks.structured_content is not None
+                assert asks.structured_content["orderReason"] == "QUESTION_ASKS_ORDER"
+                assert "oldest first, as the question asks about order" in text_of(asks)
+
+    run_async(main)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store", STORES)
+def test_bundle_tools_show_the_question_s_own_words(store: str, tmp_path: Path, ns: str) -> None:
+    # The text said "Not covered by memory: iguana, mar": stems, not the user's words.
+    params = stdio_params(store, tmp_path / "mcp-data", ns)
+    question = "What is the name of Melanie's pet iguana on Mars?"
+
+    async def main() -> None:
+        async with stdio_session(params, tmp_path / "stdio.err") as session:
+            listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+            for name in ("bundle", "recall"):
+                assert "`uncoveredWords`" in (listed[name].description or ""), name
+                schema = listed[name].output_schema or {}
+                assert "uncoveredWords" in schema["properties"], name
+            texts = ["Melanie has a pet cat named Luna", "Caroline painted a sunrise"]
+            await ok(session, "remember_many", {"inputs": [{"text": t} for t in texts]})
+            for tool in ("bundle", "recall"):
+                result = await session.call_tool(tool, {"query": question})
+                data = result.structured_content
+                assert data is not None and not result.is_error
+                assert data["uncoveredTerms"] == ["iguana", "mar"]
+                assert data["uncoveredWords"] == ["iguana", "Mars"]
+                assert data["capsules"][0]["matchedWords"] == ["name", "Melanie", "pet"]
+                assert "Not covered by memory: iguana, Mars." in text_of(result)
+                assert "mar." not in text_of(result)
+
+    run_async(main)
+
+
 def test_stdio_refuses_to_start_without_the_key_of_configured_keys(tmp_path: Path) -> None:
     env = server_env("mirror", {"GRAPHSVC_API_KEYS": f"{secrets.token_urlsafe(24)}=team-a:write"})
     done = subprocess.run(
@@ -612,9 +689,9 @@ def test_stdio_principal_follows_the_configured_keys() -> None:
 
 BUNDLE_QUERY = """query($q: String!, $b: Int) { bundle(query: $q, budgetTokens: $b) {
   query stage retrieval budgetTokens minScore usedTokens skipped topScore evidenceCoverage
-  uncoveredTerms chronological rendered asOf { at mode }
-  capsules { memoryId text kind score tokens matchedTerms reason }
-  excluded { memoryId text kind score tokens matchedTerms reason } } }"""
+  uncoveredTerms uncoveredWords chronological orderReason rendered asOf { at mode }
+  capsules { memoryId text kind score tokens matchedTerms matchedWords reason }
+  excluded { memoryId text kind score tokens matchedTerms matchedWords reason } } }"""
 RECONSTRUCT_QUERY = """query($c: String!) { reconstruct(cue: $c, k: 1, depth: 2) {
   cue summary sourceIds linkedContextIds confidence asOf { at mode }
   memories { id text kind } } }"""

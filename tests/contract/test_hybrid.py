@@ -16,6 +16,7 @@ import pytest
 from graphsvc.embed import MINILM_INT8, PACKAGED_MODELS, ModelUnavailableError, OnnxEmbedder
 from graphsvc.errors import BadInputError
 from graphsvc.model import ContextBundle, MemoryInput
+from graphsvc.recall import STAGES
 from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
@@ -51,7 +52,7 @@ def remember(service: MemoryService, ns: str, texts: list[str]) -> None:
 
 def test_finds_by_meaning_what_shares_no_word(hybrid: MemoryService, ns: str) -> None:
     remember(hybrid, ns, PETS)
-    result = hybrid.bundle(ns, "dog destroying furniture")
+    result = hybrid.bundle(ns, "dog destroying furniture", min_score=0.0)
     assert result.retrieval == "hybrid"
     assert result.capsules, "the memory about the puppy and the sofa should be found by meaning"
     assert "puppy" in result.capsules[0].text
@@ -84,9 +85,9 @@ def test_every_encoder_finds_the_match_alone_in_a_small_namespace(
         store, make_settings(tmp_path), clock=fixed_clock(), dense=DenseRecall(encoder)
     )
     remember(hybrid, ns, PETS)
-    found = hybrid.bundle(ns, "dog destroying furniture")
+    found = hybrid.bundle(ns, "dog destroying furniture", min_score=0.0)
     assert [c.text for c in found.capsules] == [PETS[0]], found.excluded
-    assert hybrid.bundle(ns, "quantum chromodynamics lattice gauge").capsules == ()
+    assert hybrid.bundle(ns, "quantum chromodynamics lattice gauge", min_score=0.0).capsules == ()
 
 
 def test_lexical_recall_misses_it(service: MemoryService, hybrid: MemoryService, ns: str) -> None:
@@ -94,6 +95,17 @@ def test_lexical_recall_misses_it(service: MemoryService, hybrid: MemoryService,
     result = service.bundle(ns, "dog destroying furniture")
     assert result.retrieval == "lexical"
     assert result.capsules == ()
+
+
+def test_abstention_is_on_by_default_and_reads_the_lexical_signal(
+    hybrid: MemoryService, ns: str
+) -> None:
+    # Found by meaning alone, the puppy memory shares no word with the question: its lexical
+    # topScore is 0, below the default stage's threshold, so by default memory abstains.
+    remember(hybrid, ns, PETS)
+    result = hybrid.bundle(ns, "dog destroying furniture")
+    assert result.min_score == STAGES["default"].min_score > 0.0
+    assert result.skipped and result.capsules == ()
 
 
 def test_abstention_stays_with_the_lexical_signal(hybrid: MemoryService, ns: str) -> None:
@@ -106,7 +118,7 @@ def test_abstention_stays_with_the_lexical_signal(hybrid: MemoryService, ns: str
 
 def test_strangers_do_not_join_on_meaning(hybrid: MemoryService, ns: str) -> None:
     remember(hybrid, ns, PETS)
-    result = hybrid.bundle(ns, "quantum chromodynamics lattice gauge")
+    result = hybrid.bundle(ns, "quantum chromodynamics lattice gauge", min_score=0.0)
     assert result.capsules == ()
 
 
@@ -135,14 +147,16 @@ def test_backfill_encodes_what_was_written_lexically(
     remember(service, ns, PETS)  # written with dense recall off: no vectors
     stats = hybrid.stats(ns)
     assert stats.vectors == 0
-    assert hybrid.bundle(ns, "dog destroying furniture").capsules == ()  # no vector yet
+    assert (
+        hybrid.bundle(ns, "dog destroying furniture", min_score=0.0).capsules == ()
+    )  # no vector yet
     seen: list[int] = []
     assert hybrid.embed(ns, batch=3, progress=seen.append) == 4
     assert seen == [3, 1]
     assert hybrid.embed(ns) == 0  # resumable: nothing left to do
     stats = hybrid.stats(ns)
     assert (stats.vectors, stats.retrieval, stats.retrieval_note) == (4, "hybrid", None)
-    assert "puppy" in hybrid.bundle(ns, "dog destroying furniture").capsules[0].text
+    assert "puppy" in hybrid.bundle(ns, "dog destroying furniture", min_score=0.0).capsules[0].text
 
 
 def test_partial_vectors_are_reported(

@@ -39,9 +39,11 @@ def check_counts(store: Store, service: MemoryService, ns: str, top: int, days: 
     got = overview(store, ns, top=top, days=days)
     assert got.memories == len(memories)
     for name, facet, n in (
-        ("kinds", "kind", top), ("tags", "tag", top), ("sources", "source", top),
+        ("kinds", "kind", top),
+        ("tags", "tag", top),
+        ("sources", "source", top),
         ("days", "day", days),
-    ):  # fmt: skip
+    ):
         want = true_facet(memories, facet, n)
         assert getattr(got, name).model_dump_json() == want.model_dump_json(), facet
 

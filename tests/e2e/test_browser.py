@@ -370,7 +370,29 @@ def test_a_shared_bundle_link_renders_without_interaction(
     assert reasons and set(reasons) <= {"budget", "duplicate", "max_capsules", "below_floor"}
     expect(page.locator("#viewer")).to_contain_text(demo.namespace)
     expect(page.locator("#ask-q")).to_have_value(QUESTION)
+    # The question does not ask about order; the incident's memories span days. The page said
+    # "the question asks about order" for every chronological bundle.
+    order = page.locator("#bundle-result .facts div", has_text="Order").locator("dd")
+    expect(order).to_have_text("oldest first, dated (the evidence spans several days)")
     w.shot("explore-bundle")
+
+
+def test_the_bundle_shows_the_question_s_own_words(open_page: PageFactory) -> None:
+    # The page showed stems as words: "Not covered by memory: mar", "matched: custom, timeout".
+    from playwright.sync_api import expect
+
+    expect_timeout()
+    w = open_page()
+    question = "Did customers see payment timeouts on Mars?"
+    w.goto(f"/explore?view=bundle&q={quote(question)}")
+    page = w.page
+    uncovered = page.get_by_role("list", name="Uncovered words")
+    expect(uncovered.locator("li")).to_have_text(["Mars"])
+    matched = page.locator("#bundle-result .capsule .matched").first
+    expect(matched).to_have_text("matched: customers, see, payment, timeouts")
+    expect(page.locator("#bundle-result .rendered pre")).to_contain_text(
+        "Not covered by memory: Mars."
+    )
 
 
 def test_asking_a_new_question_updates_the_url_and_abstains_below_min_score(
@@ -642,11 +664,13 @@ def forget_quietly(demo: Demo, *ids: str) -> None:
     for mid in ids:
         httpx.post(
             demo.server.graphql_url,
-            json={"query": "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
-                  "variables": {"id": mid}},
+            json={
+                "query": "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
+                "variables": {"id": mid},
+            },
             headers={"Authorization": f"Bearer {demo.key('writer')}"},
             timeout=30,
-        )  # fmt: skip
+        )
 
 
 def test_a_write_key_forgets_a_memory_after_confirming(open_page: PageFactory, demo: Demo) -> None:
@@ -699,11 +723,13 @@ def test_a_read_key_sees_the_actions_disabled_and_the_server_refuses(
         # The server refuses anyway: the UI only spares the reader a useless click.
         response = httpx.post(
             demo.server.graphql_url,
-            json={"query": "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
-                  "variables": {"id": mid}},
+            json={
+                "query": "mutation($id: UUID!) { forget(id: $id) { memoryId } }",
+                "variables": {"id": mid},
+            },
             headers={"Authorization": f"Bearer {demo.key('reader')}"},
             timeout=30,
-        )  # fmt: skip
+        )
         errors = response.json()["errors"]
         assert errors[0]["extensions"]["code"] == "FORBIDDEN"
         assert "role 'write'" in errors[0]["message"]

@@ -22,9 +22,17 @@ def test_facets_are_rebuilt_from_snapshot_and_log(tmp_path: Path) -> None:
     store.open()
     service = MemoryService(store, settings, clock=fixed_clock())
     made = service.remember_many(
-        "ns", [MemoryInput(text=f"memory {n}", kind=f"k{n % 3}", tags=(f"t{n % 4}",),
-                           source=None if n % 2 else "chat") for n in range(200)]
-    )  # fmt: skip
+        "ns",
+        [
+            MemoryInput(
+                text=f"memory {n}",
+                kind=f"k{n % 3}",
+                tags=(f"t{n % 4}",),
+                source=None if n % 2 else "chat",
+            )
+            for n in range(200)
+        ],
+    )
     store.snapshot()
     service.forget("ns", made[0].id)
     service.remember("ns", MemoryInput(text="after the snapshot", kind="k9", tags=("t9",)))

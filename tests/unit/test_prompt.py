@@ -18,7 +18,13 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from graphsvc.errors import BadInputError, LimitExceededError
-from graphsvc.model import ContextBundle, ContextCapsule, ContextEvent, ContextEventKind
+from graphsvc.model import (
+    ContextBundle,
+    ContextCapsule,
+    ContextEvent,
+    ContextEventKind,
+    OrderReason,
+)
 from graphsvc.prompt import (
     UNCHANGED_MARKER,
     HistoryReuse,
@@ -39,7 +45,7 @@ from graphsvc.prompt.assembly import (
     sha256_hex,
 )
 from graphsvc.prompt.trace import assembled_detail, drift_report
-from graphsvc.text import asks_about_order, estimate_tokens, query_terms
+from graphsvc.text import asks_about_order, estimate_tokens, query_terms, query_words
 
 FAST = hsettings(max_examples=150, deadline=None)
 DAY = date(2025, 3, 2)
@@ -83,9 +89,11 @@ def fake_bundle(
     uncovered: list[bool] | None = None,
     skipped: bool = False,
     coverage: float = 0.5,
+    spans_days: bool = False,
 ) -> ContextBundle:
     """A bundle as the service could return it for the plan: packed under ``bundle_budget`` and
-    ``max_capsules``, uncovered terms among the query's, chronological when the query asks."""
+    ``max_capsules``, uncovered terms among the query's, chronological when the query asks or
+    (``spans_days``) the evidence is dated on several days."""
     packed: list[ContextCapsule] = []
     excluded: list[ContextCapsule] = []
     used = 0
@@ -99,8 +107,16 @@ def fake_bundle(
             used += item.tokens
         else:
             excluded.append(item.model_copy(update={"reason": "budget"}))
-    terms = query_terms(plan.memory_query)
-    mask = uncovered if uncovered is not None else [True] * len(terms)
+    pairs = query_words(plan.memory_query)
+    mask = uncovered if uncovered is not None else [True] * len(pairs)
+    left = [pair for pair, m in zip(pairs, mask, strict=False) if m]
+    reason = (
+        OrderReason.QUESTION_ASKS_ORDER
+        if asks_about_order(plan.memory_query)
+        else OrderReason.EVIDENCE_SPANS_DAYS
+        if spans_days
+        else None
+    )
     return ContextBundle(
         query=plan.memory_query,
         stage="default",
@@ -112,8 +128,10 @@ def fake_bundle(
         skipped=skipped,
         top_score=0.123456,
         evidence_coverage=0.0 if skipped else coverage,
-        uncovered_terms=tuple(t for t, m in zip(terms, mask, strict=False) if m),
-        chronological=asks_about_order(plan.memory_query),
+        uncovered_terms=tuple(term for term, _ in left),
+        uncovered_words=tuple(word for _, word in left),
+        chronological=reason is not None,
+        order_reason=reason,
         rendered="",
     )
 
@@ -194,6 +212,47 @@ def test_memory_notes_name_what_memory_does_not_cover_and_the_order() -> None:
     assert "top score 0.123 is below the minimum 0.250" in skipped
     nothing = render_memory(fake_bundle(plan, [], skipped=True), "")
     assert "Memory holds nothing that matches this turn." in nothing
+
+
+def test_the_coverage_note_names_the_question_s_own_words() -> None:
+    # It named stems: "not covered by memory: iguana, mar".
+    plan = plan_prompt(
+        request(userTurn="Which iguana lives on Mars?"), window(), DAY, max_query_chars=QUERY_CHARS
+    )
+    bundle = fake_bundle(plan, ["A cat lives here"], uncovered=[True, False, True])
+    assert bundle.uncovered_terms == ("iguana", "mar")
+    assert "not covered by memory: iguana, Mars. Do not guess" in render_memory(bundle, "")
+
+
+def test_the_chronology_note_gives_the_true_reason_of_the_order() -> None:
+    # It said "this turn asks about order" also when the order came from dated evidence.
+    plan = plan_prompt(
+        request(userTurn="What did the pager alarm say?"),
+        window(),
+        DAY,
+        max_query_chars=QUERY_CHARS,
+    )
+    spans = render_memory(fake_bundle(plan, ["[2025-01-01] The deploy froze"], spans_days=True), "")
+    assert "oldest first" in spans
+    assert "Chronology note: the evidence spans several days, so the items are oldest" in spans
+    assert "asks about order" not in spans
+    plain = render_memory(fake_bundle(plan, ["The deploy froze"]), "")
+    assert "Chronology note: the items are in order of relevance, not time" in plain
+
+
+def test_the_memory_reserve_holds_the_longest_order_note() -> None:
+    # A query that does not ask about order may still get a bundle ordered by its dated evidence,
+    # whose note is longer than the relevance one: the reserve must hold either. It measured the
+    # relevance note only, and an abstaining bundle (the longest header) over memories dated on
+    # two days took 7 tokens more than its reserve.
+    query = "pager alarm"
+    plan = plan_prompt(request(userTurn=query), window(), DAY, max_query_chars=QUERY_CHARS)
+    for dated, skipped in itertools.product((False, True), (False, True)):
+        bundle = fake_bundle(plan, ["x"], uncovered=[True, True], spans_days=dated, skipped=skipped)
+        assert bundle.chronological is dated and bundle.skipped is skipped
+        section = render_memory(bundle, "")
+        capsules = sum(c.tokens for c in bundle.capsules)
+        assert memory_reserve(query, 1, plan.bundle_budget) >= estimate_tokens(section) - capsules
 
 
 def test_context_files_are_capped_hashed_and_reused() -> None:
@@ -567,5 +626,8 @@ def test_memory_section_never_exceeds_its_budget(
         st.lists(st.booleans(), min_size=len(query_terms(query)), max_size=len(query_terms(query)))
     )
     skipped = data.draw(st.booleans())
-    bundle = fake_bundle(fake_plan, texts_, uncovered=mask, skipped=skipped, coverage=1.0)
+    dated = data.draw(st.booleans())  # the evidence may span days, whatever the query
+    bundle = fake_bundle(
+        fake_plan, texts_, uncovered=mask, skipped=skipped, coverage=1.0, spans_days=dated
+    )
     assert estimate_tokens(render_memory(bundle, "")) <= budget

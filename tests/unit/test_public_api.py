@@ -116,6 +116,7 @@ GRAPHSVC_ALL = [
     "MemoryInput",
     "MemoryService",
     "NotFoundError",
+    "OrderReason",
     "ReconstructedBelief",
     "Settings",
     "StoreUnavailableError",

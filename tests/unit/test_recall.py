@@ -17,7 +17,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from graphsvc.errors import BadInputError
-from graphsvc.model import ContextBundle, ContextCapsule, Link, LinkKind, Memory
+from graphsvc.model import ContextBundle, ContextCapsule, Link, LinkKind, Memory, OrderReason
 from graphsvc.recall import (
     STAGES,
     BundleRequest,
@@ -33,8 +33,9 @@ from graphsvc.recall import (
     score_candidates,
     spans_days,
 )
+from graphsvc.recall.scoring import matched_terms
 from graphsvc.store.base import Candidate, TermStats, Walk
-from graphsvc.text import analyse, estimate_tokens, query_terms
+from graphsvc.text import analyse, estimate_tokens, query_terms, query_words
 
 FAST = hsettings(max_examples=150, deadline=None)
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
@@ -513,6 +514,25 @@ def test_coverage_is_idf_weighted_over_the_packed_capsules() -> None:
     assert "Not covered by memory: zulu, bravo." in bundle.rendered
 
 
+def test_bundles_name_terms_in_the_question_s_own_words() -> None:
+    # The rendered text said "Not covered by memory: iguana, mar" and capsules "matched: melani".
+    query = "What is the name of Melanie's pet iguana on Mars?"
+    pet = mem(1, "Melanie has a pet cat named Luna")
+    corpus = [pet, mem(2, "Caroline went to the market"), mem(3, "alpha bravo")]
+    found = Scored(pet, 0.8, matched_terms(pet, query_terms(query)))
+    bundle = _bundle(query, corpus, [found])
+    assert bundle.uncovered_terms == ("iguana", "mar")
+    assert bundle.uncovered_words == ("iguana", "Mars")
+    assert bundle.rendered.splitlines()[-1] == "Not covered by memory: iguana, Mars."
+    (capsule,) = bundle.capsules
+    assert capsule.matched_terms == ("name", "melani", "pet")
+    assert capsule.matched_words == ("name", "Melanie", "pet")
+    assert render_bundle(bundle) == bundle.rendered
+    # A bundle that carries no words (built elsewhere) renders its terms.
+    bare = bundle.model_copy(update={"uncovered_words": ()})
+    assert render_bundle(bare).splitlines()[-1] == "Not covered by memory: iguana, mar."
+
+
 def test_coverage_is_one_when_no_query_term_discriminates() -> None:
     a, b = mem(1, "alpha bravo"), mem(2, "alpha golf")
     corpus = [a, b]  # "alpha" is in every memory: it discriminates nothing
@@ -546,6 +566,32 @@ def test_chronological_bundle_is_oldest_first_with_date_prefixes() -> None:
     assert timely.used_tokens == sum(c.tokens for c in timely.capsules)
     assert "oldest first" in timely.rendered
     assert timely.rendered.splitlines()[1:] == [f"- {c.text}" for c in timely.capsules]
+
+
+def test_a_bundle_names_the_true_reason_of_its_order() -> None:
+    # The explorer and MCP said "the question asks about order" for every chronological bundle,
+    # also when the order came from evidence dated on several days.
+    newer = mem(1, "alpha bravo", occurred=day(2024, 5, 2))
+    older = mem(2, "alpha delta", occurred=day(2023, 1, 9))
+    same_day = mem(3, "alpha golf", occurred=day(2024, 5, 2))
+    corpus = [newer, older, same_day, mem(4, "hotel")]
+    spans = _bundle("alpha", corpus, [scored(newer, 0.9), scored(older, 0.8)])
+    asks = _bundle("when alpha", corpus, [scored(newer, 0.9), scored(older, 0.8)])
+    asks_one_day = _bundle("before alpha", corpus, [scored(newer, 0.9), scored(same_day, 0.8)])
+    plain = _bundle("alpha", corpus, [scored(newer, 0.9), scored(same_day, 0.8)])
+    assert (spans.chronological, spans.order_reason) == (True, OrderReason.EVIDENCE_SPANS_DAYS)
+    assert (asks.chronological, asks.order_reason) == (True, OrderReason.QUESTION_ASKS_ORDER)
+    assert asks_one_day.order_reason is OrderReason.QUESTION_ASKS_ORDER
+    assert (plain.chronological, plain.order_reason) == (False, None)
+    assert "oldest first, as the evidence spans several days):" in spans.rendered.splitlines()[0]
+    assert "oldest first, as the question asks about order):" in asks.rendered.splitlines()[0]
+    assert "asks about order" not in spans.rendered
+    assert plain.rendered.splitlines()[0].endswith("best match first):")
+    for bundle in (spans, asks, plain):
+        assert render_bundle(bundle) == bundle.rendered
+        assert bundle.to_json_dict()["orderReason"] == (
+            bundle.order_reason.value if bundle.order_reason else None
+        )
 
 
 def test_chronological_ordering_never_removes_a_capsule_under_a_tight_budget() -> None:
@@ -655,6 +701,11 @@ def test_bundle_invariants(case: tuple[BundleRequest, list[str], TermStats, list
     assert list(bundle.uncovered_terms) == sorted(
         bundle.uncovered_terms, key=lambda t: (-stats.coverage_weight(t), t)
     )
+    # Words: the query's own word for each term, one for each, in the same order.
+    words = dict(query_words(req.query))
+    assert bundle.uncovered_words == tuple(words[t] for t in bundle.uncovered_terms)
+    for capsule in bundle.capsules + bundle.excluded:
+        assert capsule.matched_words == tuple(words[t] for t in capsule.matched_terms)
     by_id = {r.memory.id: r.memory for r in ranked}
     packed_terms = {t for c in bundle.capsules for t in by_id[c.memory_id].terms}
     if not bundle.skipped:
@@ -705,7 +756,9 @@ def test_chronological_ordering_changes_presentation_only(
     assert query_terms(timely_query) == terms
     timely = build_bundle(request(timely_query, budget=budget, stage=stage), terms, stats, ranked)
     assert timely.chronological
+    assert timely.order_reason is OrderReason.QUESTION_ASKS_ORDER
     assert plain.chronological == spans_days(ranked)
+    assert plain.order_reason is (OrderReason.EVIDENCE_SPANS_DAYS if spans_days(ranked) else None)
     assert Counter(ids(timely.capsules)) == Counter(ids(plain.capsules))
     assert {(c.memory_id, c.reason) for c in timely.excluded} == {
         (c.memory_id, c.reason) for c in plain.excluded

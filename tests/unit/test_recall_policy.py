@@ -18,9 +18,13 @@ def test_the_defaults_are_the_settings_defaults(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("spread", "relative", "mode"),
-    [(True, True, "minmax"), (True, False, "minmax"), (False, True, "relative"),
-     (False, False, "raw")],
-)  # fmt: skip
+    [
+        (True, True, "minmax"),
+        (True, False, "minmax"),
+        (False, True, "relative"),
+        (False, False, "raw"),
+    ],
+)
 def test_the_two_fusion_settings_make_one_mode(
     tmp_path: Path, spread: bool, relative: bool, mode: str
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import string
 import unicodedata
 
@@ -18,6 +19,7 @@ from graphsvc.text import (
     asks_about_order,
     estimate_tokens,
     query_terms,
+    query_words,
     tokenize,
 )
 
@@ -159,6 +161,44 @@ def test_query_terms_is_the_first_occurrence_dedupe_of_analyse(text: str) -> Non
     # Each query term sits where it first occurs in the analysed text.
     firsts = sorted(terms.index(t) for t in q)
     assert [terms[i] for i in firsts] == q
+
+
+# -- the user's words for the terms ---------------------------------------------------------
+
+
+def test_query_words_are_the_words_as_written() -> None:
+    # Bundles showed stems as words: "Not covered by memory: iguana, mar".
+    assert query_words("What is the name of Melanie's pet iguana on Mars?") == [
+        ("name", "name"),
+        ("melani", "Melanie"),
+        ("pet", "pet"),
+        ("iguana", "iguana"),
+        ("mar", "Mars"),
+    ]
+    # The first word that analyses to a term names it, case and all.
+    assert query_words("Running runs; RUN run") == [("run", "Running")]
+    assert query_words("Caroline und CAROLINE") == [("carolin", "Caroline"), ("und", "und")]
+    # Outside ASCII the word is still the text as written, not its normalised form.
+    assert query_words("Straße ﬁsh CAFÉ cafe\u0301") == [
+        ("strass", "Straße"),
+        ("fish", "ﬁsh"),
+        ("café", "CAFÉ"),
+    ]
+    assert query_words("the of and") == []
+
+
+@FAST
+@given(st.one_of(_ASCII_TEXT, st.text(max_size=120)))
+def test_every_query_term_gets_one_word_of_the_query(text: str) -> None:
+    pairs = query_words(text)
+    assert [term for term, _ in pairs] == query_terms(text)  # each term once, in order
+    for term, word in pairs:
+        assert word and word in text  # a substring: the user's own characters, case preserved
+        assert term in analyse(word)
+        if text.isascii():
+            assert analyse(word) == [term]  # ASCII: exactly the one word
+            first = next(t for t in re.findall("[A-Za-z0-9]+", text) if analyse(t) == [term])
+            assert word == first  # the first word of the query that analyses to the term
 
 
 @FAST

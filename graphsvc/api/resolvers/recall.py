@@ -18,6 +18,7 @@ from graphsvc.api.types import (
     mutation,
     resolver,
 )
+from graphsvc.recall import default_thresholds
 
 Cue = Annotated[str, arg("What to reconstruct a belief about, in words.")]
 TopK = Annotated[int | None, arg("How many direct hits (default 5).")]
@@ -54,7 +55,11 @@ class RecallQuery:
         budget_tokens: Annotated[int | None, arg("Token budget (default 1000).")] = None,
         stage: Annotated[str | None, arg("Scoring stage: default, recent or exact.")] = None,
         min_score: Annotated[
-            float | None, arg("Abstain (skipped) when topScore is below this, in [0, 1].")
+            float | None,
+            arg(
+                "Abstain (skipped) when topScore is below this, in [0, 1]. Default: the stage's "
+                f"threshold ({default_thresholds()}); 0 turns abstention off."
+            ),
         ] = None,
         max_capsules: Annotated[int | None, arg("Most capsules to pack (default 20).")] = None,
         run_id: Annotated[

@@ -1,6 +1,6 @@
-"""The mirror's facet counts (:meth:`~graphsvc.store.base.Store.facet_counts`): how many memories
-of a namespace have each kind, tag, source and day, kept as rows are indexed and removed, so an
-overview reads a few counters instead of every memory."""
+"""The embedded store's facet counts (:meth:`~graphsvc.store.base.Store.facet_counts`): how many
+memories of a namespace have each kind, tag, source and day, kept as rows are indexed and
+removed, so an overview reads a few counters instead of every memory."""
 
 from __future__ import annotations
 

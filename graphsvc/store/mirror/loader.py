@@ -1,6 +1,6 @@
-"""Opening the mirror's data directory: the writer's lock, the snapshot, the replay of the log
-segments, the checks that refuse damage, and the cut of a torn tail before appends; and closing
-it. ``graphsvc repair`` (:mod:`graphsvc.store.repair`) shares :class:`Replayed`,
+"""Opening the embedded store's data directory: the writer's lock, the snapshot, the replay of the
+log segments, the checks that refuse damage, and the cut of a torn tail before appends; and
+closing it. ``graphsvc repair`` (:mod:`graphsvc.store.repair`) shares :class:`Replayed`,
 :func:`lock_data_dir`, :func:`lock_used` and :func:`repair_hint`."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The compact JSON forms of memories, links, beliefs, events, vector models and vectors in the
-mirror's log and version-2 snapshot (faster than pydantic's for the log's hot path); they are read
-back into the compact tables by :mod:`~graphsvc.store.mirror.table`."""
+embedded store's log and version-2 snapshot (faster than pydantic's for the log's hot path); they
+are read back into the compact tables by :mod:`~graphsvc.store.mirror.table`."""
 
 from __future__ import annotations
 

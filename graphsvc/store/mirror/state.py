@@ -1,4 +1,4 @@
-"""The mirror's in-memory state: one :class:`MirrorNamespace` per namespace (the graph, the
+"""The embedded store's in-memory state: one :class:`MirrorNamespace` per namespace (the graph, the
 memories, the inverted index with its exact statistics, beliefs, context events, the vector model
 and the vectors) and the pure state changes that writes, log replay and snapshot loading apply to
 it."""

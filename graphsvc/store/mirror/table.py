@@ -1,6 +1,6 @@
-"""The mirror's compact in-memory forms: memories held column-wise (:class:`MemoryTable`), the
-inverted index as a pair of integer arrays per term (:class:`Posting`), and links as tuples in
-adjacency lists (:class:`LinkGraph`). A :class:`~graphsvc.model.Memory` or
+"""The embedded store's compact in-memory forms: memories held column-wise (:class:`MemoryTable`),
+the inverted index as a pair of integer arrays per term (:class:`Posting`), and links as tuples
+in adjacency lists (:class:`LinkGraph`). A :class:`~graphsvc.model.Memory` or
 :class:`~graphsvc.model.Link` is built only when a read returns it.
 
 Each memory has a *row*: rows are handed out in increasing order and never reused, so every

@@ -1,4 +1,5 @@
-"""A namespace's vectors as the mirror searches them: one int8 matrix of codes, and a sketch.
+"""A namespace's vectors as the embedded store searches them: one int8 matrix of codes, and a
+sketch.
 
 Row ``r`` of :attr:`VectorTable.matrix` holds the codes (:mod:`graphsvc.dense`) of memory
 ``ids[r]``, and ``norms[r]`` their exact squared norm. Rows ``0 .. count - 1`` are live, with no

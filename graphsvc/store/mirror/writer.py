@@ -1,6 +1,6 @@
-"""The mirror's log writer: every write is one frame appended and made durable before the call
-returns, a failed append is rolled back, and past ``snapshot_bytes`` of log a compaction switches
-to a new segment and writes the snapshot in the background. The file format is
+"""The embedded store's log writer: every write is one frame appended and made durable before the
+call returns, a failed append is rolled back, and past ``snapshot_bytes`` of log a compaction
+switches to a new segment and writes the snapshot in the background. The file format is
 :mod:`graphsvc.store.journal`; :mod:`graphsvc.store.mirror` tells the whole story."""
 
 from __future__ import annotations

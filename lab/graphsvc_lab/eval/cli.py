@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from graphsvc.cli.common import TEMPORARY_DATA_DIR_HELP, data_dir_flag
 from graphsvc.errors import GraphsvcError
+from graphsvc.recall import STAGES
 from graphsvc_lab.datasets import eval_data_root
 from graphsvc_lab.eval.beam import beam_conversations
 from graphsvc_lab.eval.chunks import chunks
@@ -38,7 +39,13 @@ from graphsvc_lab.eval.crossval import crossval_tables
 from graphsvc_lab.eval.esc import build_esc_report, run_esc
 from graphsvc_lab.eval.joint import joint
 from graphsvc_lab.eval.locomo import CATEGORIES, locomo_conversations
-from graphsvc_lab.eval.qa import Conversation, build_report, run_questions, write_questions
+from graphsvc_lab.eval.qa import (
+    DEFAULT_STAGE,
+    Conversation,
+    build_report,
+    run_questions,
+    write_questions,
+)
 from graphsvc_lab.eval.report import Report, write_report
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -126,6 +133,16 @@ def _min_score_option(func: F) -> F:
         default=DEFAULT_MIN_SCORE,
         show_default=True,
         help="Abstention threshold: bundles below it are skipped.",
+    )(func)
+
+
+def _stage_option(func: F) -> F:
+    return click.option(
+        "--stage",
+        type=click.Choice(sorted(STAGES)),
+        default=DEFAULT_STAGE,
+        show_default=True,
+        help="Scoring stage of every bundle (abstention thresholds are chosen per stage).",
     )(func)
 
 
@@ -249,6 +266,7 @@ def run_qa_eval(
     embed: str | None = "off",
     vector_cache: Path | None = None,
     plain: bool = False,
+    stage: str = DEFAULT_STAGE,
 ) -> Report:
     """Run a question-answering evaluation end to end and write its report."""
     fixed = request.fixed
@@ -258,7 +276,7 @@ def run_qa_eval(
         conversations = load(ctx)
         configs = request.configs()
         results = run_questions(
-            ctx, dataset, conversations, min_score, limit, plain=plain, configs=configs
+            ctx, dataset, conversations, min_score, limit, plain=plain, configs=configs, stage=stage
         )
         memories = sum(sum(1 for r in c.rows if r["type"] == "memory") for c in conversations)
         environment = _environment(ctx, f"{ctx.namespace(dataset)}_<n>_<system>")
@@ -272,7 +290,7 @@ def run_qa_eval(
                 f"message), "
                 f"{len(results)} questions"
                 + (f" (at most {limit} per conversation)" if limit else ""),
-                f"- abstention threshold: --min-score {min_score:g}",
+                f"- abstention threshold: --min-score {min_score:g}; scoring stage: {stage}",
                 "- ranking = the bundle's ranked window (capsules + excluded at minScore 0) by "
                 "score, then recordedAt (newest first), then id; see `lab/graphsvc_lab/eval/qa.py`",
                 *_systems(ctx),
@@ -304,6 +322,7 @@ def run_qa_eval(
 @eval_group.command("locomo")
 @_common("locomo", "LoCoMo JSON file (default: $GRAPHSVC_EVAL_DATA/locomo/locomo_dev.json).")
 @_min_score_option
+@_stage_option
 @_plain_option(True)
 def locomo(
     data: Path | None,
@@ -315,6 +334,7 @@ def locomo(
     embed: str | None,
     vector_cache: Path | None,
     min_score: float,
+    stage: str,
     plain: bool,
 ) -> None:
     """LoCoMo: evidence recall, abstention (category 5), chronology; bm25, dense-only, lexical
@@ -338,6 +358,7 @@ def locomo(
             embed=embed,
             vector_cache=vector_cache,
             plain=plain,
+            stage=stage,
         )
         _finish(report, target)
 
@@ -347,6 +368,7 @@ def locomo(
 @eval_group.command("beam")
 @_common("beam", "BEAM folder of chats (default: $GRAPHSVC_EVAL_DATA/beam/100K).")
 @_min_score_option
+@_stage_option
 @_plain_option(False)
 def beam(
     data: Path | None,
@@ -358,6 +380,7 @@ def beam(
     embed: str | None,
     vector_cache: Path | None,
     min_score: float,
+    stage: str,
     plain: bool,
 ) -> None:
     """BEAM: evidence recall by ability, abstention, event ordering, knowledge updates; bm25,
@@ -384,6 +407,7 @@ def beam(
             embed=embed,
             vector_cache=vector_cache,
             plain=plain,
+            stage=stage,
         )
         _finish(report, target)
 

@@ -81,6 +81,8 @@ KS = (1, 5, 10)
 CURVE_KS = tuple(range(1, 21))
 BUDGETS = (500, 1000, 2000)
 DEFAULT_BUDGET = 1000
+# The scoring stage every bundle of a run uses (`--stage`).
+DEFAULT_STAGE = "default"
 SWEEP = (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6)
 # The false-abstention rate the abstention table reads each signal's recall at.
 MAX_FALSE_ABSTENTION = 0.10
@@ -202,14 +204,25 @@ def _ranked_window(bundle: ContextBundle, recorded: Mapping[Any, int]) -> list[A
 
 
 def _graphsvc(
-    service: MemoryService, namespace: str, q: Question, corpus: Corpus, min_score: float
+    service: MemoryService,
+    namespace: str,
+    q: Question,
+    corpus: Corpus,
+    min_score: float,
+    stage: str = DEFAULT_STAGE,
 ) -> Outcome:
     key_of = corpus.key_of
     bundles = {
-        b: service.bundle(namespace, q.text, budget_tokens=b, min_score=0.0) for b in BUDGETS
+        b: service.bundle(namespace, q.text, budget_tokens=b, min_score=0.0, stage=stage)
+        for b in BUDGETS
     }
     thresholded, seconds = timed(
-        service.bundle, namespace, q.text, budget_tokens=DEFAULT_BUDGET, min_score=min_score
+        service.bundle,
+        namespace,
+        q.text,
+        budget_tokens=DEFAULT_BUDGET,
+        min_score=min_score,
+        stage=stage,
     )
     default = bundles[DEFAULT_BUDGET]
     window = _ranked_window(default, corpus.recorded_us)
@@ -265,9 +278,16 @@ def _baseline(
 
 
 def _sweep_point(
-    service: MemoryService, namespace: str, q: Question, corpus: Corpus, config: Tuning
+    service: MemoryService,
+    namespace: str,
+    q: Question,
+    corpus: Corpus,
+    config: Tuning,
+    stage: str = DEFAULT_STAGE,
 ) -> SweepPoint:
-    bundle = service.bundle(namespace, q.text, budget_tokens=DEFAULT_BUDGET, min_score=0.0)
+    bundle = service.bundle(
+        namespace, q.text, budget_tokens=DEFAULT_BUDGET, min_score=0.0, stage=stage
+    )
     window = _ranked_window(bundle, corpus.recorded_us)
     return SweepPoint(
         ranked=[corpus.key_of[c.memory_id] for c in window[: max(CURVE_KS)]],
@@ -311,10 +331,12 @@ def run_questions(
     *,
     plain: bool = False,
     configs: Sequence[Tuning] = (),
+    stage: str = DEFAULT_STAGE,
 ) -> list[Result]:
     """Load each conversation into a fresh namespace per graphsvc system and run its questions
-    through every system; with ``configs``, also through the main graphsvc system re-read with
-    each combination of constants (its :attr:`Result.sweep`, by :func:`describe_config`)."""
+    through every system, each bundle at scoring ``stage``; with ``configs``, also through the
+    main graphsvc system re-read with each combination of constants (its
+    :attr:`Result.sweep`, by :func:`describe_config`)."""
     settings = ctx.service.settings
     chosen = [(c, c.questions[:limit] if limit is not None else c.questions) for c in conversations]
     systems = _services(ctx, plain)
@@ -368,9 +390,9 @@ def run_questions(
                     )
                 for system, service in systems:
                     namespace, mine = loaded[system]
-                    outcomes[system] = _graphsvc(service, namespace, q, mine, min_score)
+                    outcomes[system] = _graphsvc(service, namespace, q, mine, min_score, stage)
                 sweep = {
-                    label: _sweep_point(variant, loaded[main][0], q, loaded[main][1], config)
+                    label: _sweep_point(variant, loaded[main][0], q, loaded[main][1], config, stage)
                     for label, config, variant in variants
                 }
                 results.append(

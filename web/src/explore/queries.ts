@@ -1,10 +1,10 @@
 /** The operations the explorer sends: only the public GraphQL API, nothing else. */
 
-const CAPSULE = "memoryId text kind score tokens occurredAt matchedTerms reason";
+const CAPSULE = "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason";
 
 export const BUNDLE = `query ExplorerBundle($query: String!, $budgetTokens: Int, $stage: String, $minScore: Float, $maxCapsules: Int, $asOf: DateTime, $asOfMode: AsOfMode) {
   bundle(query: $query, budgetTokens: $budgetTokens, stage: $stage, minScore: $minScore, maxCapsules: $maxCapsules, asOf: $asOf, asOfMode: $asOfMode) {
-    query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage uncoveredTerms chronological rendered
+    query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage uncoveredTerms uncoveredWords chronological orderReason rendered
     asOf { at mode }
     capsules { ${CAPSULE} }
     excluded { ${CAPSULE} }

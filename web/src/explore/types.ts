@@ -2,6 +2,8 @@
 
 export type LinkKind = "CAUSES" | "PRECEDES" | "RELATES_TO" | "SUPERSEDES";
 
+export type OrderReason = "QUESTION_ASKS_ORDER" | "EVIDENCE_SPANS_DAYS";
+
 export interface Capsule {
   memoryId: string;
   text: string;
@@ -10,6 +12,8 @@ export interface Capsule {
   tokens: number;
   occurredAt: string | null;
   matchedTerms: string[];
+  /** The question's own words for matchedTerms (which are stems), one for each. */
+  matchedWords: string[];
   reason: string | null;
 }
 
@@ -31,7 +35,11 @@ export interface Bundle {
   topScore: number;
   evidenceCoverage: number;
   uncoveredTerms: string[];
+  /** The question's own words for uncoveredTerms (which are stems), one for each. */
+  uncoveredWords: string[];
   chronological: boolean;
+  /** Why the capsules are oldest first; null when they are best match first. */
+  orderReason: OrderReason | null;
   rendered: string;
   asOf?: AsOf | null;
 }

@@ -7,7 +7,7 @@ import { clip, formatDate, formatScore, percent, REASONS } from "../format";
 import { BUNDLE } from "../queries";
 import { int, num } from "../state";
 import type { State } from "../state";
-import type { Bundle, Capsule } from "../types";
+import type { Bundle, Capsule, OrderReason } from "../types";
 import { AsOfControls, asOfUsed, asOfVariables } from "./asof";
 import { Loader, facts, meter } from "./common";
 
@@ -25,8 +25,8 @@ function capsuleCard(capsule: Capsule, app: App): HTMLLIElement {
       h("span", { class: "reason", title: REASONS[capsule.reason ?? ""] ?? "" }, capsule.reason ?? ""),
     ),
     h("p", { class: "capsule-text" }, capsule.text),
-    capsule.matchedTerms.length
-      ? h("p", { class: "matched" }, "matched: ", capsule.matchedTerms.join(", "))
+    capsule.matchedWords.length
+      ? h("p", { class: "matched" }, "matched: ", capsule.matchedWords.join(", "))
       : null,
     h(
       "a",
@@ -70,6 +70,19 @@ function exclusions(excluded: Capsule[]): HTMLElement {
   );
 }
 
+/** Why the capsules are in the order shown, as the bundle says (never a guess). */
+const ORDER_REASONS: Record<OrderReason, string> = {
+  QUESTION_ASKS_ORDER: "the question asks about order",
+  EVIDENCE_SPANS_DAYS: "the evidence spans several days",
+};
+
+function orderText(bundle: Bundle): string {
+  if (!bundle.chronological) {
+    return "by score";
+  }
+  return bundle.orderReason ? `oldest first, dated (${ORDER_REASONS[bundle.orderReason]})` : "oldest first, dated";
+}
+
 export function renderBundle(bundle: Bundle, app: App): HTMLElement {
   const verdict = bundle.skipped
     ? h(
@@ -84,9 +97,9 @@ export function renderBundle(bundle: Bundle, app: App): HTMLElement {
         h("strong", {}, "Memory answers"),
         ` top score ${formatScore(bundle.topScore)} ≥ minScore ${formatScore(bundle.minScore)}.`,
       );
-  const uncovered = bundle.uncoveredTerms.length
-    ? h("ul", { class: "terms", "aria-label": "Uncovered terms" }, ...bundle.uncoveredTerms.map((t) => h("li", {}, t)))
-    : h("p", { class: "muted" }, "Every discriminating query term is covered.");
+  const uncovered = bundle.uncoveredWords.length
+    ? h("ul", { class: "terms", "aria-label": "Uncovered words" }, ...bundle.uncoveredWords.map((w) => h("li", {}, w)))
+    : h("p", { class: "muted" }, "Every discriminating word of the question is covered.");
   return h(
     "div",
     { class: "bundle", id: "bundle-result" },
@@ -110,7 +123,7 @@ export function renderBundle(bundle: Bundle, app: App): HTMLElement {
       facts([
         ["Stage", bundle.stage],
         ["Capsules", `${bundle.capsules.length} packed, ${bundle.excluded.length} left out`],
-        ["Order", bundle.chronological ? "oldest first, dated (the question asks about order)" : "by score"],
+        ["Order", orderText(bundle)],
       ]),
     ),
     h("h3", {}, "Not covered by memory"),
@@ -129,7 +142,7 @@ export function bundleView(root: HTMLElement, app: App): ViewController {
   const q = h("input", { type: "search", name: "q", required: true, autocomplete: "off", placeholder: "e.g. why did checkout time out?" });
   const budget = h("input", { type: "number", name: "budget", min: 1, step: 1, inputmode: "numeric", placeholder: "1000" });
   const stage = select("stage", [["", "default"], ["recent", "recent"], ["exact", "exact"]], "");
-  const minScore = h("input", { type: "number", name: "minScore", min: 0, max: 1, step: 0.01, inputmode: "decimal", placeholder: "0" });
+  const minScore = h("input", { type: "number", name: "minScore", min: 0, max: 1, step: 0.01, inputmode: "decimal", placeholder: "stage's" });
   const maxCapsules = h("input", { type: "number", name: "maxCapsules", min: 1, step: 1, inputmode: "numeric", placeholder: "20" });
   const asOf = new AsOfControls();
   const results = h("section", { id: "bundle-results", class: "results", "aria-live": "polite", "aria-label": "Bundle" });
@@ -154,7 +167,7 @@ export function bundleView(root: HTMLElement, app: App): ViewController {
     h("div", { class: "field wide" }, h("label", { for: "ask-q" }, "Question"), Object.assign(q, { id: "ask-q" })),
     field("Budget (tokens)", budget),
     field("Stage", stage),
-    field("minScore", minScore, "abstain below this top score"),
+    field("minScore", minScore, "abstain below this top score; empty: the stage's own threshold, 0: never abstain"),
     field("Most capsules", maxCapsules),
     ...asOf.fields,
     h("div", { class: "field submit" }, h("button", { type: "submit" }, "Ask")),
