@@ -133,7 +133,12 @@ def export_command(file: Any, data_dir: Path | None, namespace: str | None) -> N
 @common_options
 @click.argument("query")
 @click.option("--budget", type=int, default=None, help="Token budget (default 1000).")
-@click.option("--min-score", type=float, default=None, help="Abstain below this top score.")
+@click.option(
+    "--min-score",
+    type=float,
+    default=None,
+    help="Abstain below this top score (default: the stage's threshold; 0: never abstain).",
+)
 @click.option("--max-capsules", type=int, default=None, help="Most capsules to pack.")
 @click.option("--stage", default=None, help="Scoring stage: default, recent or exact.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ContextBundle as JSON.")

@@ -43,7 +43,10 @@ def test_embed_encodes_what_was_written_lexically(tmp_path: Path) -> None:
 
     after = stats(tmp_path, "on")
     assert (after["vectors"], after["retrievalNote"]) == (3, None)
-    bundle = run(tmp_path, "bundle", "dog destroying furniture", "--json", embed="on")
+    # By meaning alone (no shared word): lexical topScore 0, so abstention is turned off.
+    bundle = run(
+        tmp_path, "bundle", "dog destroying furniture", "--json", "--min-score", "0", embed="on"
+    )
     data = json.loads(bundle.output)
     assert data["retrieval"] == "hybrid"
     assert "puppy" in data["capsules"][0]["text"]
