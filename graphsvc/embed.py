@@ -115,6 +115,16 @@ class TokenEmbedder(Embedder, Protocol):
         ...
 
 
+def _not_one_string(texts: Sequence[str]) -> None:
+    """Refuse one string where a sequence of texts belongs (a str is a sequence of characters).
+
+    Raises:
+        BadInputError: ``texts`` is a single string.
+    """
+    if isinstance(texts, str):
+        raise BadInputError("embed takes a sequence of texts, not one string: wrap it in [ ]")
+
+
 def tokenizes_apart(embedder: Embedder | None) -> TypeGuard[TokenEmbedder]:
     """Whether ``embedder`` is a :class:`TokenEmbedder` (looked up on its class, so that
     nothing is loaded: an embedder's properties may load its model)."""
@@ -706,8 +716,7 @@ class OnnxEmbedder:
             BadInputError: ``texts`` is a single string rather than a sequence of them.
             ModelUnavailableError: as :meth:`load`.
         """
-        if isinstance(texts, str):
-            raise BadInputError("embed takes a sequence of texts, not one string: wrap it in [ ]")
+        _not_one_string(texts)
         loaded = self._ensure()
         whole = loaded.whole or loaded.tokenizer
         prefix = loaded.passage_prefix
@@ -745,8 +754,7 @@ class OnnxEmbedder:
             BadInputError: ``texts`` is a single string rather than a sequence of them.
             ModelUnavailableError: as :meth:`load`.
         """
-        if isinstance(texts, str):
-            raise BadInputError("embed takes a sequence of texts, not one string: wrap it in [ ]")
+        _not_one_string(texts)
         loaded = self._ensure()
         prefix = loaded.query_prefix if query else loaded.passage_prefix
         encode = loaded.tokenizer.encode
