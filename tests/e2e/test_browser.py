@@ -830,6 +830,39 @@ def test_overview_shows_counts_and_causal_components(open_page: PageFactory, dem
     assert w.query()["kind"] == ["event"]
 
 
+def test_the_time_slider_steps_through_the_days_memory_holds(
+    open_page: PageFactory, demo: Demo
+) -> None:
+    # Issue 32: a slider over the days memory holds (oldest on the left, far right "now") sets
+    # the as-of instant to the end of its day and asks again.
+    from playwright.sync_api import expect
+
+    expect_timeout()
+    days = sorted(
+        day["value"]
+        for day in graphql(
+            demo.server, "{ overview(top: 1, days: 366) { days { top { value } } } }"
+        )["overview"]["days"]["top"]
+    )
+    assert len(days) >= 2, days  # the demo's memories span days
+    w = open_page()
+    w.goto(f"/explore?view=bundle&q={quote(QUESTION)}")
+    page = w.page
+    expect(page.locator("#as-of-used")).to_contain_text("As of now")
+    slider = page.get_by_label("Move through time")
+    expect(slider).to_be_enabled()
+    expect(slider).to_have_attribute("max", str(len(days)))
+    expect(slider).to_have_attribute("aria-valuetext", "now")
+    slider.evaluate(
+        "(el) => { el.value = '0'; el.dispatchEvent(new Event('input', { bubbles: true }));"
+        " el.dispatchEvent(new Event('change', { bubbles: true })); }"
+    )
+    expect(page.locator("#as-of-used")).to_contain_text(f"As of {days[0]} 23:59 UTC, VALID")
+    expect(slider).to_have_attribute("aria-valuetext", days[0])
+    expect(page.get_by_label("As of (UTC)")).to_have_value(f"{days[0]}T23:59:59")
+    assert w.query()["asOf"] == [f"{days[0]}T23:59:59"]
+
+
 def test_as_of_answers_with_the_older_memory_and_the_panel_shows_its_history(
     open_page: PageFactory, demo: Demo
 ) -> None:

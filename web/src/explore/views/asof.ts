@@ -5,10 +5,15 @@
  * in the explorer.
  */
 
+import { gql } from "../api";
 import { field, h, select } from "../dom";
 import { formatDate } from "../format";
+import { OVERVIEW } from "../queries";
 import type { State } from "../state";
-import type { AsOf } from "../types";
+import type { AsOf, Overview } from "../types";
+
+/** The most days the slider steps through (the overview's limit): the latest days memory holds. */
+const SLIDER_DAYS = 366;
 
 export const AS_OF_MODES: Array<[string, string]> = [
   ["", "VALID: what was true then"],
@@ -49,8 +54,54 @@ export class AsOfControls {
   /** The URL's value and what the input shows for it (finer instants are kept unless edited). */
   private shown: [string, string] = ["", ""];
 
+  /** A slider over the days memory holds, oldest on the left; its far right is "now". */
+  readonly slider = h("input", { type: "range", name: "asOfDay", min: 0, max: 0, step: 1, value: 0, disabled: true });
+  /** The days the slider steps through, oldest first (YYYY-MM-DD, UTC). */
+  private days: string[] = [];
+
   constructor() {
-    this.fields = [field("As of (UTC)", this.at, "empty: now"), field("View of the past", this.mode)];
+    this.fields = [
+      field("As of (UTC)", this.at, "empty: now"),
+      field("Move through time", this.slider, "the days memory holds, oldest on the left; far right: now"),
+      field("View of the past", this.mode),
+    ];
+    this.slider.setAttribute("aria-valuetext", "now");
+    this.slider.addEventListener("input", () => this.slide());
+    this.slider.addEventListener("change", () => {
+      this.slide();
+      this.at.form?.requestSubmit();
+    });
+    void this.loadDays();
+  }
+
+  /** The days of the namespace's overview; without it (no key yet) the input alone is used. */
+  private async loadDays(): Promise<void> {
+    try {
+      const data = await gql<{ overview: Overview }>(OVERVIEW, { top: 1, days: SLIDER_DAYS });
+      this.days = data.overview.days.top.map((day) => day.value).sort();
+    } catch {
+      return;
+    }
+    this.slider.max = String(this.days.length);
+    this.slider.disabled = this.days.length === 0;
+    this.place();
+  }
+
+  /** The slider's day, as the end of that day in the input (far right: now, the input empty). */
+  private slide(): void {
+    const index = Number(this.slider.value);
+    const day = this.days[index];
+    this.at.value = day === undefined ? "" : `${day}T23:59:59`;
+    this.slider.setAttribute("aria-valuetext", day ?? "now");
+  }
+
+  /** The slider on the first day at or after the input's (far right when the input is empty). */
+  private place(): void {
+    const day = this.at.value.slice(0, 10);
+    const index = day ? this.days.findIndex((each) => each >= day) : -1;
+    const at = index === -1 ? this.days.length : index;
+    this.slider.value = String(at);
+    this.slider.setAttribute("aria-valuetext", this.days[at] ?? "now");
   }
 
   /** The URL changes the form asks for. */
@@ -68,6 +119,7 @@ export class AsOfControls {
     this.at.value = value;
     this.shown = [state.asOf, this.at.value];
     this.mode.value = state.asOfMode === "KNOWN" ? "KNOWN" : "";
+    this.place();
   }
 }
 
