@@ -133,14 +133,9 @@ class GetMemoryArgs(Model):
     )
 
 
-class ReconstructArgs(Model):
+class ReconstructArgs(ExplainArgs):
     """A cue, how many direct hits and how far to walk the graph from them."""
 
-    cue: str
-    k: int | None = None
-    depth: int | None = None
-    as_of: AwareUtcDateTime | None = None
-    as_of_mode: AsOfMode | None = None
     run_id: str | None = None
     step: int = 0
 
@@ -450,8 +445,15 @@ async def _bundle(call: Call, args: RecallArgs, run_id: str | None, step: int) -
 
 
 async def explain(call: Call, args: ExplainArgs) -> Reply:
+    return await _belief(call, args, call.service.reconstruct)
+
+
+async def _belief(
+    call: Call, args: ExplainArgs, build: Callable[..., ReconstructedBelief]
+) -> Reply:
+    """The belief ``args`` ask for, made by ``build`` (reconstruct, or reconstruct and store)."""
     belief = await call.run(
-        call.service.reconstruct,
+        build,
         call.namespace,
         args.cue,
         k=args.k,
@@ -489,18 +491,10 @@ async def get_memory(call: Call, args: GetMemoryArgs) -> Reply:
 
 async def reconstruct(call: Call, args: ReconstructArgs) -> Reply:
     call.principal.require_write("reconstruct (it stores the belief)")
-    belief = await call.run(
-        call.service.reconstruct_and_store,
-        call.namespace,
-        args.cue,
-        k=args.k,
-        depth=args.depth,
-        run_id=args.run_id,
-        step=args.step,
-        as_of=args.as_of,
-        as_of_mode=args.as_of_mode,
+    store = functools.partial(
+        call.service.reconstruct_and_store, run_id=args.run_id, step=args.step
     )
-    return Reply(to_json(belief), belief_text(belief))
+    return await _belief(call, args, store)
 
 
 async def memories(call: Call, args: MemoriesArgs) -> Reply:
