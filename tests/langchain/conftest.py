@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from pydantic import SecretStr
 
 from graphsvc.client import GraphsvcClient
 from tests.api_support import Server, start_server
@@ -35,6 +36,10 @@ class Tenant:
     @property
     def url(self) -> str:
         return self.server.graphql_url
+
+    @property
+    def secret(self) -> SecretStr:
+        return SecretStr(self.key)
 
     def client(self) -> GraphsvcClient:
         return GraphsvcClient(self.url, api_key=self.key)
