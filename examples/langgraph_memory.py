@@ -16,13 +16,12 @@ Run against a graphsvc server (pip install -e ".[dev]" -e integrations/langchain
     graphsvc serve --data-dir /tmp/gs-example --create &
     python examples/langgraph_memory.py --url http://127.0.0.1:8000/graphql
 
-With API keys, pass a write key with --api-key (or GRAPHSVC_API_KEY).
+With API keys, pass a write key with --api-key.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import uuid
 from typing import Any
 
@@ -82,7 +81,7 @@ class Agent:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="http://127.0.0.1:8000/graphql")
-    parser.add_argument("--api-key", default=os.environ.get("GRAPHSVC_API_KEY"))
+    parser.add_argument("--api-key", help="a write key, when the server has keys")
     parser.add_argument("--user", default="ada")
     args = parser.parse_args()
 
