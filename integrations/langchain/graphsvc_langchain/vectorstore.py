@@ -102,10 +102,14 @@ class GraphsvcVectorStore(VectorStore):
         last of several documents with one id wins)."""
         out: list[str] = []
         by_id: dict[str, MemoryInput] = {}
+        texts = list(texts)
+        for name, given in (("ids", ids), ("metadatas", metadatas)):
+            if given is not None and len(given) != len(texts):
+                raise BadInputError(f"{len(given)} {name} for {len(texts)} texts: give one each")
         for n, text in enumerate(texts):
-            given = ids[n] if ids is not None and n < len(ids) else None
+            given = ids[n] if ids is not None else None
             doc_id = given if given else str(uuid4())
-            metadata = metadatas[n] if metadatas is not None and n < len(metadatas) else {}
+            metadata = metadatas[n] if metadatas is not None else {}
             source = bounded_source(
                 SOURCE_PREFIX, {"id": doc_id, "metadata": metadata}, f"the metadata of text {n}"
             )
