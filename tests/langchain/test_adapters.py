@@ -127,6 +127,8 @@ def test_vector_store_refuses_what_it_cannot_keep(tenant: Tenant) -> None:
         store.add_texts(["a text"], [{"when": (2024, 5, 1)}])
     with pytest.raises(BadInputError, match="text 1"):
         store.add_texts(["a text", "   "])
+    with pytest.raises(BadInputError, match="1 ids for 2 texts"):
+        store.add_texts(["a text", "another text"], ids=["only-one"])
     assert store.similarity_search("a text", k=3) == []  # nothing of a refused call was written
 
 
