@@ -5,6 +5,7 @@
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -124,7 +125,8 @@ function compare(ts: Answers, py: Answers): void {
 
 describe("MCP over stdio, as --print-config says", () => {
   it("answers the TypeScript SDK as it answers the Python SDK", async () => {
-    const dataDir = join(tempDir("graphsvc-mcp-"), "data");
+    const home = tempDir("graphsvc-mcp-");
+    const dataDir = join(home, "data");
     const printed = spawnSync(
       PYTHON,
       ["-m", "graphsvc.cli", "mcp", "--print-config", "--data-dir", dataDir, "--create"],
@@ -145,6 +147,7 @@ describe("MCP over stdio, as --print-config says", () => {
       transport: { command: entry.command, args: entry.args, env },
       calls,
     });
+    rmSync(home, { recursive: true, force: true });
     compare(ts, py);
   });
 });
