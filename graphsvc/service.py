@@ -16,13 +16,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from graphsvc import validity
 from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
     NAMESPACE_RE,
-    AsOfMode,
     Belief,
     ContextBundle,
     ContextEvent,
@@ -55,6 +55,7 @@ from graphsvc.prompt.trace import assembled_detail, drift_report
 from graphsvc.recall import BundleRequest, Stage, build_belief, build_bundle, get_stage
 from graphsvc.recall.pipeline import ReadAheadPool, RecallPipeline
 from graphsvc.recall.policy import RecallPolicy
+from graphsvc.requests import BundleQuery, ReconstructQuery
 from graphsvc.retrieval import HYBRID, DenseRecall
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store, nothing_to_erase
@@ -588,36 +589,40 @@ class MemoryService:
     def bundle(
         self,
         namespace: str,
-        query: str,
+        request: BundleQuery | str,
         *,
-        budget_tokens: int | None = None,
-        stage: str | None = None,
-        min_score: float | None = None,
-        max_capsules: int | None = None,
         run_id: str | None = None,
         step: int = 0,
-        as_of: datetime | None = None,
-        as_of_mode: AsOfMode | str | None = None,
+        **options: Any,
     ) -> ContextBundle:
-        """What memory offers a prompt for ``query`` under a token budget (docs/design.md);
-        with ``as_of``, as memory would have answered then (``as_of_mode`` KNOWN: what was
-        recorded by then; VALID, the default: what was true then)."""
+        """What memory offers a prompt for a question under a token budget (docs/design.md):
+        ``request`` is a :class:`~graphsvc.requests.BundleQuery`, or the question with the
+        query's other fields as ``options`` (``budget_tokens=500``). With ``as_of``, as memory
+        would have answered then (``as_of_mode`` KNOWN: what was recorded by then; VALID, the
+        default: what was true then). With ``run_id``, a memory_recall event is recorded at
+        ``step``.
+
+        Raises:
+            BadInputError: an invalid field, or one below its bound.
+            LimitExceededError: a field above the settings' limit.
+        """
+        ask = BundleQuery.of(request, options)
         s = self.settings
         self.check_namespace(namespace)
-        self._check_text(query, "query")
-        budget = s.default_budget_tokens if budget_tokens is None else budget_tokens
+        self._check_text(ask.query, "query")
+        budget = s.default_budget_tokens if ask.budget_tokens is None else ask.budget_tokens
         self._in_range("budgetTokens", budget, 1, s.max_budget_tokens)
-        stage_name = stage or "default"
+        stage_name = ask.stage or "default"
         chosen = get_stage(stage_name)
-        floor = self.min_score_for(chosen) if min_score is None else min_score
+        floor = self.min_score_for(chosen) if ask.min_score is None else ask.min_score
         if not 0.0 <= floor <= 1.0:
             raise BadInputError(f"minScore must be between 0 and 1, got {floor}")
-        cap = s.default_max_capsules if max_capsules is None else max_capsules
+        cap = s.default_max_capsules if ask.max_capsules is None else ask.max_capsules
         self._in_range("maxCapsules", cap, 1, s.max_capsules_limit)
-        when = validity.as_of(as_of, as_of_mode)
-        ranking = self.recall.rank(namespace, query, stage_name, as_of=when)
-        request = BundleRequest(
-            query,
+        when = ask.when
+        ranking = self.recall.rank(namespace, ask.query, stage_name, as_of=when)
+        spec = BundleRequest(
+            ask.query,
             budget,
             floor,
             cap,
@@ -626,7 +631,7 @@ class MemoryService:
             ranking.retrieval,
         )
         lexical_top = ranking.lexical_top if ranking.retrieval == HYBRID else None
-        result = build_bundle(request, ranking.terms, ranking.stats, ranking.ranked, lexical_top)
+        result = build_bundle(spec, ranking.terms, ranking.stats, ranking.ranked, lexical_top)
         if when is not None:
             result = result.model_copy(update={"as_of": when})
         if run_id is not None:
@@ -651,49 +656,46 @@ class MemoryService:
         )
 
     def reconstruct(
-        self,
-        namespace: str,
-        cue: str,
-        *,
-        k: int | None = None,
-        depth: int | None = None,
-        as_of: datetime | None = None,
-        as_of_mode: AsOfMode | str | None = None,
+        self, namespace: str, request: ReconstructQuery | str, **options: Any
     ) -> ReconstructedBelief:
-        """The top-k hits for ``cue`` and the graph around them, summarised (docs/design.md);
-        ``as_of``/``as_of_mode`` as for :meth:`bundle` (the walk too sees only what was
-        visible then)."""
+        """The top-k hits for a cue and the graph around them, summarised (docs/design.md):
+        ``request`` is a :class:`~graphsvc.requests.ReconstructQuery`, or the cue with the
+        query's other fields as ``options``; ``as_of``/``as_of_mode`` as for :meth:`bundle` (the
+        walk too sees only what was visible then).
+
+        Raises:
+            BadInputError: an invalid field, or one below its bound.
+            LimitExceededError: a field above the settings' limit.
+        """
+        ask = ReconstructQuery.of(request, options)
         s = self.settings
         self.check_namespace(namespace)
-        self._check_text(cue, "cue")
-        k = s.default_k if k is None else k
+        self._check_text(ask.cue, "cue")
+        k = s.default_k if ask.k is None else ask.k
         self._in_range("k", k, 1, s.max_k)
-        depth = s.default_depth if depth is None else depth
+        depth = s.default_depth if ask.depth is None else ask.depth
         self._in_range("depth", depth, 0, s.max_depth)
-        when = validity.as_of(as_of, as_of_mode)
-        hits, walk = self.recall.hits_and_walk(namespace, cue, k, depth, when)
-        belief = build_belief(cue, hits, walk)
+        when = ask.when
+        hits, walk = self.recall.hits_and_walk(namespace, ask.cue, k, depth, when)
+        belief = build_belief(ask.cue, hits, walk)
         return belief if when is None else belief.model_copy(update={"as_of": when})
 
     def reconstruct_and_store(
         self,
         namespace: str,
-        cue: str,
+        request: ReconstructQuery | str,
         *,
-        k: int | None = None,
-        depth: int | None = None,
         run_id: str | None = None,
         step: int = 0,
-        as_of: datetime | None = None,
-        as_of_mode: AsOfMode | str | None = None,
+        **options: Any,
     ) -> ReconstructedBelief:
         """As :meth:`reconstruct`, and store the belief (linked to its sources) and, for a run, a
         ``memory_recall`` event."""
         if run_id is not None:
             self.check_run_id(run_id)
-        belief = self.reconstruct(
-            namespace, cue, k=k, depth=depth, as_of=as_of, as_of_mode=as_of_mode
-        )
+        ask = ReconstructQuery.of(request, options)
+        belief = self.reconstruct(namespace, ask)
+        cue = ask.cue
         now = self._now()
         belief_id = uuid.uuid5(
             CONTENT_ID_NAMESPACE,
@@ -797,18 +799,16 @@ class MemoryService:
         plan = plan_prompt(request, window, today, max_query_chars=s.max_text_chars)
         memory = None
         if plan.bundle_budget > 0:
-            memory = self.bundle(
-                namespace,
-                plan.memory_query,
+            ask = BundleQuery(
+                query=plan.memory_query,
                 budget_tokens=plan.bundle_budget,
                 stage=request.memory_stage,
                 min_score=request.memory_min_score,
                 max_capsules=window.max_capsules,
-                run_id=request.run_id,
-                step=request.step,
                 as_of=request.memory_as_of,
                 as_of_mode=request.memory_as_of_mode,
             )
+            memory = self.bundle(namespace, ask, run_id=request.run_id, step=request.step)
         result = finish_prompt(plan, memory)
         if request.run_id is None:
             return result

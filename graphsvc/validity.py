@@ -11,32 +11,10 @@ it, and both stores answer from the same data.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from uuid import UUID
 
-from graphsvc.errors import BadInputError
 from graphsvc.model import AsOf, AsOfMode, Link, LinkKind, Memory, ValidityInterval
-
-
-def as_of(at: datetime | None, mode: AsOfMode | str | None) -> AsOf | None:
-    """The as-of of a read: None when no instant is given.
-
-    Raises:
-        BadInputError: a mode without an instant, an unknown mode, or a naive instant.
-    """
-    if at is None:
-        if mode is not None:
-            raise BadInputError("asOfMode needs asOf: give the instant to read as of")
-        return None
-    if at.tzinfo is None or at.utcoffset() is None:
-        raise BadInputError(
-            f"asOf {at.isoformat()} has no time zone: give one (2024-03-11T00:00:00Z)"
-        )
-    try:
-        chosen = AsOfMode(mode) if mode is not None else AsOfMode.VALID
-    except ValueError:
-        raise BadInputError(f"asOfMode must be KNOWN or VALID, got {mode!r}") from None
-    return AsOf(at=at.astimezone(UTC), mode=chosen)
 
 
 def effective_end(memory: Memory, successors: Sequence[Memory]) -> datetime | None:
@@ -77,4 +55,4 @@ def history(memories: Sequence[Memory], links: Sequence[Link]) -> list[ValidityI
     ]
 
 
-__all__ = ["as_of", "effective_end", "history", "visible"]
+__all__ = ["effective_end", "history", "visible"]

@@ -39,8 +39,6 @@ from graphsvc.api.context import Limits, decode_cursor, encode_cursor
 from graphsvc.api.schema import schema as graphql_schema
 from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
-    AsOfMode,
-    AwareUtcDateTime,
     ContextBundle,
     ContextEvent,
     ForgetReceipt,
@@ -54,6 +52,7 @@ from graphsvc.model import (
 )
 from graphsvc.prompt import PromptBundle, PromptInput
 from graphsvc.recall import default_thresholds
+from graphsvc.requests import BundleQuery, ReconstructQuery
 from graphsvc.service import MemoryService
 
 T = TypeVar("T")
@@ -94,33 +93,19 @@ class ForgetArgs(Model):
     id: UUID
 
 
-class RecallArgs(Model):
+class RecallArgs(BundleQuery):
     """A question, and how much memory may offer for it (a bundle that records nothing)."""
 
-    query: str
-    budget_tokens: int | None = None
-    stage: str | None = None
-    min_score: float | None = None
-    max_capsules: int | None = None
-    as_of: AwareUtcDateTime | None = None
-    as_of_mode: AsOfMode | None = None
 
-
-class BundleArgs(RecallArgs):
+class BundleArgs(BundleQuery):
     """A question, and how much memory may offer for it."""
 
     run_id: str | None = None
     step: int = 0
 
 
-class ExplainArgs(Model):
+class ExplainArgs(ReconstructQuery):
     """A cue, how many direct hits and how far to walk the graph (a belief that is not stored)."""
-
-    cue: str
-    k: int | None = None
-    depth: int | None = None
-    as_of: AwareUtcDateTime | None = None
-    as_of_mode: AsOfMode | None = None
 
 
 class GetMemoryArgs(Model):
@@ -133,7 +118,7 @@ class GetMemoryArgs(Model):
     )
 
 
-class ReconstructArgs(ExplainArgs):
+class ReconstructArgs(ReconstructQuery):
     """A cue, how many direct hits and how far to walk the graph from them."""
 
     run_id: str | None = None
@@ -426,21 +411,9 @@ async def recall(call: Call, args: RecallArgs) -> Reply:
     return await _bundle(call, args, None, 0)
 
 
-async def _bundle(call: Call, args: RecallArgs, run_id: str | None, step: int) -> Reply:
+async def _bundle(call: Call, args: BundleQuery, run_id: str | None, step: int) -> Reply:
     """The bundle ``args`` ask for, recorded as a memory_recall event of ``run_id`` if given."""
-    result = await call.run(
-        call.service.bundle,
-        call.namespace,
-        args.query,
-        budget_tokens=args.budget_tokens,
-        stage=args.stage,
-        min_score=args.min_score,
-        max_capsules=args.max_capsules,
-        run_id=run_id,
-        step=step,
-        as_of=args.as_of,
-        as_of_mode=args.as_of_mode,
-    )
+    result = await call.run(call.service.bundle, call.namespace, args, run_id=run_id, step=step)
     return Reply(result.to_json_dict(), bundle_text(result))
 
 
@@ -449,18 +422,10 @@ async def explain(call: Call, args: ExplainArgs) -> Reply:
 
 
 async def _belief(
-    call: Call, args: ExplainArgs, build: Callable[..., ReconstructedBelief]
+    call: Call, args: ReconstructQuery, build: Callable[..., ReconstructedBelief]
 ) -> Reply:
     """The belief ``args`` ask for, made by ``build`` (reconstruct, or reconstruct and store)."""
-    belief = await call.run(
-        build,
-        call.namespace,
-        args.cue,
-        k=args.k,
-        depth=args.depth,
-        as_of=args.as_of,
-        as_of_mode=args.as_of_mode,
-    )
+    belief = await call.run(build, call.namespace, args)
     return Reply(to_json(belief), belief_text(belief))
 
 
