@@ -66,7 +66,10 @@ MEMORY_FIELDS = (
     "terms validFrom validUntil"
 )
 LINK_FIELDS = "source target kind weight createdAt note"
-CAPSULE_FIELDS = "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason"
+CAPSULE_FIELDS = (
+    "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason validFrom "
+    "validUntil supersededBy validity"
+)
 BUNDLE_FIELDS = (
     "query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage "
     "uncoveredTerms uncoveredWords chronological orderReason rendered "
@@ -75,9 +78,10 @@ BUNDLE_FIELDS = (
 )
 AS_OF_FIELDS = "asOf { at mode }"
 BUNDLE_FIELDS += f" retrieval {AS_OF_FIELDS}"
+VALIDITY_FIELDS = "memoryId validFrom validUntil supersededBy validity"
 BELIEF_FIELDS = (
     f"cue summary sourceIds linkedContextIds confidence beliefId memories {{ {MEMORY_FIELDS} }} "
-    f"{AS_OF_FIELDS}"
+    f"{AS_OF_FIELDS} validity {{ {VALIDITY_FIELDS} }}"
 )
 HISTORY_FIELDS = f"validFrom validUntil supersededBy memory {{ {MEMORY_FIELDS} }}"
 EVENT_FIELDS = "runId seq step kind detail estTokens reportedTokens recordedAt"

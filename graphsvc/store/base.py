@@ -34,6 +34,7 @@ from graphsvc.model import (
     Link,
     Memory,
     NamespaceStats,
+    Successor,
     WriteResult,
 )
 
@@ -544,6 +545,17 @@ class Store(ABC):
         (:func:`graphsvc.validity.effective_interval`: from ``validFrom``, else ``occurredAt``,
         else ``recordedAt``, to ``validUntil`` or the start of the earliest memory that
         SUPERSEDES it, whichever is first; the start included, the end not)."""
+
+    @abstractmethod
+    def successors(
+        self, namespace: str, ids: Sequence[UUID], as_of: AsOf | None = None
+    ) -> list[Successor]:
+        """The memories that SUPERSEDE each of ``ids`` (any memory of the namespace, not only
+        among ``ids``), each with its start: what closes the validity of those memories
+        (:func:`graphsvc.validity.validities`). Sorted by ``(str(older), str(newer))``. With
+        ``as_of`` KNOWN, only what was known then: links written and newer memories recorded
+        by the instant; otherwise every link (a VALID read sees what is true then as memory
+        knows it now)."""
 
     @abstractmethod
     def supersession_chain(

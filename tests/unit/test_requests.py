@@ -50,7 +50,7 @@ def test_graphql_arguments_are_the_model_fields() -> None:
 
 
 def test_mcp_tools_take_the_model_fields() -> None:
-    expected = {
+    expected: dict[str, type[ReadRequest]] = {
         "recall": BundleQuery,
         "bundle": BundleQuery,
         "explain": ReconstructQuery,
@@ -65,7 +65,11 @@ def test_mcp_tools_take_the_model_fields() -> None:
 
 
 def test_cli_options_are_the_model_fields() -> None:
-    for command, model in (("bundle", BundleQuery), ("reconstruct", ReconstructQuery)):
+    commands: list[tuple[str, type[ReadRequest]]] = [
+        ("bundle", BundleQuery),
+        ("reconstruct", ReconstructQuery),
+    ]
+    for command, model in commands:
         found = cli.get_command(click.Context(cli), command)
         assert found is not None
         flags = {opt for param in found.params for opt in param.opts}
@@ -79,14 +83,16 @@ def test_cli_options_are_the_model_fields() -> None:
 
 
 def test_client_documents_declare_every_field() -> None:
-    for document, model in (
+    documents: list[tuple[str, type[ReadRequest]]] = [
         (ops.BUNDLE, BundleQuery),
         (ops.EXPLAIN, ReconstructQuery),
         (ops.RECONSTRUCT, ReconstructQuery),
-    ):
+    ]
+    for document, model in documents:
         for wire in wire_names(model):
             assert f"${wire}:" in document and f"{wire}: ${wire}" in document
-    request = BundleQuery(query="q", as_of=datetime(2024, 3, 11, tzinfo=UTC), as_of_mode="KNOWN")
+    at = datetime(2024, 3, 11, tzinfo=UTC)
+    request = BundleQuery(query="q", as_of=at, as_of_mode=AsOfMode.KNOWN)
     variables = ops.bundle_op(request, run_id="r", step=2).variables
     assert variables["asOf"] == "2024-03-11T00:00:00Z" and variables["asOfMode"] == "KNOWN"
     assert variables["runId"] == "r" and variables["step"] == 2

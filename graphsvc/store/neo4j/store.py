@@ -33,6 +33,7 @@ from graphsvc.model import (
     LinkRef,
     Memory,
     NamespaceStats,
+    Successor,
     WriteResult,
 )
 from graphsvc.store.base import (
@@ -74,6 +75,7 @@ from graphsvc.store.neo4j.rows import (
     memory_props,
     namespaced_key,
     stored_terms,
+    successor_from_row,
     term_deltas,
     utc_datetime,
 )
@@ -867,6 +869,16 @@ class Neo4jStore(Neo4jVectors, Store):
             "supersessions", ns=namespace, ids=[str(i) for i in ids], asOf=_as_of_param(as_of)
         )
         return [(UUID(row["newer"]), UUID(row["older"])) for row in rows]
+
+    def successors(
+        self, namespace: str, ids: Sequence[UUID], as_of: AsOf | None = None
+    ) -> list[Successor]:
+        if not ids:
+            return []
+        rows = self._read(
+            "successors", ns=namespace, ids=[str(i) for i in ids], asOf=_as_of_param(as_of)
+        )
+        return [successor_from_row(row) for row in rows]
 
     def visible(self, namespace: str, ids: Sequence[UUID], as_of: AsOf) -> set[UUID]:
         if not ids:
