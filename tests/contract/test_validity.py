@@ -205,3 +205,63 @@ def test_export_then_import_keeps_the_known_view(
     with pytest.raises(BadInputError, match=r"recordedAt .* is later than now"):
         ingest(restored, f"{ns}bad", parse_jsonl(bad, "bad.jsonl"), progress=False)
     assert restored.stats(f"{ns}bad").memories == 0
+
+
+def test_the_days_a_view_changes_are_kept_at_write_time(
+    leaders: MemoryService, store: Store, ns: str
+) -> None:
+    from graphsvc.overview import as_of_days
+
+    # VALID changes when a validity starts or ends (Carol's end is Alice's start); KNOWN on the
+    # days memories were recorded. Neither is a day a memory "happened" on.
+    assert as_of_days(store, ns, "VALID") == ["2023-01-01", "2024-01-01", "2024-06-01"]
+    assert as_of_days(store, ns, "KNOWN") == ["2024-01-10", "2024-02-01", "2024-06-01"]
+    assert as_of_days(store, ns, "VALID", days=2) == ["2024-01-01", "2024-06-01"]
+    leaders.forget(ns, UUID(BOB_ID))
+    assert as_of_days(store, ns, "VALID") == ["2023-01-01", "2024-01-01"]
+    assert as_of_days(store, ns, "KNOWN") == ["2024-01-10", "2024-02-01"]
+    leaders.erase(ns, since=at("2023-01-01T00:00:00Z"), until=at("2030-01-01T00:00:00Z"))
+    assert as_of_days(store, ns, "VALID") == as_of_days(store, ns, "KNOWN") == []
+    with pytest.raises(BadInputError, match="days must be between 1 and 366"):
+        as_of_days(store, ns, "VALID", days=0)
+
+
+def test_neo4j_counts_the_new_day_facets_of_a_namespace_counted_before_them(
+    tmp_path: Path, settings: Settings, clock: Clock, ns: str
+) -> None:
+    # A database whose facets were counted before `recorded` and `valid` existed (facets =
+    # true, no such FacetStat) gets them counted once, at the next open.
+    import os
+
+    from neo4j import GraphDatabase
+
+    from graphsvc.overview import as_of_days
+    from tests.neo4j_server import neo4j_store_factory
+
+    uri = os.environ.get("GRAPHSVC_NEO4J_URI")
+    if not uri:
+        pytest.skip("NEO4J SUITE NOT RUN: GRAPHSVC_NEO4J_URI is not set")
+    factory = neo4j_store_factory()
+    store = factory()
+    store.open()
+    try:
+        service = MemoryService(store, settings, clock=clock)
+        ingest(service, ns, parse_jsonl(jsonl().splitlines(), "leaders.jsonl"), progress=False)
+    finally:
+        store.close()
+    password = os.environ.get("GRAPHSVC_NEO4J_PASSWORD", "")
+    auth = (os.environ.get("GRAPHSVC_NEO4J_USER", "neo4j"), password) if password else None
+    with GraphDatabase.driver(uri, auth=auth) as driver:
+        driver.execute_query(
+            "MATCH (s:NamespaceStat {namespace: $ns}) SET s.facets = true "
+            "WITH s MATCH (f:FacetStat {namespace: $ns}) WHERE f.facet IN ['recorded', 'valid'] "
+            "DELETE f",
+            ns=ns,
+        )
+    reopened = factory()
+    reopened.open()
+    try:
+        assert as_of_days(reopened, ns, "VALID") == ["2023-01-01", "2024-01-01", "2024-06-01"]
+        assert as_of_days(reopened, ns, "KNOWN") == ["2024-01-10", "2024-02-01", "2024-06-01"]
+    finally:
+        reopened.close()

@@ -37,6 +37,7 @@ from graphsvc.model import (
     WriteResult,
 )
 from graphsvc.store.base import (
+    DAY_FACETS,
     FACETS,
     Candidate,
     CandidateColumns,
@@ -115,6 +116,8 @@ class _Recalled:
 def _erased_facets(memory: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The facets (:func:`memory_facets`) of a memory as erase_select.cypher gives it."""
     pairs = [("kind", str(memory["kind"])), ("day", str(memory["day"]))]
+    pairs += [("recorded", str(memory["recordedDay"]))]
+    pairs += [("valid", str(day)) for day in sorted(set(memory["validDays"]))]
     pairs += [("tag", str(tag)) for tag in dict.fromkeys(memory["tags"])]
     if memory["source"] is not None:
         pairs.append(("source", str(memory["source"])))
@@ -1004,9 +1007,8 @@ class Neo4jStore(Neo4jVectors, Store):
     def facet_counts(self, namespace: str, facet: str, top: int) -> FacetCounts:
         if facet not in FACETS:
             raise bad_facet(facet)
-        row = self._read("facet_counts", ns=namespace, facet=facet, top=top, byDay=facet == "day")[
-            0
-        ]
+        by_day = facet in DAY_FACETS
+        row = self._read("facet_counts", ns=namespace, facet=facet, top=top, byDay=by_day)[0]
         found = tuple((str(value), int(count)) for value, count in row["top"])
         return FacetCounts(facet, int(row["distinct"]), found)
 
