@@ -76,15 +76,21 @@ class StoreCorruptError(GraphsvcError):
     code = "INTERNAL"
 
 
-def validation_message(exc: ValidationError, where: str | None = None) -> str:
+def validation_message(
+    exc: ValidationError, where: str | None = None, *, wire_names: bool = True
+) -> str:
     """pydantic's errors as graphsvc phrases them: one ``field: problem`` per error, joined by
     ``; ``. Fields are named as the wire names them (camelCase: ``validFrom``, never
-    ``valid_from``); with ``where`` (``input``, ``inputs.3``), every field is prefixed with it.
+    ``valid_from``; ``wire_names=False`` keeps Python's names, for the settings, which are
+    named after their environment variables); with ``where`` (``input``, ``inputs.3``), every
+    field is prefixed with it.
     A check of the whole object (which names its fields itself) has no field, and pydantic's
     "Value error, " before a message of graphsvc's own is dropped."""
     parts = []
     for err in exc.errors():
-        field = ".".join(_camel(p) if isinstance(p, str) else str(p) for p in err["loc"])
+        field = ".".join(
+            _camel(p) if isinstance(p, str) and wire_names else str(p) for p in err["loc"]
+        )
         path = ".".join(part for part in (where, field) if part)
         message = err["msg"]
         if err["type"] == "timezone_aware":

@@ -324,20 +324,22 @@ class AsOf(Model):
         return self.mode is AsOfMode.KNOWN
 
 
+#: How every answer describes a memory's effective interval (history, capsules, beliefs).
+VALID_FROM_TEXT = "When it is true from: validFrom, else occurredAt, else recordedAt."
+VALID_UNTIL_TEXT = (
+    "When it stops being true (exclusive): its own validUntil or the start of the earliest "
+    "memory that SUPERSEDES it, whichever comes first; null: no end known."
+)
+SUPERSEDED_BY_TEXT = "The memories that SUPERSEDE it directly, sorted by id."
+
+
 class ValidityInterval(Model):
     """One member of a fact's chain of supersessions, with its effective validity."""
 
     memory: Memory = Field(description="The memory.")
-    valid_from: datetime = Field(
-        description="When it is true from: validFrom, else occurredAt, else recordedAt."
-    )
-    valid_until: datetime | None = Field(
-        description="When it stops being true (exclusive): its own validUntil or the start of "
-        "the earliest memory that SUPERSEDES it, whichever comes first; null: still true."
-    )
-    superseded_by: tuple[UUID, ...] = Field(
-        description="The memories that SUPERSEDE it directly, sorted by id."
-    )
+    valid_from: datetime = Field(description=VALID_FROM_TEXT)
+    valid_until: datetime | None = Field(description=VALID_UNTIL_TEXT)
+    superseded_by: tuple[UUID, ...] = Field(description=SUPERSEDED_BY_TEXT)
 
 
 class Validity(StrEnum):
@@ -362,16 +364,9 @@ class MemoryValidity(Model):
     for."""
 
     memory_id: UUID = Field(description="The memory.")
-    valid_from: datetime = Field(
-        description="When it is true from: validFrom, else occurredAt, else recordedAt."
-    )
-    valid_until: datetime | None = Field(
-        description="When it stops being true (exclusive): its own validUntil or the start of "
-        "the earliest memory that SUPERSEDES it, whichever comes first; null: no end known."
-    )
-    superseded_by: tuple[UUID, ...] = Field(
-        description="The memories that SUPERSEDE it directly, sorted by id."
-    )
+    valid_from: datetime = Field(description=VALID_FROM_TEXT)
+    valid_until: datetime | None = Field(description=VALID_UNTIL_TEXT)
+    superseded_by: tuple[UUID, ...] = Field(description=SUPERSEDED_BY_TEXT)
     validity: Validity = Field(
         description="At the instant the read answers for (now, or its asOf): CURRENT, "
         "SUPERSEDED, EXPIRED or NOT_YET."
@@ -402,18 +397,9 @@ class ContextCapsule(Model):
         description="'match' for a packed capsule; for an excluded one why: abstained, "
         "duplicate, budget, max_capsules or below_floor.",
     )
-    valid_from: datetime | None = Field(
-        default=None,
-        description="When the memory is true from: validFrom, else occurredAt, else recordedAt.",
-    )
-    valid_until: datetime | None = Field(
-        default=None,
-        description="When it stops being true (exclusive): its validUntil or the start of the "
-        "earliest memory that SUPERSEDES it, whichever comes first; null: no end known.",
-    )
-    superseded_by: tuple[UUID, ...] = Field(
-        default=(), description="The memories that SUPERSEDE it directly, sorted by id."
-    )
+    valid_from: datetime | None = Field(default=None, description=VALID_FROM_TEXT)
+    valid_until: datetime | None = Field(default=None, description=VALID_UNTIL_TEXT)
+    superseded_by: tuple[UUID, ...] = Field(default=(), description=SUPERSEDED_BY_TEXT)
     validity: Validity = Field(
         default=Validity.CURRENT,
         description="Whether it is true at the instant the bundle answers for (now, or asOf): "

@@ -643,19 +643,13 @@ class MemoryService:
         if not memories:
             return list(memories)
         successors = self.store.successors(namespace, [m.id for m in memories], when)
-        closing: dict[UUID, datetime] = {}
-        for row in successors:
-            if row.older not in closing or row.start < closing[row.older]:
-                closing[row.older] = row.start
-        ended: list[Memory] = []
-        for memory in memories:
-            closed = closing.get(memory.id)
-            own = memory.valid_until
-            end = own if closed is None else closed if own is None else min(own, closed)
-            if end != memory.invalidated_at:
-                memory = memory.model_copy(update={"invalidated_at": end})
-            ended.append(memory)
-        return ended
+        end_of = validity.ends(memories, successors)
+        return [
+            m
+            if end_of[m.id] == m.invalidated_at
+            else m.model_copy(update={"invalidated_at": end_of[m.id]})
+            for m in memories
+        ]
 
     def _validities(
         self, namespace: str, memories: Sequence[Memory], when: AsOf | None

@@ -66,6 +66,34 @@ def history(memories: Sequence[Memory], links: Sequence[Link]) -> list[ValidityI
     ]
 
 
+def _end(memory: Memory, closed: datetime | None) -> datetime | None:
+    """A memory's effective end: its own ``validUntil`` or ``closed`` (the earliest start of a
+    memory that supersedes it), whichever is first."""
+    own = memory.valid_until
+    if closed is None:
+        return own
+    return closed if own is None else min(own, closed)
+
+
+def _by_older(successors: Sequence[Successor]) -> dict[UUID, list[Successor]]:
+    newer: dict[UUID, list[Successor]] = {}
+    for row in successors:
+        newer.setdefault(row.older, []).append(row)
+    return newer
+
+
+def ends(
+    memories: Sequence[Memory], successors: Sequence[Successor]
+) -> dict[UUID, datetime | None]:
+    """Each memory's effective end (None: no end known), from the memories that SUPERSEDE
+    them (:meth:`Store.successors`): what ``Memory.invalidatedAt`` says."""
+    newer = _by_older(successors)
+    return {
+        m.id: _end(m, min((row.start for row in newer.get(m.id, ())), default=None))
+        for m in memories
+    }
+
+
 def validities(
     memories: Sequence[Memory], successors: Sequence[Successor], at: datetime
 ) -> dict[UUID, MemoryValidity]:
@@ -74,19 +102,16 @@ def validities(
 
     A memory whose ``validFrom`` is after ``at`` is NOT_YET (one dated later by ``occurredAt``
     alone is a plan or a scheduled event, which its date already places, and one that starts
-    when it was written has been written); one whose end is at or before ``at``
-    is SUPERSEDED when a successor's start closed it (at or before its own ``validUntil``),
-    else EXPIRED; any other is CURRENT."""
-    newer: dict[UUID, list[Successor]] = {}
-    for row in successors:
-        newer.setdefault(row.older, []).append(row)
+    when it was written has been written); one whose end is at or before ``at`` is SUPERSEDED
+    when a successor's start closed it (at or before its own ``validUntil``), else EXPIRED; any
+    other is CURRENT."""
+    newer = _by_older(successors)
     found: dict[UUID, MemoryValidity] = {}
     for memory in memories:
         rows = newer.get(memory.id, [])
         start = memory.valid_start
         closed = min((row.start for row in rows), default=None)
-        own = memory.valid_until
-        end = own if closed is None else closed if own is None else min(own, closed)
+        end = _end(memory, closed)
         if memory.valid_from is not None and start > at:
             state = Validity.NOT_YET
         elif end is None or at < end:
@@ -151,6 +176,7 @@ def marked(text: str, validity: MemoryValidity | None) -> str:
 __all__ = [
     "as_of_phrase",
     "effective_end",
+    "ends",
     "history",
     "instant_text",
     "mark",
