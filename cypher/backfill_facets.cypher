@@ -1,12 +1,11 @@
 // backfill_facets: count the facets (kind, tag, source, day, recorded, valid) of one namespace
-// whose NamespaceStat does not say they are kept, at this version (2: with recorded and valid),
-// (made before graphsvc kept them, or by a bulk import), once, under its lock: every write that
-// changes them locks the NamespaceStat, so they are exact when this commits. Run at store open
-// until it returns no row. A day is the UTC date of occurredAt, else recordedAt; recorded, of
-// recordedAt; valid, of the validity's start (validFrom, else occurredAt, else recordedAt) and
-// end (validUntil), as graphsvc.store.base.memory_facets.
+// whose NamespaceStat does not say they are kept at version 2 (made before graphsvc kept them,
+// or by a bulk import), once, under its lock (every write that changes them locks it).
 // params: $sep: string (U+001F, as bump_facet_stats)
 // returns: namespace, facets (FacetStats made)
+// Run at store open until it returns no row. A day is the UTC date of occurredAt, else
+// recordedAt; recorded, of recordedAt; valid, of the validity's start (validFrom, else
+// occurredAt, else recordedAt) and end (validUntil), as graphsvc.store.base.memory_facets.
 MATCH (s:NamespaceStat)
 WHERE coalesce(s.facets, 0) <> 2  // unset, true (version 1) or another version
 WITH s
