@@ -3,7 +3,9 @@
 // params: $ns: string, $after: datetime (the previous batch's newest recordedAt, or the minimum),
 //         $limit: int, $tag, $source: string or null, $since, $until: datetime or null
 // returns: memories (list<{id, terms (termSeq, or the list on older memories), recordedAt, kind,
-//          tags, source, day (UTC date of occurredAt, else recordedAt)}>, oldest first), links,
+//          tags, source, day (UTC date of occurredAt, else recordedAt), recordedDay, validDays
+//          (the UTC dates its validity starts and ends: graphsvc.store.base.memory_facets)}>,
+//          oldest first), links,
 //          beliefs (counts)
 // Every filter given must hold (null: not given); since <= coalesce(occurredAt, recordedAt) < until.
 // The batch before was deleted, so `recordedAt >= $after` repeats nothing, and ordering by the
@@ -31,5 +33,8 @@ CALL (batch) {
 }
 RETURN [m IN batch | {id: m.id, terms: coalesce(m.termSeq, m.terms), recordedAt: m.recordedAt,
                      kind: m.kind, tags: coalesce(m.tags, []), source: m.source,
-                     day: toString(date(coalesce(m.occurredAt, m.recordedAt)))}]
+                     day: toString(date(coalesce(m.occurredAt, m.recordedAt))),
+                     recordedDay: toString(date(m.recordedAt)),
+                     validDays: [d IN [coalesce(m.validFrom, m.occurredAt, m.recordedAt),
+                                       m.validUntil] WHERE d IS NOT NULL | toString(date(d))]}]
          AS memories, links, beliefs

@@ -76,15 +76,36 @@ class StoreCorruptError(GraphsvcError):
     code = "INTERNAL"
 
 
-def validation_message(exc: ValidationError, where: str | None = None) -> str:
+def validation_message(
+    exc: ValidationError, where: str | None = None, *, wire_names: bool = True
+) -> str:
     """pydantic's errors as graphsvc phrases them: one ``field: problem`` per error, joined by
-    ``; ``. With ``where`` (``input``, ``inputs.3``), every field is prefixed with it."""
+    ``; ``. Fields are named as the wire names them (camelCase: ``validFrom``, never
+    ``valid_from``; ``wire_names=False`` keeps Python's names, for the settings, which are
+    named after their environment variables); with ``where`` (``input``, ``inputs.3``), every
+    field is prefixed with it.
+    A check of the whole object (which names its fields itself) has no field, and pydantic's
+    "Value error, " before a message of graphsvc's own is dropped."""
     parts = []
     for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"])
-        path = ".".join(part for part in (where, field) if part) or "input"
-        parts.append(f"{path}: {err['msg']}")
+        field = ".".join(
+            _camel(p) if isinstance(p, str) and wire_names else str(p) for p in err["loc"]
+        )
+        path = ".".join(part for part in (where, field) if part)
+        message = err["msg"]
+        if err["type"] == "timezone_aware":
+            message = "has no time zone: give one (2024-03-11T00:00:00Z)"
+        elif err["type"] == "value_error":
+            message = str(err.get("ctx", {}).get("error", message.removeprefix("Value error, ")))
+        parts.append(f"{path}: {message}" if path else message)
     return "; ".join(parts)
+
+
+def _camel(name: str) -> str:
+    """A snake_case field name as the wire spells it (pydantic's ``to_camel``, without importing
+    pydantic here)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 __all__ = [

@@ -3,9 +3,15 @@
 One object per line::
 
     {"type": "memory", "id": UUID?, "text": "...", "kind": "...", "occurredAt": ISO-8601?,
-     "tags": [...]?, "source": "..."?, "confidence": 0..1?}
+     "tags": [...]?, "source": "..."?, "confidence": 0..1?, "validFrom": ISO-8601?,
+     "validUntil": ISO-8601?, "recordedAt": ISO-8601?}
     {"type": "link", "source": UUID, "target": UUID,
-     "kind": "CAUSES|PRECEDES|RELATES_TO|SUPERSEDES", "weight": number?, "note": "..."?}
+     "kind": "CAUSES|PRECEDES|RELATES_TO|SUPERSEDES", "weight": number?, "note": "..."?,
+     "createdAt": ISO-8601?}
+
+``recordedAt`` (a memory's) and ``createdAt`` (a link's) are what an export recorded: an import
+restores them (the write's own time when absent), so that a backup and restore keeps the KNOWN
+view of the past (what memory held at each instant). They may not be later than the import.
 
 Ingest is validated as a whole before anything is written: a malformed line, a bad field, a
 duplicate id with other content, or a link to a memory that is neither in the file nor in the
@@ -20,25 +26,32 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from tqdm import tqdm
 
 from graphsvc.errors import BadInputError, GraphsvcError, validation_message
-from graphsvc.model import Link, LinkInput, Memory, MemoryInput
-from graphsvc.service import MemoryService, content_id
+from graphsvc.model import Link, LinkInput, Memory, MemoryInput, UtcDateTime
+from graphsvc.service import MemoryService, check_interval, content_id
 
 T = TypeVar("T")
 
 
 @dataclass
 class IngestPlan:
-    """A validated file: memories and links with the line each came from."""
+    """A validated file: memories and links with the line each came from, and the times an
+    export recorded (by line): a memory's ``recordedAt``, a link's ``createdAt``."""
 
     memories: list[tuple[int, MemoryInput]] = field(default_factory=list)
     links: list[tuple[int, LinkInput]] = field(default_factory=list)
+    recorded_at: dict[int, datetime] = field(default_factory=dict)
+    created_at: dict[int, datetime] = field(default_factory=dict)
+
+
+_TIME = TypeAdapter(UtcDateTime)
 
 
 @dataclass(frozen=True)
@@ -103,6 +116,8 @@ def parse_jsonl(lines: Iterable[str | bytes], name: str = "<input>") -> IngestPl
             raise _fail(name, number, "expected a JSON object with a 'type' field")
         body: dict[str, Any] = dict(obj)
         kind = body.pop("type", None)
+        field_name = {"memory": "recordedAt", "link": "createdAt"}.get(str(kind))
+        restored = body.pop(field_name, None) if field_name else None
         try:
             if kind == "memory":
                 plan.memories.append((number, MemoryInput.model_validate(body)))
@@ -112,6 +127,12 @@ def parse_jsonl(lines: Iterable[str | bytes], name: str = "<input>") -> IngestPl
                 raise _fail(name, number, f"'type' must be 'memory' or 'link', got {kind!r}")
         except ValidationError as exc:
             raise _fail(name, number, validation_message(exc)) from exc
+        if restored is not None:
+            try:
+                at = _TIME.validate_python(restored)
+            except ValidationError as exc:
+                raise _fail(name, number, validation_message(exc, field_name)) from exc
+            (plan.recorded_at if kind == "memory" else plan.created_at)[number] = at
     return plan
 
 
@@ -146,6 +167,9 @@ def ingest(
     for number, item in plan.memories:
         try:
             service.check_input(item)
+            recorded = plan.recorded_at.get(number)
+            if item.occurred_at is not None or recorded is not None:  # a start known now
+                check_interval(item, recorded or datetime.max.replace(tzinfo=UTC))
         except GraphsvcError as exc:
             raise _fail(name, number, str(exc)) from exc
         mid = item.id or content_id(namespace, item)
@@ -179,9 +203,11 @@ def ingest(
     cap = service.settings.max_memories_per_namespace
     if writers > 1 and service.stats(namespace).memories + len(unique) > cap:
         writers = 1
+    times = [plan.recorded_at.get(first_line[mid][0]) for mid in ids]
     with tqdm(total=total, unit="item", disable=not show, file=sys.stderr) as bar:
         batches = list(_batches(unique, size))
-        written = service.write_batches(namespace, batches, writers=writers)
+        batch_times = list(_batches(times, size)) if plan.recorded_at else None
+        written = service.write_batches(namespace, batches, writers=writers, recorded=batch_times)
         for batch, (_, result) in zip(batches, written, strict=True):
             created += len(result.created)
             unchanged += len(result.unchanged)
@@ -190,8 +216,11 @@ def ingest(
             if on_batch is not None:
                 on_batch(len(batch))
         links = [lk for _, lk in plan.links]
-        for link_batch in _batches(links, size):
-            service.add_links(namespace, link_batch)
+        link_times = [plan.created_at.get(number) for number, _ in plan.links]
+        for start in range(0, len(links), size):
+            link_batch = links[start : start + size]
+            restored = link_times[start : start + size] if plan.created_at else None
+            service.add_links(namespace, link_batch, restored)
             bar.update(len(link_batch))
             if on_batch is not None:
                 on_batch(len(link_batch))
@@ -199,8 +228,8 @@ def ingest(
 
 
 def memory_row(memory: Memory) -> dict[str, Any]:
-    """A memory in the ingest format (``validFrom``/``validUntil`` only when set, so that an
-    export without validity is the bytes it always was)."""
+    """A memory in the ingest format, with the ``recordedAt`` an import restores
+    (``validFrom``/``validUntil`` only when set)."""
     row: dict[str, Any] = {
         "type": "memory",
         "id": str(memory.id),
@@ -210,6 +239,7 @@ def memory_row(memory: Memory) -> dict[str, Any]:
         "tags": list(memory.tags),
         "source": memory.source,
         "confidence": memory.confidence,
+        "recordedAt": memory.recorded_at.isoformat(),
     }
     if memory.valid_from is not None:
         row["validFrom"] = memory.valid_from.isoformat()
@@ -219,13 +249,14 @@ def memory_row(memory: Memory) -> dict[str, Any]:
 
 
 def link_row(link: Link) -> dict[str, Any]:
-    """A link in the ingest format."""
+    """A link in the ingest format, with the ``createdAt`` an import restores."""
     row: dict[str, Any] = {
         "type": "link",
         "source": str(link.source),
         "target": str(link.target),
         "kind": link.kind.value,
         "weight": link.weight,
+        "createdAt": link.created_at.isoformat(),
     }
     if link.note is not None:
         row["note"] = link.note

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NamedTuple, TypeVar
 from uuid import UUID, SafeUUID
 
 from pydantic import (
@@ -201,7 +201,9 @@ class Memory(Model):
     )
     recorded_at: datetime = Field(description="When it was written.")
     invalidated_at: datetime | None = Field(
-        default=None, description="When it stopped being true, if it did."
+        default=None,
+        description="When it stops (or stopped) being true: its validUntil or the start of the "
+        "earliest memory that SUPERSEDES it, whichever comes first; null: no end known.",
     )
     tags: tuple[str, ...] = Field(default=(), description="Tags, in the order written.")
     source: str | None = Field(default=None, description="Where it came from.")
@@ -242,6 +244,12 @@ class Memory(Model):
         """The time a memory is about: ``occurredAt`` when known, else ``recordedAt``."""
         return self.occurred_at or self.recorded_at
 
+    @property
+    def dated_at(self) -> datetime | None:
+        """The time its text is dated by where dates are shown: ``occurredAt``, else
+        ``validFrom``; None: undated (only ``recordedAt``, which is when it was written)."""
+        return self.occurred_at or self.valid_from
+
 
 class LinkInput(InputModel):
     """A link to write between two memories of the caller's namespace."""
@@ -273,6 +281,15 @@ class Link(Model):
     weight: float = Field(default=1.0, description="Strength of the relationship.")
     created_at: datetime = Field(description="When the link was written.")
     note: str | None = Field(default=None, description="Free text about the link.")
+
+
+class Successor(NamedTuple):
+    """A memory that SUPERSEDES another, and when it is true from (its start: validFrom, else
+    occurredAt, else recordedAt): what closes the older one's validity."""
+
+    older: UUID
+    newer: UUID
+    start: datetime
 
 
 class AsOfMode(StrEnum):
@@ -307,19 +324,52 @@ class AsOf(Model):
         return self.mode is AsOfMode.KNOWN
 
 
+#: How every answer describes a memory's effective interval (history, capsules, beliefs).
+VALID_FROM_TEXT = "When it is true from: validFrom, else occurredAt, else recordedAt."
+VALID_UNTIL_TEXT = (
+    "When it stops being true (exclusive): its own validUntil or the start of the earliest "
+    "memory that SUPERSEDES it, whichever comes first; null: no end known."
+)
+SUPERSEDED_BY_TEXT = "The memories that SUPERSEDE it directly, sorted by id."
+
+
 class ValidityInterval(Model):
     """One member of a fact's chain of supersessions, with its effective validity."""
 
     memory: Memory = Field(description="The memory.")
-    valid_from: datetime = Field(
-        description="When it is true from: validFrom, else occurredAt, else recordedAt."
-    )
-    valid_until: datetime | None = Field(
-        description="When it stops being true (exclusive): its own validUntil or the start of "
-        "the earliest memory that SUPERSEDES it, whichever comes first; null: still true."
-    )
-    superseded_by: tuple[UUID, ...] = Field(
-        description="The memories that SUPERSEDE it directly, sorted by id."
+    valid_from: datetime = Field(description=VALID_FROM_TEXT)
+    valid_until: datetime | None = Field(description=VALID_UNTIL_TEXT)
+    superseded_by: tuple[UUID, ...] = Field(description=SUPERSEDED_BY_TEXT)
+
+
+class Validity(StrEnum):
+    """Whether a memory is true at the instant a read answers for (now, or its asOf)."""
+
+    CURRENT = "CURRENT"
+    SUPERSEDED = "SUPERSEDED"
+    EXPIRED = "EXPIRED"
+    NOT_YET = "NOT_YET"
+
+
+VALIDITY_DESCRIPTIONS: Mapping[Validity, str] = {
+    Validity.CURRENT: "True at the instant: started, not ended.",
+    Validity.SUPERSEDED: "No longer true: a newer memory that SUPERSEDES it started by then.",
+    Validity.EXPIRED: "No longer true: its own validUntil passed by then.",
+    Validity.NOT_YET: "Not true yet: it starts after the instant.",
+}
+
+
+class MemoryValidity(Model):
+    """A memory's effective validity, and whether it is true at the instant a read answers
+    for."""
+
+    memory_id: UUID = Field(description="The memory.")
+    valid_from: datetime = Field(description=VALID_FROM_TEXT)
+    valid_until: datetime | None = Field(description=VALID_UNTIL_TEXT)
+    superseded_by: tuple[UUID, ...] = Field(description=SUPERSEDED_BY_TEXT)
+    validity: Validity = Field(
+        description="At the instant the read answers for (now, or its asOf): CURRENT, "
+        "SUPERSEDED, EXPIRED or NOT_YET."
     )
 
 
@@ -346,6 +396,15 @@ class ContextCapsule(Model):
         default=None,
         description="'match' for a packed capsule; for an excluded one why: abstained, "
         "duplicate, budget, max_capsules or below_floor.",
+    )
+    valid_from: datetime | None = Field(default=None, description=VALID_FROM_TEXT)
+    valid_until: datetime | None = Field(default=None, description=VALID_UNTIL_TEXT)
+    superseded_by: tuple[UUID, ...] = Field(default=(), description=SUPERSEDED_BY_TEXT)
+    validity: Validity = Field(
+        default=Validity.CURRENT,
+        description="Whether it is true at the instant the bundle answers for (now, or asOf): "
+        "CURRENT, or SUPERSEDED / EXPIRED / NOT_YET, which the rendered text marks "
+        "([until 2024-06-01, superseded]).",
     )
 
 
@@ -433,6 +492,11 @@ class ReconstructedBelief(Model):
     )
     as_of: AsOf | None = Field(
         default=None, description="The past this belief was answered as of; null: now."
+    )
+    validity: tuple[MemoryValidity, ...] = Field(
+        default=(),
+        description="The effective validity of each of `memories`, in the same order, at the "
+        "instant the belief answers for (now, or asOf).",
     )
 
 

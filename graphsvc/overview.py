@@ -112,6 +112,23 @@ def overview(store: Store, namespace: str, top: int = 10, days: int = 31) -> Ove
     )
 
 
+def as_of_days(store: Store, namespace: str, mode: str, days: int = MAX_DAYS) -> list[str]:
+    """The latest ``days`` days on which the ``mode`` view of the past changes, oldest first:
+    VALID, the days validity starts or ends (the ``valid`` facet); KNOWN, the days memories
+    were recorded (``recorded``). Read from the kept counts: the cost is the days, never the
+    memories.
+
+    Raises:
+        BadInputError: ``days`` not in 1..:data:`MAX_DAYS`, or an unknown mode.
+    """
+    if not 1 <= days <= MAX_DAYS:
+        raise BadInputError(f"days must be between 1 and {MAX_DAYS}, got {days}")
+    facet = {"VALID": "valid", "KNOWN": "recorded"}.get(mode)
+    if facet is None:
+        raise BadInputError(f"mode must be KNOWN or VALID, got {mode!r}")
+    return sorted(value for value, _ in store.facet_counts(namespace, facet, days).top)
+
+
 def _facet(counts: FacetCounts) -> Facet:
     return Facet(
         distinct=counts.distinct,
@@ -224,6 +241,7 @@ __all__ = [
     "Facet",
     "FacetCount",
     "Overview",
+    "as_of_days",
     "causal_components",
     "overview",
 ]

@@ -8,6 +8,7 @@ same things with the same messages.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 import threading
@@ -16,12 +17,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from graphsvc import validity
 from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
     NAMESPACE_RE,
+    AsOf,
     AsOfMode,
     Belief,
     ContextBundle,
@@ -34,10 +37,12 @@ from graphsvc.model import (
     LinkInput,
     Memory,
     MemoryInput,
+    MemoryValidity,
     NamespaceStats,
     ReconstructedBelief,
     ValidityInterval,
     WriteResult,
+    as_utc,
     construct,
     unicode_problem,
     utcnow,
@@ -55,6 +60,7 @@ from graphsvc.prompt.trace import assembled_detail, drift_report
 from graphsvc.recall import BundleRequest, Stage, build_belief, build_bundle, get_stage
 from graphsvc.recall.pipeline import ReadAheadPool, RecallPipeline
 from graphsvc.recall.policy import RecallPolicy
+from graphsvc.requests import BundleQuery, ReconstructQuery
 from graphsvc.retrieval import HYBRID, DenseRecall
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store, nothing_to_erase
@@ -129,6 +135,62 @@ HISTORY_MAX = 200
 _NIL_ID = str(UUID(int=0))
 
 
+def check_interval(item: MemoryInput, recorded_at: datetime, position: int | None = None) -> None:
+    """Refuse a memory that would never be true: a ``validUntil`` at or before its start, which
+    is its ``validFrom``, else its ``occurredAt``, else when it is written (``recorded_at``).
+    (``validFrom`` against ``validUntil`` is checked by :class:`MemoryInput` itself.)
+
+    Raises:
+        BadInputError: the message names the field, the start it was checked against and, for
+            a memory of a batch (``position``), which one.
+    """
+    end = item.valid_until
+    if end is None:
+        return
+    if item.valid_from is not None:
+        start, what = item.valid_from, "its validFrom"
+    elif item.occurred_at is not None:
+        start, what = item.occurred_at, "its occurredAt"
+    else:
+        start, what = recorded_at, "when it is written, as it has no validFrom or occurredAt"
+    if end > start:
+        return
+    where = "" if position is None else f"memory {position} of the write: "
+    raise BadInputError(
+        f"{where}validUntil ({end.isoformat()}) must be after the memory's start, {what} "
+        f"({start.isoformat()}): such a memory would never be true. Give validFrom (when it "
+        "became true) or a later validUntil; nothing was written"
+    )
+
+
+def restored_times(
+    now: Sequence[datetime], restored: Sequence[datetime | None], field: str
+) -> list[datetime]:
+    """The times of a write whose items may carry the time an export recorded (``restored``,
+    None: the write's own time, ``now``).
+
+    Raises:
+        BadInputError: the lengths differ, or a restored time is later than the write (a time
+            that has not come cannot have been recorded).
+    """
+    if len(restored) != len(now):
+        raise BadInputError(f"{len(restored)} {field} times for {len(now)} items")
+    times: list[datetime] = []
+    for at, (mine, theirs) in enumerate(zip(now, restored, strict=True)):
+        if theirs is None:
+            times.append(mine)
+            continue
+        theirs = as_utc(theirs)
+        if theirs > mine:
+            raise BadInputError(
+                f"item {at}: {field} ({theirs.isoformat()}) is later than now "
+                f"({mine.isoformat()}): an import restores times that were recorded, never "
+                "future ones"
+            )
+        times.append(theirs)
+    return times
+
+
 def known_bound(at: datetime) -> tuple[datetime, str]:
     """The page key (:meth:`Store.list_memories` ``after``) below which exactly the memories
     recorded at or before ``at`` lie: one microsecond later (the stores' precision) with the
@@ -178,6 +240,12 @@ class MemoryService:
             self._last = now + timedelta(microseconds=count - 1)
             return now
 
+    def _instant(self) -> datetime:
+        """Now, for a read: never before a time this service handed out, so that nothing it
+        recorded is in the future of a read that follows."""
+        with self._clock_lock:
+            return max(self._clock(), self._last)
+
     # -- validation ------------------------------------------------------------------------------
 
     @staticmethod
@@ -226,18 +294,29 @@ class MemoryService:
         return self._make_memories(namespace, [item], recorded_at)[0]
 
     def _make_memories(
-        self, namespace: str, items: Sequence[MemoryInput], start: datetime
+        self,
+        namespace: str,
+        items: Sequence[MemoryInput],
+        start: datetime,
+        recorded: Sequence[datetime | None] | None = None,
     ) -> list[Memory]:
-        """:meth:`make_memory` for each input, recorded one microsecond apart from ``start``.
-        ASCII text that is not blank and within the limit passes :meth:`check_input` without
-        calling it (ASCII is valid Unicode); any other text is checked by it. Every input is
-        checked before anything is computed from one."""
+        """:meth:`make_memory` for each input, recorded one microsecond apart from ``start``
+        (``recorded``: a restored ``recordedAt`` per input, None for the write time: an import
+        keeps what an export recorded). ASCII text that is not blank and within the limit
+        passes :meth:`check_input` without calling it (ASCII is valid Unicode); any other text
+        is checked by it. Every input is checked before anything is computed from one."""
         limit = self.settings.max_text_chars
         texts = [item.text for item in items]
         for item, text in zip(items, texts, strict=True):
             if not (text.isascii() and 0 < len(text) <= limit and not text.isspace()):
                 self.check_input(item)
         step = timedelta(microseconds=1)
+        times = [start + step * at for at in range(len(items))]
+        if recorded is not None:
+            times = restored_times(times, recorded, "recordedAt")
+        for at, item in enumerate(items):
+            if item.valid_until is not None and item.valid_from is None:
+                check_interval(item, times[at], at if len(items) > 1 else None)
         made: list[Memory] = []
         for at, (item, text, mid, terms) in enumerate(
             zip(items, texts, content_ids(namespace, items), analyse_many(texts), strict=True)
@@ -251,7 +330,7 @@ class MemoryService:
                         "text": text,
                         "kind": item.kind,
                         "occurred_at": item.occurred_at,
-                        "recorded_at": start + step * at,
+                        "recorded_at": times[at],
                         "invalidated_at": None,
                         "tags": tuple(item.tags),
                         "source": item.source,
@@ -289,10 +368,14 @@ class MemoryService:
         *,
         run_id: str | None = None,
         step: int = 0,
+        recorded: Sequence[datetime | None] | None = None,
     ) -> tuple[list[Memory], WriteResult]:
-        """As :meth:`remember_many`, and also say what was created, unchanged and evicted."""
+        """As :meth:`remember_many`, and also say what was created, unchanged and evicted.
+        ``recorded``: a ``recordedAt`` to restore per item (None: the write's time), for an
+        import of what an export recorded."""
         self._check_write(namespace, items, run_id)
-        return self._write_memories(namespace, items, self._now(len(items)), run_id, step)
+        start = self._now(len(items))
+        return self._write_memories(namespace, items, start, run_id, step, recorded)
 
     def write_batches(
         self,
@@ -300,6 +383,7 @@ class MemoryService:
         batches: Iterable[Sequence[MemoryInput]],
         *,
         writers: int = 1,
+        recorded: Iterable[Sequence[datetime | None]] | None = None,
     ) -> Iterator[tuple[list[Memory], WriteResult]]:
         """:meth:`write_memories` for each batch, with up to ``writers`` batches in flight on a
         store that takes concurrent writes (:attr:`Store.concurrent_writes`: Neo4j, whose
@@ -319,9 +403,12 @@ class MemoryService:
         """
         if writers < 1:
             raise BadInputError(f"writers must be at least 1, got {writers}")
+        times: Iterator[Sequence[datetime | None] | None] = (
+            iter(recorded) if recorded is not None else itertools.repeat(None)
+        )
         if writers == 1 or not self.store.concurrent_writes:
             for batch in batches:
-                yield self.write_memories(namespace, batch)
+                yield self.write_memories(namespace, batch, recorded=next(times))
             return
         # At most ``writers`` batches are pending, each on a thread of its own from the moment
         # it is submitted; leaving the pool waits for them (after a failure too).
@@ -330,7 +417,9 @@ class MemoryService:
             for batch in batches:
                 self._check_write(namespace, batch, None)
                 start = self._now(len(batch))
-                pending.append(pool.submit(self._write_memories, namespace, batch, start, None, 0))
+                pending.append(
+                    pool.submit(self._write_memories, namespace, batch, start, None, 0, next(times))
+                )
                 if len(pending) >= writers:
                     yield pending.popleft().result()
             while pending:
@@ -363,9 +452,11 @@ class MemoryService:
         start: datetime,
         run_id: str | None,
         step: int,
+        recorded: Sequence[datetime | None] | None = None,
     ) -> tuple[list[Memory], WriteResult]:
-        """A checked write, recorded from ``start`` (one microsecond a memory)."""
-        memories = self._make_memories(namespace, items, start)
+        """A checked write, recorded from ``start`` (one microsecond a memory) or at the times
+        ``recorded`` restores."""
+        memories = self._make_memories(namespace, items, start, recorded)
         result = self.store.upsert_memories(
             namespace,
             memories,
@@ -376,10 +467,22 @@ class MemoryService:
         if result.unchanged:
             created = set(result.created)
             by_id = {m.id: m for m in memories if m.id in created}
-            by_id.update((m.id, m) for m in self.store.get_memories(namespace, result.unchanged))
+            by_id.update(
+                (m.id, m)
+                for m in self._with_ends(
+                    namespace, self.store.get_memories(namespace, result.unchanged)
+                )
+            )
             stored = [by_id[m.id] for m in memories]
         else:  # every memory of the write was created: as built
             stored = memories
+        # A memory just created has no successor: it ends at its own validUntil, if any.
+        stored = [
+            m.model_copy(update={"invalidated_at": m.valid_until})
+            if m.valid_until is not None and m.invalidated_at is None
+            else m
+            for m in stored
+        ]
         if run_id is not None:
             at = self._now()
             if result.created:
@@ -435,8 +538,15 @@ class MemoryService:
         }
         return [stored[(lk.source, lk.target, lk.kind)] for lk in links]
 
-    def add_links(self, namespace: str, items: Sequence[LinkInput]) -> list[Link]:
-        """As :meth:`link_many`, without reading the links back (for bulk loads)."""
+    def add_links(
+        self,
+        namespace: str,
+        items: Sequence[LinkInput],
+        created: Sequence[datetime | None] | None = None,
+    ) -> list[Link]:
+        """As :meth:`link_many`, without reading the links back (for bulk loads). ``created``:
+        a ``createdAt`` to restore per link (None: the write's time), for an import of what an
+        export recorded."""
         self.check_namespace(namespace)
         if len(items) > self.settings.max_batch:
             raise LimitExceededError(
@@ -446,6 +556,9 @@ class MemoryService:
             if item.source == item.target:
                 raise BadInputError(f"cannot link memory {item.source} to itself")
         now = self._now()
+        times = [now] * len(items)
+        if created is not None:
+            times = restored_times(times, created, "createdAt")
         links = [
             Link(
                 source=i.source,
@@ -453,9 +566,9 @@ class MemoryService:
                 kind=i.kind,
                 weight=i.weight,
                 note=i.note,
-                created_at=now,
+                created_at=at,
             )
-            for i in items
+            for i, at in zip(items, times, strict=True)
         ]
         self.store.add_links(namespace, links)
         return links
@@ -521,22 +634,61 @@ class MemoryService:
 
     # -- reads -----------------------------------------------------------------------------------
 
+    def _with_ends(
+        self, namespace: str, memories: Sequence[Memory], when: AsOf | None = None
+    ) -> list[Memory]:
+        """``memories`` with ``invalidatedAt`` set to when each stops being true (its
+        ``validUntil`` or the start of the earliest memory that SUPERSEDES it; ``when`` KNOWN:
+        as known then): computed from the links when read, never stored (one store call)."""
+        if not memories:
+            return list(memories)
+        successors = self.store.successors(namespace, [m.id for m in memories], when)
+        end_of = validity.ends(memories, successors)
+        return [
+            m
+            if end_of[m.id] == m.invalidated_at
+            else m.model_copy(update={"invalidated_at": end_of[m.id]})
+            for m in memories
+        ]
+
+    def _validities(
+        self, namespace: str, memories: Sequence[Memory], when: AsOf | None
+    ) -> dict[UUID, MemoryValidity]:
+        """Each memory's effective validity at the instant a read answers for: ``when``, else
+        now (:func:`graphsvc.validity.validities`; one store call)."""
+        if not memories:
+            return {}
+        successors = self.store.successors(namespace, [m.id for m in memories], when)
+        return validity.validities(
+            memories, successors, self._instant() if when is None else when.at
+        )
+
     def get_memory(self, namespace: str, memory_id: UUID) -> Memory | None:
-        self.check_namespace(namespace)
-        found = self.store.get_memories(namespace, [memory_id])
+        """A memory of the namespace, or None; ``invalidatedAt`` says when it stops being true."""
+        found = self.get_memories(namespace, [memory_id])
         return found[0] if found else None
 
     def get_memories(self, namespace: str, ids: Sequence[UUID]) -> list[Memory]:
-        """The namespace's memories with these ids, in the order asked (one store call)."""
+        """The namespace's memories with these ids, in the order asked; ``invalidatedAt`` says
+        when each stops being true (:meth:`_with_ends`)."""
         self.check_namespace(namespace)
-        return self.store.get_memories(namespace, ids)
+        return self._with_ends(namespace, self.store.get_memories(namespace, ids))
 
     def history(self, namespace: str, memory_id: UUID) -> list[ValidityInterval]:
         """A memory's chain of supersessions, both ways, oldest first, each member with its
         effective validity (:func:`graphsvc.validity.history`); empty when it is not stored."""
         self.check_namespace(namespace)
         memories, links = self.store.supersession_chain(namespace, memory_id, HISTORY_MAX)
-        return validity.history(memories, links)
+        return [
+            interval.model_copy(
+                update={
+                    "memory": interval.memory.model_copy(
+                        update={"invalidated_at": interval.valid_until}
+                    )
+                }
+            )
+            for interval in validity.history(memories, links)
+        ]
 
     def links_of(self, namespace: str, ids: Sequence[UUID]) -> list[Link]:
         """Every link touching one of ``ids`` (one store call)."""
@@ -575,9 +727,11 @@ class MemoryService:
                 )
             bound = known_bound(known_as_of.astimezone(UTC))
             after = bound if after is None else min(after, bound)
-        return self.store.list_memories(
+        page = self.store.list_memories(
             namespace, after=after, limit=limit, kind=kind, tag=tag, since=since, until=until
         )
+        when = None if known_as_of is None else AsOf(at=known_as_of, mode=AsOfMode.KNOWN)
+        return self._with_ends(namespace, page, when)
 
     def min_score_for(self, stage: Stage) -> float:
         """The abstention threshold of a bundle at ``stage`` whose request gives none:
@@ -588,47 +742,53 @@ class MemoryService:
     def bundle(
         self,
         namespace: str,
-        query: str,
+        request: BundleQuery | str,
         *,
-        budget_tokens: int | None = None,
-        stage: str | None = None,
-        min_score: float | None = None,
-        max_capsules: int | None = None,
         run_id: str | None = None,
         step: int = 0,
-        as_of: datetime | None = None,
-        as_of_mode: AsOfMode | str | None = None,
+        **options: Any,
     ) -> ContextBundle:
-        """What memory offers a prompt for ``query`` under a token budget (docs/design.md);
-        with ``as_of``, as memory would have answered then (``as_of_mode`` KNOWN: what was
-        recorded by then; VALID, the default: what was true then)."""
+        """What memory offers a prompt for a question under a token budget (docs/design.md):
+        ``request`` is a :class:`~graphsvc.requests.BundleQuery`, or the question with the
+        query's other fields as ``options`` (``budget_tokens=500``). With ``as_of``, as memory
+        would have answered then (``as_of_mode`` KNOWN: what was recorded by then; VALID, the
+        default: what was true then). With ``run_id``, a memory_recall event is recorded at
+        ``step``.
+
+        Raises:
+            BadInputError: an invalid field, or one below its bound.
+            LimitExceededError: a field above the settings' limit.
+        """
+        ask = BundleQuery.of(request, options)
         s = self.settings
         self.check_namespace(namespace)
-        self._check_text(query, "query")
-        budget = s.default_budget_tokens if budget_tokens is None else budget_tokens
+        self._check_text(ask.query, "query")
+        budget = s.default_budget_tokens if ask.budget_tokens is None else ask.budget_tokens
         self._in_range("budgetTokens", budget, 1, s.max_budget_tokens)
-        stage_name = stage or "default"
+        stage_name = ask.stage or "default"
         chosen = get_stage(stage_name)
-        floor = self.min_score_for(chosen) if min_score is None else min_score
+        floor = self.min_score_for(chosen) if ask.min_score is None else ask.min_score
         if not 0.0 <= floor <= 1.0:
             raise BadInputError(f"minScore must be between 0 and 1, got {floor}")
-        cap = s.default_max_capsules if max_capsules is None else max_capsules
+        cap = s.default_max_capsules if ask.max_capsules is None else ask.max_capsules
         self._in_range("maxCapsules", cap, 1, s.max_capsules_limit)
-        when = validity.as_of(as_of, as_of_mode)
-        ranking = self.recall.rank(namespace, query, stage_name, as_of=when)
-        request = BundleRequest(
-            query,
+        when = ask.when
+        ranking = self.recall.rank(namespace, ask.query, stage_name, as_of=when)
+        spec = BundleRequest(
+            ask.query,
             budget,
             floor,
             cap,
             chosen,
             self.policy.bundle.relative_floor,
             ranking.retrieval,
+            when,
         )
         lexical_top = ranking.lexical_top if ranking.retrieval == HYBRID else None
-        result = build_bundle(request, ranking.terms, ranking.stats, ranking.ranked, lexical_top)
-        if when is not None:
-            result = result.model_copy(update={"as_of": when})
+        valid = self._validities(namespace, [item.memory for item in ranking.ranked], when)
+        result = build_bundle(
+            spec, ranking.terms, ranking.stats, ranking.ranked, lexical_top, valid
+        )
         if run_id is not None:
             self._recall_event(namespace, run_id, step, result)
         return result
@@ -651,49 +811,55 @@ class MemoryService:
         )
 
     def reconstruct(
-        self,
-        namespace: str,
-        cue: str,
-        *,
-        k: int | None = None,
-        depth: int | None = None,
-        as_of: datetime | None = None,
-        as_of_mode: AsOfMode | str | None = None,
+        self, namespace: str, request: ReconstructQuery | str, **options: Any
     ) -> ReconstructedBelief:
-        """The top-k hits for ``cue`` and the graph around them, summarised (docs/design.md);
-        ``as_of``/``as_of_mode`` as for :meth:`bundle` (the walk too sees only what was
-        visible then)."""
+        """The top-k hits for a cue and the graph around them, summarised (docs/design.md):
+        ``request`` is a :class:`~graphsvc.requests.ReconstructQuery`, or the cue with the
+        query's other fields as ``options``; ``as_of``/``as_of_mode`` as for :meth:`bundle` (the
+        walk too sees only what was visible then).
+
+        Raises:
+            BadInputError: an invalid field, or one below its bound.
+            LimitExceededError: a field above the settings' limit.
+        """
+        ask = ReconstructQuery.of(request, options)
         s = self.settings
         self.check_namespace(namespace)
-        self._check_text(cue, "cue")
-        k = s.default_k if k is None else k
+        self._check_text(ask.cue, "cue")
+        k = s.default_k if ask.k is None else ask.k
         self._in_range("k", k, 1, s.max_k)
-        depth = s.default_depth if depth is None else depth
+        depth = s.default_depth if ask.depth is None else ask.depth
         self._in_range("depth", depth, 0, s.max_depth)
-        when = validity.as_of(as_of, as_of_mode)
-        hits, walk = self.recall.hits_and_walk(namespace, cue, k, depth, when)
-        belief = build_belief(cue, hits, walk)
-        return belief if when is None else belief.model_copy(update={"as_of": when})
+        when = ask.when
+        hits, walk = self.recall.hits_and_walk(namespace, ask.cue, k, depth, when)
+        memories = [item.memory for item in hits] + [memory for memory, _ in walk.reached]
+        valid = self._validities(namespace, memories, when)
+        belief = build_belief(ask.cue, hits, walk, valid, when)
+        ends = {v.memory_id: v.valid_until for v in belief.validity}
+        return belief.model_copy(
+            update={
+                "memories": tuple(
+                    m.model_copy(update={"invalidated_at": ends.get(m.id)}) for m in belief.memories
+                )
+            }
+        )
 
     def reconstruct_and_store(
         self,
         namespace: str,
-        cue: str,
+        request: ReconstructQuery | str,
         *,
-        k: int | None = None,
-        depth: int | None = None,
         run_id: str | None = None,
         step: int = 0,
-        as_of: datetime | None = None,
-        as_of_mode: AsOfMode | str | None = None,
+        **options: Any,
     ) -> ReconstructedBelief:
         """As :meth:`reconstruct`, and store the belief (linked to its sources) and, for a run, a
         ``memory_recall`` event."""
         if run_id is not None:
             self.check_run_id(run_id)
-        belief = self.reconstruct(
-            namespace, cue, k=k, depth=depth, as_of=as_of, as_of_mode=as_of_mode
-        )
+        ask = ReconstructQuery.of(request, options)
+        belief = self.reconstruct(namespace, ask)
+        cue = ask.cue
         now = self._now()
         belief_id = uuid.uuid5(
             CONTENT_ID_NAMESPACE,
@@ -797,18 +963,16 @@ class MemoryService:
         plan = plan_prompt(request, window, today, max_query_chars=s.max_text_chars)
         memory = None
         if plan.bundle_budget > 0:
-            memory = self.bundle(
-                namespace,
-                plan.memory_query,
+            ask = BundleQuery(
+                query=plan.memory_query,
                 budget_tokens=plan.bundle_budget,
                 stage=request.memory_stage,
                 min_score=request.memory_min_score,
                 max_capsules=window.max_capsules,
-                run_id=request.run_id,
-                step=request.step,
                 as_of=request.memory_as_of,
                 as_of_mode=request.memory_as_of_mode,
             )
+            memory = self.bundle(namespace, ask, run_id=request.run_id, step=request.step)
         result = finish_prompt(plan, memory)
         if request.run_id is None:
             return result

@@ -343,6 +343,12 @@ class Settings(BaseSettings):
         description="API key `graphsvc mcp` (stdio) works as: one of GRAPHSVC_API_KEYS or "
         "GRAPHSVC_API_KEYS_FILE; unset, with no keys configured: GRAPHSVC_NAMESPACE with write.",
     )
+    mcp_tools: Literal["agent", "harness", "all"] = Field(
+        default="agent",
+        description="The MCP tools offered (stdio and /mcp): agent (every tool an agent calls; "
+        "the harness's prompt_bundle and report_tokens left out, so they cost no agent "
+        "context), harness (only those two) or all.",
+    )
     graphiql: bool = Field(default=True, description="Serve GraphiQL at GET /graphql.")
     log_level: str = Field(default="info", description="debug, info, warning or error.")
 

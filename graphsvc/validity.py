@@ -11,32 +11,21 @@ it, and both stores answer from the same data.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 from uuid import UUID
 
-from graphsvc.errors import BadInputError
-from graphsvc.model import AsOf, AsOfMode, Link, LinkKind, Memory, ValidityInterval
-
-
-def as_of(at: datetime | None, mode: AsOfMode | str | None) -> AsOf | None:
-    """The as-of of a read: None when no instant is given.
-
-    Raises:
-        BadInputError: a mode without an instant, an unknown mode, or a naive instant.
-    """
-    if at is None:
-        if mode is not None:
-            raise BadInputError("asOfMode needs asOf: give the instant to read as of")
-        return None
-    if at.tzinfo is None or at.utcoffset() is None:
-        raise BadInputError(
-            f"asOf {at.isoformat()} has no time zone: give one (2024-03-11T00:00:00Z)"
-        )
-    try:
-        chosen = AsOfMode(mode) if mode is not None else AsOfMode.VALID
-    except ValueError:
-        raise BadInputError(f"asOfMode must be KNOWN or VALID, got {mode!r}") from None
-    return AsOf(at=at.astimezone(UTC), mode=chosen)
+from graphsvc.model import (
+    AsOf,
+    AsOfMode,
+    Link,
+    LinkKind,
+    Memory,
+    MemoryValidity,
+    Successor,
+    Validity,
+    ValidityInterval,
+    construct,
+)
 
 
 def effective_end(memory: Memory, successors: Sequence[Memory]) -> datetime | None:
@@ -77,4 +66,122 @@ def history(memories: Sequence[Memory], links: Sequence[Link]) -> list[ValidityI
     ]
 
 
-__all__ = ["as_of", "effective_end", "history", "visible"]
+def _end(memory: Memory, closed: datetime | None) -> datetime | None:
+    """A memory's effective end: its own ``validUntil`` or ``closed`` (the earliest start of a
+    memory that supersedes it), whichever is first."""
+    own = memory.valid_until
+    if closed is None:
+        return own
+    return closed if own is None else min(own, closed)
+
+
+def _by_older(successors: Sequence[Successor]) -> dict[UUID, list[Successor]]:
+    newer: dict[UUID, list[Successor]] = {}
+    for row in successors:
+        newer.setdefault(row.older, []).append(row)
+    return newer
+
+
+def ends(
+    memories: Sequence[Memory], successors: Sequence[Successor]
+) -> dict[UUID, datetime | None]:
+    """Each memory's effective end (None: no end known), from the memories that SUPERSEDE
+    them (:meth:`Store.successors`): what ``Memory.invalidatedAt`` says."""
+    newer = _by_older(successors)
+    return {
+        m.id: _end(m, min((row.start for row in newer.get(m.id, ())), default=None))
+        for m in memories
+    }
+
+
+def validities(
+    memories: Sequence[Memory], successors: Sequence[Successor], at: datetime
+) -> dict[UUID, MemoryValidity]:
+    """Each memory's effective validity and whether it is true at ``at`` (the instant a read
+    answers for), from the memories that SUPERSEDE them (:meth:`Store.successors`).
+
+    A memory whose ``validFrom`` is after ``at`` is NOT_YET (one dated later by ``occurredAt``
+    alone is a plan or a scheduled event, which its date already places, and one that starts
+    when it was written has been written); one whose end is at or before ``at`` is SUPERSEDED
+    when a successor's start closed it (at or before its own ``validUntil``), else EXPIRED; any
+    other is CURRENT."""
+    newer = _by_older(successors)
+    found: dict[UUID, MemoryValidity] = {}
+    for memory in memories:
+        rows = newer.get(memory.id, [])
+        start = memory.valid_start
+        closed = min((row.start for row in rows), default=None)
+        end = _end(memory, closed)
+        if memory.valid_from is not None and start > at:
+            state = Validity.NOT_YET
+        elif end is None or at < end:
+            state = Validity.CURRENT
+        elif closed is not None and closed == end:
+            state = Validity.SUPERSEDED
+        else:
+            state = Validity.EXPIRED
+        found[memory.id] = construct(
+            MemoryValidity,
+            {
+                "memory_id": memory.id,
+                "valid_from": start,
+                "valid_until": end,
+                "superseded_by": tuple(sorted({row.newer for row in rows}, key=str)),
+                "validity": state,
+            },
+        )
+    return found
+
+
+def moment_text(value: datetime) -> str:
+    """A bound as the rendered texts show it: the UTC day at midnight (``2024-06-01``), else
+    the minute (``2024-06-01T09:30Z``)."""
+    utc = value.astimezone(UTC)
+    if utc.time() == time(0):
+        return utc.date().isoformat()
+    return utc.strftime("%Y-%m-%dT%H:%MZ")
+
+
+def instant_text(value: datetime) -> str:
+    """An instant as the rendered texts show it: ISO 8601 in UTC, ``Z`` for the zone."""
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def as_of_phrase(when: AsOf) -> str:
+    """How a text says the past it answers from: ``as of 2024-03-11T00:00:00Z (VALID)``."""
+    return f"as of {instant_text(when.at)} ({when.mode.value})"
+
+
+def mark(validity: MemoryValidity | None) -> str:
+    """What a rendered line says after a memory that is not true at the read's instant
+    (``[until 2024-06-01, superseded]``, ``[until 2024-01-01, expired]``, ``[from 2027-01-01,
+    not yet true]``); empty for a current one."""
+    if validity is None or validity.validity is Validity.CURRENT:
+        return ""
+    if validity.validity is Validity.NOT_YET:
+        return f"[from {moment_text(validity.valid_from)}, not yet true]"
+    end = validity.valid_until
+    if end is None:  # never: a memory is closed only by an end
+        return ""
+    why = "superseded" if validity.validity is Validity.SUPERSEDED else "expired"
+    return f"[until {moment_text(end)}, {why}]"
+
+
+def marked(text: str, validity: MemoryValidity | None) -> str:
+    """``text`` with its :func:`mark`, if any, after it."""
+    suffix = mark(validity)
+    return f"{text} {suffix}" if suffix else text
+
+
+__all__ = [
+    "as_of_phrase",
+    "effective_end",
+    "ends",
+    "history",
+    "instant_text",
+    "mark",
+    "marked",
+    "moment_text",
+    "validities",
+    "visible",
+]

@@ -190,11 +190,13 @@ def start_server(
     *,
     tenants: dict[str, tuple[str, str]] | None = None,
     extra_env: dict[str, str] | None = None,
+    data_dir: Path | None = None,
 ) -> Server:
     """Start a server (port 0: the kernel picks a free one; read back from the log).
 
     Args:
         tenants: name -> (namespace, role); a fresh key is made for each. None: no keys.
+        data_dir: the embedded store's folder (default: a new one), e.g. one a test filled.
     """
     keys: dict[str, str] = {}
     namespaces: dict[str, str] = {}
@@ -207,7 +209,7 @@ def start_server(
             entries.append(f"{keys[name]}={namespace}:{role}")
         env_extra["GRAPHSVC_API_KEYS"] = ",".join(entries)
     log_path = tmp_path / f"server-{secrets.token_hex(4)}.log"
-    data_dir = tmp_path / f"data-{secrets.token_hex(4)}"
+    data_dir = data_dir or tmp_path / f"data-{secrets.token_hex(4)}"
     command = [
         sys.executable,
         "-m",

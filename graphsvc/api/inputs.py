@@ -29,11 +29,11 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def to_domain(model: type[M], value: object, where: str, *, aliases: bool = False) -> M:
-    """``value`` (a GraphQL input object) validated as ``model``.
+    """``value`` (a GraphQL input object, or the arguments of a field) validated as ``model``.
 
     Args:
         model: the domain input model.
-        value: the input object strawberry built.
+        value: the input object strawberry built, or a dict of arguments by Python name.
         where: the path of the input in the operation, prefixed to every field in errors.
         aliases: name the fields in errors as GraphQL does (camelCase) rather than as Python does.
 
@@ -47,12 +47,19 @@ def to_domain(model: type[M], value: object, where: str, *, aliases: bool = Fals
 
 
 def _plain(value: object, aliases: bool) -> Any:
-    """Input objects as dicts without their null fields, enums as their values."""
+    """Input objects (and dicts of arguments) as dicts without their null fields, enums as
+    their values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
             to_camel(f.name) if aliases else f.name: _plain(item, aliases)
             for f in dataclasses.fields(value)
             if (item := getattr(value, f.name)) is not None
+        }
+    if isinstance(value, dict):
+        return {
+            to_camel(key) if aliases else key: _plain(item, aliases)
+            for key, item in value.items()
+            if item is not None
         }
     if isinstance(value, list):
         return [_plain(item, aliases) for item in value]

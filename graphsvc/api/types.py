@@ -98,6 +98,14 @@ class AsOfMode(Enum):
     VALID = _value(m.AsOfMode.VALID, m.AS_OF_MODE_DESCRIPTIONS)
 
 
+@strawberry.enum(description=type_description(m.Validity))
+class Validity(Enum):
+    CURRENT = _value(m.Validity.CURRENT, m.VALIDITY_DESCRIPTIONS)
+    SUPERSEDED = _value(m.Validity.SUPERSEDED, m.VALIDITY_DESCRIPTIONS)
+    EXPIRED = _value(m.Validity.EXPIRED, m.VALIDITY_DESCRIPTIONS)
+    NOT_YET = _value(m.Validity.NOT_YET, m.VALIDITY_DESCRIPTIONS)
+
+
 @strawberry.enum(description=type_description(m.OrderReason))
 class OrderReason(Enum):
     QUESTION_ASKS_ORDER = _value(m.OrderReason.QUESTION_ASKS_ORDER, m.ORDER_REASON_DESCRIPTIONS)
@@ -223,9 +231,14 @@ class AsOf:
     mode: AsOfMode  # the GraphQL enum
 
 
+@derived(m.MemoryValidity)
+class MemoryValidity:
+    validity: Validity  # the GraphQL enum
+
+
 @derived(m.ContextCapsule)
 class ContextCapsule:
-    pass
+    validity: Validity  # the GraphQL enum
 
 
 @derived(m.ContextBundle)
@@ -387,6 +400,7 @@ __all__ = [
     "Memory",
     "MemoryConnection",
     "MemoryEdge",
+    "MemoryValidity",
     "NamespaceStats",
     "OrderReason",
     "Overview",
@@ -398,6 +412,7 @@ __all__ = [
     "Tool",
     "TranscriptEntry",
     "TranscriptRole",
+    "Validity",
     "ValidityInterval",
     "Viewer",
     "Visibility",

@@ -18,9 +18,11 @@ from tqdm import tqdm
 from graphsvc.bootstrap import store_label
 from graphsvc.cli.common import common_options, emit_json, make_settings, opened
 from graphsvc.cli.output import print_belief, print_bundle
+from graphsvc.cli.requests import request_of, request_options
 from graphsvc.errors import BadInputError
 from graphsvc.ingest import export_lines, ingest, parse_jsonl
 from graphsvc.model import LinkInput, LinkKind, MemoryInput
+from graphsvc.requests import BundleQuery, ReconstructQuery
 
 DEMO_ORDER_QUESTION = "What happened before and after the checkout payment timeouts?"
 DEMO_CUE = "Why did customers see payment timeouts at checkout?"
@@ -132,36 +134,15 @@ def export_command(file: Any, data_dir: Path | None, namespace: str | None) -> N
 @click.command()
 @common_options
 @click.argument("query")
-@click.option("--budget", type=int, default=None, help="Token budget (default 1000).")
-@click.option(
-    "--min-score",
-    type=float,
-    default=None,
-    help="Abstain below this top score (default: the stage's threshold; 0: never abstain).",
-)
-@click.option("--max-capsules", type=int, default=None, help="Most capsules to pack.")
-@click.option("--stage", default=None, help="Scoring stage: default, recent or exact.")
+@request_options(BundleQuery)
 @click.option("--json", "as_json", is_flag=True, help="Print the ContextBundle as JSON.")
 def bundle(
-    query: str,
-    budget: int | None,
-    min_score: float | None,
-    max_capsules: int | None,
-    stage: str | None,
-    as_json: bool,
-    data_dir: Path | None,
-    namespace: str | None,
+    query: str, as_json: bool, data_dir: Path | None, namespace: str | None, **options: Any
 ) -> None:
     """What memory offers a prompt for QUERY, under a token budget."""
+    request = request_of(BundleQuery, query, options)
     with opened(data_dir, namespace, read_only=True) as (service, ns):
-        result = service.bundle(
-            ns,
-            query,
-            budget_tokens=budget,
-            stage=stage,
-            min_score=min_score,
-            max_capsules=max_capsules,
-        )
+        result = service.bundle(ns, request)
     if as_json:
         emit_json(result.to_json_dict())
     else:
@@ -171,27 +152,26 @@ def bundle(
 @click.command()
 @common_options
 @click.argument("cue")
-@click.option("--k", type=int, default=None, help="How many direct hits (default 5).")
-@click.option("--depth", type=int, default=None, help="Walk depth in hops (default 2).")
+@request_options(ReconstructQuery)
 @click.option("--save", is_flag=True, help="Store the belief, linked to its sources.")
 @click.option("--run-id", default=None, help="With --save: record a memory_recall event.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ReconstructedBelief as JSON.")
 def reconstruct(
     cue: str,
-    k: int | None,
-    depth: int | None,
     save: bool,
     run_id: str | None,
     as_json: bool,
     data_dir: Path | None,
     namespace: str | None,
+    **options: Any,
 ) -> None:
     """The belief memory supports about CUE: top hits plus the causal context around them."""
+    request = request_of(ReconstructQuery, cue, options)
     with opened(data_dir, namespace, read_only=not save) as (service, ns):
         if save:
-            result = service.reconstruct_and_store(ns, cue, k=k, depth=depth, run_id=run_id)
+            result = service.reconstruct_and_store(ns, request, run_id=run_id)
         else:
-            result = service.reconstruct(ns, cue, k=k, depth=depth)
+            result = service.reconstruct(ns, request)
     if as_json:
         emit_json(result.to_json_dict())
     else:
@@ -206,6 +186,17 @@ def reconstruct(
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--source", default=None, help="Where the memory came from.")
 @click.option("--id", "memory_id", default=None, help="Explicit UUID (default: from content).")
+@click.option(
+    "--valid-from",
+    default=None,
+    help="When it became true (default: --occurred-at, else when it is written). ISO 8601 "
+    "with a zone: 2024-06-01T00:00:00Z.",
+)
+@click.option(
+    "--valid-until",
+    default=None,
+    help="When it stopped being true (exclusive). ISO 8601 with a zone.",
+)
 @click.option("--json", "as_json", is_flag=True)
 def remember(
     text: str,
@@ -214,6 +205,8 @@ def remember(
     tags: tuple[str, ...],
     source: str | None,
     memory_id: str | None,
+    valid_from: str | None,
+    valid_until: str | None,
     as_json: bool,
     data_dir: Path | None,
     namespace: str | None,
@@ -227,6 +220,8 @@ def remember(
             "occurredAt": occurred_at,
             "tags": list(tags),
             "source": source,
+            "validFrom": valid_from,
+            "validUntil": valid_until,
         }
     )
     with opened(data_dir, namespace) as (service, ns):

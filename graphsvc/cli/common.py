@@ -102,7 +102,9 @@ def make_settings(
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
-        raise BadInputError(f"invalid settings: {validation_message(exc)}") from exc
+        raise BadInputError(
+            f"invalid settings: {validation_message(exc, wire_names=False)}"
+        ) from exc
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from graphsvc.errors import (
     validation_message,
 )
 from graphsvc.model import (
+    AsOfMode,
     ContextBundle,
     ContextEvent,
     EraseFilter,
@@ -39,8 +40,10 @@ from graphsvc.model import (
     Memory,
     MemoryInput,
     ReconstructedBelief,
+    ValidityInterval,
 )
 from graphsvc.prompt import DriftReport, PromptBundle, PromptInput
+from graphsvc.requests import BundleQuery, ReadRequest, ReconstructQuery, base_type
 
 R = TypeVar("R")
 
@@ -59,19 +62,28 @@ ERRORS: dict[str, type[GraphsvcError]] = {
 # -- documents: every field of the models, so model_validate gets all it needs --------------------
 
 MEMORY_FIELDS = (
-    "id namespace text kind occurredAt recordedAt invalidatedAt tags source confidence tokens terms"
+    "id namespace text kind occurredAt recordedAt invalidatedAt tags source confidence tokens "
+    "terms validFrom validUntil"
 )
 LINK_FIELDS = "source target kind weight createdAt note"
-CAPSULE_FIELDS = "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason"
+CAPSULE_FIELDS = (
+    "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason validFrom "
+    "validUntil supersededBy validity"
+)
 BUNDLE_FIELDS = (
     "query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage "
     "uncoveredTerms uncoveredWords chronological orderReason rendered "
     f"capsules {{ {CAPSULE_FIELDS} }} "
     f"excluded {{ {CAPSULE_FIELDS} }}"
 )
+AS_OF_FIELDS = "asOf { at mode }"
+BUNDLE_FIELDS += f" retrieval {AS_OF_FIELDS}"
+VALIDITY_FIELDS = "memoryId validFrom validUntil supersededBy validity"
 BELIEF_FIELDS = (
-    f"cue summary sourceIds linkedContextIds confidence beliefId memories {{ {MEMORY_FIELDS} }}"
+    f"cue summary sourceIds linkedContextIds confidence beliefId memories {{ {MEMORY_FIELDS} }} "
+    f"{AS_OF_FIELDS} validity {{ {VALIDITY_FIELDS} }}"
 )
+HISTORY_FIELDS = f"validFrom validUntil supersededBy memory {{ {MEMORY_FIELDS} }}"
 EVENT_FIELDS = "runId seq step kind detail estTokens reportedTokens recordedAt"
 PROMPT_FIELDS = (
     "fragments { name text tokens } environment { cwd model searchMode date } "
@@ -118,17 +130,6 @@ FORGET = f"""mutation Forget($id: UUID!) {{
 ERASE = f"""mutation Erase($input: EraseInput!) {{
   result: erase(input: $input) {{ {ERASE_FIELDS} }}
 }}"""
-RECONSTRUCT = f"""mutation Reconstruct($cue: String!, $k: Int, $depth: Int, $runId: String,
-    $step: Int! = 0) {{
-  result: reconstruct(cue: $cue, k: $k, depth: $depth, runId: $runId, step: $step) {{
-    {BELIEF_FIELDS}
-  }}
-}}"""
-BUNDLE = f"""query Bundle($query: String!, $budgetTokens: Int, $stage: String, $minScore: Float,
-    $maxCapsules: Int, $runId: String, $step: Int! = 0) {{
-  result: bundle(query: $query, budgetTokens: $budgetTokens, stage: $stage, minScore: $minScore,
-      maxCapsules: $maxCapsules, runId: $runId, step: $step) {{ {BUNDLE_FIELDS} }}
-}}"""
 PROMPT_BUNDLE = f"""query PromptBundle($input: PromptInput!) {{
   result: promptBundle(input: $input) {{ {PROMPT_FIELDS} }}
 }}"""
@@ -148,9 +149,64 @@ DRIFT = f"""query Drift($runId: String!) {{
 MEMORY = f"""query Memory($id: UUID!) {{
   result: memory(id: $id) {{ {MEMORY_FIELDS} }}
 }}"""
+HISTORY = f"""query History($id: UUID!) {{
+  result: memory(id: $id) {{ history {{ {HISTORY_FIELDS} }} }}
+}}"""
 EVENTS = f"""query ContextEvents($runId: String!) {{
   result: contextEvents(runId: $runId) {{ {EVENT_FIELDS} }}
 }}"""
+
+
+#: The GraphQL type of a request field's type (:func:`graphsvc.requests.base_type`).
+GRAPHQL_TYPE_NAMES: dict[type, str] = {
+    str: "String",
+    int: "Int",
+    float: "Float",
+    bool: "Boolean",
+    datetime: "DateTime",
+    AsOfMode: "AsOfMode",
+}
+#: The run to record a read's event for, after the read's own variables.
+RUN_VARIABLES = (("runId", "String"), ("step", "Int! = 0"))
+
+
+def read_document(
+    kind: str,
+    field: str,
+    model: type[ReadRequest],
+    selection: str,
+    extra: Sequence[tuple[str, str]] = (),
+) -> str:
+    """The document of a read whose arguments are the fields of ``model`` (camelCase, as the
+    server makes its arguments from the same model) and the ``extra`` variables: a ``kind``
+    (``query``, ``mutation``) named after the field, selecting ``selection`` as ``result``."""
+    names = [
+        (field_info.alias or name, base_type(field_info), field_info.is_required())
+        for name, field_info in model.model_fields.items()
+    ]
+    variables = [
+        (camel, GRAPHQL_TYPE_NAMES[kind_of] + ("!" if required else ""))
+        for camel, kind_of, required in names
+    ]
+    variables += list(extra)
+    declared = ", ".join(f"${name}: {graphql}" for name, graphql in variables)
+    arguments = ", ".join(f"{name}: ${name}" for name, _ in variables)
+    operation = field[:1].upper() + field[1:]
+    return (
+        f"{kind} {operation}({declared}) {{\n  result: {field}({arguments}) {{ {selection} }}\n}}"
+    )
+
+
+BUNDLE = read_document("query", "bundle", BundleQuery, BUNDLE_FIELDS, RUN_VARIABLES)
+EXPLAIN = read_document("query", "reconstruct", ReconstructQuery, BELIEF_FIELDS)
+RECONSTRUCT = read_document(
+    "mutation", "reconstruct", ReconstructQuery, BELIEF_FIELDS, RUN_VARIABLES
+)
+
+
+def read_variables(request: ReadRequest, **extra: Any) -> dict[str, Any]:
+    """A read request as the variables of its document: every field, camelCase, as JSON."""
+    return {**request.to_json_dict(), **extra}
 
 
 @dataclass(frozen=True)
@@ -202,6 +258,8 @@ def remember_op(
     source: str | None = None,
     id: UUID | None = None,
     confidence: float = 1.0,
+    valid_from: datetime | None = None,
+    valid_until: datetime | None = None,
     run_id: str | None = None,
     step: int = 0,
 ) -> Operation[Memory]:
@@ -213,6 +271,8 @@ def remember_op(
         source=source,
         id=id,
         confidence=confidence,
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
     return Operation(
         REMEMBER,
@@ -269,40 +329,30 @@ def erase_op(
 
 
 def reconstruct_op(
-    cue: str,
-    *,
-    k: int | None = None,
-    depth: int | None = None,
-    run_id: str | None = None,
-    step: int = 0,
+    request: ReconstructQuery, *, run_id: str | None = None, step: int = 0
 ) -> Operation[ReconstructedBelief]:
-    return Operation(
-        RECONSTRUCT,
-        {"cue": cue, "k": k, "depth": depth, "runId": run_id, "step": step},
-        ReconstructedBelief.model_validate,
-    )
+    variables = read_variables(request, runId=run_id, step=step)
+    return Operation(RECONSTRUCT, variables, ReconstructedBelief.model_validate)
+
+
+def explain_op(request: ReconstructQuery) -> Operation[ReconstructedBelief]:
+    return Operation(EXPLAIN, read_variables(request), ReconstructedBelief.model_validate)
 
 
 def bundle_op(
-    query: str,
-    *,
-    budget_tokens: int | None = None,
-    stage: str | None = None,
-    min_score: float | None = None,
-    max_capsules: int | None = None,
-    run_id: str | None = None,
-    step: int = 0,
+    request: BundleQuery, *, run_id: str | None = None, step: int = 0
 ) -> Operation[ContextBundle]:
-    variables = {
-        "query": query,
-        "budgetTokens": budget_tokens,
-        "stage": stage,
-        "minScore": min_score,
-        "maxCapsules": max_capsules,
-        "runId": run_id,
-        "step": step,
-    }
+    variables = read_variables(request, runId=run_id, step=step)
     return Operation(BUNDLE, variables, ContextBundle.model_validate)
+
+
+def history_op(memory_id: UUID) -> Operation[list[ValidityInterval]]:
+    def parse(row: Any) -> list[ValidityInterval]:
+        if row is None:
+            return []
+        return [ValidityInterval.model_validate(item) for item in row["history"]]
+
+    return Operation(HISTORY, {"id": str(memory_id)}, parse)
 
 
 def prompt_bundle_op(request: PromptInput) -> Operation[PromptBundle]:

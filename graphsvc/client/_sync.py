@@ -21,7 +21,9 @@ from graphsvc.client._operations import (
     drift_op,
     erase_op,
     events_op,
+    explain_op,
     forget_op,
+    history_op,
     link_many_op,
     link_op,
     memory_op,
@@ -46,8 +48,10 @@ from graphsvc.model import (
     Memory,
     MemoryInput,
     ReconstructedBelief,
+    ValidityInterval,
 )
 from graphsvc.prompt import DriftReport, PromptBundle, PromptInput
+from graphsvc.requests import BundleQuery, ReconstructQuery
 
 R = TypeVar("R")
 
@@ -113,10 +117,13 @@ class GraphsvcClient:
         source: str | None = None,
         id: UUID | None = None,
         confidence: float = 1.0,
+        valid_from: datetime | None = None,
+        valid_until: datetime | None = None,
         run_id: str | None = None,
         step: int = 0,
     ) -> Memory:
-        """Write one memory (a rewrite of the same id and content is a no-op).
+        """Write one memory (a rewrite of the same id and content is a no-op). ``valid_from``
+        and ``valid_until`` bound when it is true (aware times; the end exclusive).
 
         Raises:
             BadInputError: the arguments do not make a valid memory (checked before sending).
@@ -129,6 +136,8 @@ class GraphsvcClient:
             source=source,
             id=id,
             confidence=confidence,
+            valid_from=valid_from,
+            valid_until=valid_until,
             run_id=run_id,
             step=step,
         )
@@ -163,27 +172,22 @@ class GraphsvcClient:
 
     def bundle(
         self,
-        query: str,
+        request: BundleQuery | str,
+        /,
         *,
-        budget_tokens: int | None = None,
-        stage: str | None = None,
-        min_score: float | None = None,
-        max_capsules: int | None = None,
         run_id: str | None = None,
         step: int = 0,
+        **options: Any,
     ) -> ContextBundle:
-        """What memory offers a prompt for ``query`` under a token budget (with ``run_id``, a
-        memory_recall event is recorded)."""
-        op = bundle_op(
-            query,
-            budget_tokens=budget_tokens,
-            stage=stage,
-            min_score=min_score,
-            max_capsules=max_capsules,
-            run_id=run_id,
-            step=step,
-        )
-        return self._run(op)
+        """What memory offers a prompt for a question under a token budget: ``request`` is a
+        :class:`~graphsvc.requests.BundleQuery`, or the question with the query's other fields
+        as ``options`` (``budget_tokens=500``, ``as_of=...``, ``as_of_mode="KNOWN"``). With
+        ``run_id``, a memory_recall event is recorded.
+
+        Raises:
+            BadInputError: the fields do not make a valid query (checked before sending).
+        """
+        return self._run(bundle_op(BundleQuery.of(request, options), run_id=run_id, step=step))
 
     def prompt_bundle(self, request: PromptInput) -> PromptBundle:
         """Assemble a prompt (:mod:`graphsvc.prompt`); with ``request.run_id``, an 'assembled'
@@ -216,15 +220,37 @@ class GraphsvcClient:
 
     def reconstruct(
         self,
-        cue: str,
+        request: ReconstructQuery | str,
+        /,
         *,
-        k: int | None = None,
-        depth: int | None = None,
         run_id: str | None = None,
         step: int = 0,
+        **options: Any,
     ) -> ReconstructedBelief:
-        """Reconstruct (the mutation: the belief is stored, and a run gets an event)."""
-        return self._run(reconstruct_op(cue, k=k, depth=depth, run_id=run_id, step=step))
+        """Reconstruct and store the belief (the mutation; a run gets an event): ``request`` is
+        a :class:`~graphsvc.requests.ReconstructQuery`, or the cue with the query's other fields
+        as ``options`` (``k=3``, ``as_of=...``). :meth:`explain` only reads.
+
+        Raises:
+            BadInputError: the fields do not make a valid query (checked before sending).
+        """
+        op = reconstruct_op(ReconstructQuery.of(request, options), run_id=run_id, step=step)
+        return self._run(op)
+
+    def explain(self, request: ReconstructQuery | str, /, **options: Any) -> ReconstructedBelief:
+        """The belief memory supports about a cue, without storing it (a read key may call
+        it): as :meth:`reconstruct`, read only.
+
+        Raises:
+            BadInputError: the fields do not make a valid query (checked before sending).
+        """
+        return self._run(explain_op(ReconstructQuery.of(request, options)))
+
+    def history(self, memory_id: UUID) -> list[ValidityInterval]:
+        """A fact's history: the memories joined to this one by SUPERSEDES links, either way
+        (this one included), oldest first, each with its effective validity; empty when the
+        memory does not exist."""
+        return self._run(history_op(memory_id))
 
     def forget(self, memory_id: UUID) -> ForgetReceipt:
         """Remove a memory, its links and the beliefs built on it.

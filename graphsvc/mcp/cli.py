@@ -72,6 +72,28 @@ def host_config(
     return {"mcpServers": {"graphsvc": entry}}
 
 
+def refuse_held_data_dir(settings: Settings) -> None:
+    """Refuse to print a host config for an embedded store another process holds (a running
+    ``graphsvc serve``): the host's server would fail to open it.
+
+    Raises:
+        BadInputError: the data dir is held; the message says what to do instead.
+    """
+    if settings.neo4j_uri:
+        return
+    from graphsvc.store.mirror.loader import data_dir_holder
+
+    root = settings.data_dir.expanduser().absolute()
+    holder = data_dir_holder(root) if root.is_dir() else None
+    if holder is not None:
+        raise BadInputError(
+            f"data dir {root} is in use by another graphsvc process (pid {holder}), and the "
+            "embedded store opens in one process at a time, so a host starting this entry "
+            "would fail: connect the host to that server's /mcp over HTTP instead, give this "
+            "MCP server a data dir of its own, or use Neo4j (GRAPHSVC_NEO4J_URI)"
+        )
+
+
 def mcp_api_key(settings: Settings) -> str | None:
     """The key the stdio server works as: the ``mcp_api_key`` setting (``GRAPHSVC_MCP_API_KEY``)."""
     secret = settings.mcp_api_key
@@ -144,6 +166,7 @@ def mcp_command(
                     "drop --namespace (a key's namespace is fixed), or use that namespace's key"
                 )
             if print_config:
+                refuse_held_data_dir(settings)
                 config = host_config(
                     settings,
                     namespace=namespace,
@@ -165,4 +188,4 @@ def mcp_command(
         fail(exc)
 
 
-__all__ = ["SHORT_HELP", "host_config", "mcp_api_key", "mcp_command"]
+__all__ = ["SHORT_HELP", "host_config", "mcp_api_key", "mcp_command", "refuse_held_data_dir"]

@@ -61,7 +61,7 @@ from graphsvc.errors import (
     StoreUnavailableError,
     validation_message,
 )
-from graphsvc.mcp.tools import TOOLS, Call, input_schema, output_schema, to_json
+from graphsvc.mcp.tools import PROFILES, Call, ToolSpec, input_schema, output_schema, to_json
 from graphsvc.service import MemoryService
 
 logger = logging.getLogger("graphsvc.mcp")
@@ -75,15 +75,19 @@ JSON_MIME = "application/json"
 INSTRUCTIONS = (
     "graphsvc is your long-term memory, on a graph: memories (facts, events, decisions) and the "
     "causal links between them, kept in one namespace per API key. Before answering a question "
-    "that may depend on earlier sessions, call `recall` and respect its abstention (`skipped`) "
-    "and coverage (`evidenceCoverage`, `uncoveredTerms`) fields; for 'why' questions call "
+    "that may depend on earlier sessions, call `recall` and respect its abstention (`skipped`), "
+    "coverage (`evidenceCoverage`, `uncoveredWords`) and validity (a capsule not CURRENT is no "
+    "longer true) fields; for 'why' questions call "
     "`explain` (or `reconstruct` to store the belief); `get_memory` reads memories by id. "
     "When you learn something worth keeping, call `remember` (or "
     "`remember_many`), and `link` how it relates to what you knew (CAUSES, PRECEDES, "
-    "RELATES_TO, SUPERSEDES). Errors start with a code: BAD_INPUT and LIMIT_EXCEEDED (fix the "
-    "arguments as the message says), NOT_FOUND, FORBIDDEN (a read-only key), UNAVAILABLE "
-    "(retry later)."
+    "RELATES_TO, SUPERSEDES when a fact changed). Errors start with a code: BAD_INPUT and "
+    "LIMIT_EXCEEDED (fix the arguments as the message says), NOT_FOUND, FORBIDDEN (a read-only "
+    "key), UNAVAILABLE (retry later)."
 )
+
+#: The tools a server offers when its settings cannot be read (the store is not open yet).
+DEFAULT_PROFILE = "agent"
 
 ServiceSource = Callable[[], MemoryService | None]
 PrincipalSource = Callable[[ServerRequestContext[Any, Any]], Principal]
@@ -124,7 +128,8 @@ def _unexpected(what: str) -> tuple[str, str]:
     return "INTERNAL", f"Unexpected error; error id {error_id} (the server log has the details)"
 
 
-def _tool_listing() -> list[Tool]:
+def _tool_listing(profile: str = DEFAULT_PROFILE) -> list[Tool]:
+    """The ``tools/list`` answer of a tool profile (``GRAPHSVC_MCP_TOOLS``)."""
     return [
         Tool(
             name=spec.name,
@@ -134,7 +139,7 @@ def _tool_listing() -> list[Tool]:
             output_schema=output_schema(spec),
             annotations=spec.annotations,
         )
-        for spec in TOOLS
+        for spec in PROFILES[profile]
     ]
 
 
@@ -179,8 +184,15 @@ class GraphsvcMcp:
         self._service_of = service_of
         self._principal_of = principal_of
         self._limiter_of = limiter_of
-        self._tools = {spec.name: spec for spec in TOOLS}
-        self._listing: list[Tool] | None = None
+        self._listings: dict[str, list[Tool]] = {}
+
+    def _profile(self) -> str:
+        """The tool profile of the service's settings (``GRAPHSVC_MCP_TOOLS``)."""
+        service = self._service_of()
+        return DEFAULT_PROFILE if service is None else service.settings.mcp_tools
+
+    def _tools(self) -> dict[str, ToolSpec[Any]]:
+        return {spec.name: spec for spec in PROFILES[self._profile()]}
 
     def _call(self, ctx: ServerRequestContext[Any, Any]) -> Call:
         principal = self._principal_of(ctx)
@@ -192,16 +204,18 @@ class GraphsvcMcp:
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        if self._listing is None:
-            self._listing = _tool_listing()
-        return ListToolsResult(tools=self._listing)
+        profile = self._profile()
+        if profile not in self._listings:
+            self._listings[profile] = _tool_listing(profile)
+        return ListToolsResult(tools=self._listings[profile])
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult:
-        spec = self._tools.get(params.name)
+        tools = self._tools()
+        spec = tools.get(params.name)
         if spec is None:
-            known = ", ".join(self._tools)
+            known = ", ".join(tools)
             raise MCPError(
                 code=INVALID_PARAMS,
                 message=f"BAD_INPUT: unknown tool {params.name!r}: use one of {known}",

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Generic, TypeVar, cast
 from uuid import UUID
 
@@ -39,8 +38,6 @@ from graphsvc.api.context import Limits, decode_cursor, encode_cursor
 from graphsvc.api.schema import schema as graphql_schema
 from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
-    AsOfMode,
-    AwareUtcDateTime,
     ContextBundle,
     ContextEvent,
     ForgetReceipt,
@@ -54,7 +51,9 @@ from graphsvc.model import (
 )
 from graphsvc.prompt import PromptBundle, PromptInput
 from graphsvc.recall import default_thresholds
+from graphsvc.requests import BundleQuery, ReconstructQuery
 from graphsvc.service import MemoryService
+from graphsvc.validity import as_of_phrase, moment_text
 
 T = TypeVar("T")
 A = TypeVar("A", bound=BaseModel)
@@ -94,33 +93,19 @@ class ForgetArgs(Model):
     id: UUID
 
 
-class RecallArgs(Model):
+class RecallArgs(BundleQuery):
     """A question, and how much memory may offer for it (a bundle that records nothing)."""
 
-    query: str
-    budget_tokens: int | None = None
-    stage: str | None = None
-    min_score: float | None = None
-    max_capsules: int | None = None
-    as_of: AwareUtcDateTime | None = None
-    as_of_mode: AsOfMode | None = None
 
-
-class BundleArgs(RecallArgs):
+class BundleArgs(BundleQuery):
     """A question, and how much memory may offer for it."""
 
     run_id: str | None = None
     step: int = 0
 
 
-class ExplainArgs(Model):
+class ExplainArgs(ReconstructQuery):
     """A cue, how many direct hits and how far to walk the graph (a belief that is not stored)."""
-
-    cue: str
-    k: int | None = None
-    depth: int | None = None
-    as_of: AwareUtcDateTime | None = None
-    as_of_mode: AsOfMode | None = None
 
 
 class GetMemoryArgs(Model):
@@ -133,7 +118,7 @@ class GetMemoryArgs(Model):
     )
 
 
-class ReconstructArgs(ExplainArgs):
+class ReconstructArgs(ReconstructQuery):
     """A cue, how many direct hits and how far to walk the graph from them."""
 
     run_id: str | None = None
@@ -270,6 +255,9 @@ class ToolSpec(Generic[A]):
     annotations: ToolAnnotations
     handler: Callable[[Call, A], Awaitable[Reply]]
     precheck: Callable[[MemoryService, Mapping[str, Any]], None] | None = None
+    #: A tool for the harness that drives an agent (prompt assembly, token reports), which an
+    #: agent itself never calls: left out of the ``agent`` profile.
+    harness: bool = False
 
     def parse(self, service: MemoryService, arguments: Mapping[str, Any]) -> A:
         """The validated arguments.
@@ -295,19 +283,25 @@ def short(text: str, width: int = _SHORT) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def _day(value: datetime | None) -> str:
-    return value.date().isoformat() if value else "undated"
+def _day(memory: Memory) -> str:
+    """A memory's date as the texts show it (``occurredAt``, else ``validFrom``), and when it
+    stops being true when it does."""
+    dated = memory.dated_at
+    day = dated.date().isoformat() if dated else "undated"
+    if memory.invalidated_at is not None:
+        day += f", until {moment_text(memory.invalidated_at)}"
+    return day
 
 
 def memory_line(memory: Memory) -> str:
-    """One memory on one line: id, day, kind and text."""
-    return f"- {memory.id} [{_day(memory.occurred_at)}] {memory.kind}: {short(memory.text)}"
+    """One memory on one line: id, day (and end), kind and text."""
+    return f"- {memory.id} [{_day(memory)}] {memory.kind}: {short(memory.text)}"
 
 
 def full_memory_line(memory: Memory) -> str:
-    """One memory with its whole text: id, day, kind, tags and text."""
+    """One memory with its whole text: id, day (and end), kind, tags and text."""
     tags = f" #{' #'.join(memory.tags)}" if memory.tags else ""
-    return f"- {memory.id} [{_day(memory.occurred_at)}] {memory.kind}{tags}: {memory.text}"
+    return f"- {memory.id} [{_day(memory)}] {memory.kind}{tags}: {memory.text}"
 
 
 def bundle_text(bundle: ContextBundle) -> str:
@@ -336,15 +330,20 @@ def prompt_text(bundle: PromptBundle) -> str:
     """Where a prompt's tokens go, and what memory offered it."""
     ledger = bundle.context_ledger
     fit = "fits" if ledger.fits else f"over by {ledger.overflow_tokens}"
+    past = (
+        ""
+        if bundle.memory is None or bundle.memory.as_of is None
+        else (f" {as_of_phrase(bundle.memory.as_of)}")
+    )
     if bundle.memory is None:
         memory = f"memory not consulted: {bundle.memory_note}"
     elif bundle.memory.skipped:
-        memory = "memory abstained (skipped)"
+        memory = f"memory{past} abstained (skipped)"
     else:
         # The capsules' figure is the one the run's events record (memory_recall's estTokens,
         # the assembled event's detail); the section's adds the header and notes around them.
         memory = (
-            f"memory: {len(bundle.memory.capsules)} capsule(s), {bundle.memory.used_tokens}/"
+            f"memory{past}: {len(bundle.memory.capsules)} capsule(s), {bundle.memory.used_tokens}/"
             f"{bundle.memory.budget_tokens} capsule tokens (the memory section, with its header "
             f"and notes: {ledger.memory_tokens}/{ledger.memory_budget_tokens}), coverage "
             f"{bundle.memory.evidence_coverage:.3f}"
@@ -426,21 +425,9 @@ async def recall(call: Call, args: RecallArgs) -> Reply:
     return await _bundle(call, args, None, 0)
 
 
-async def _bundle(call: Call, args: RecallArgs, run_id: str | None, step: int) -> Reply:
+async def _bundle(call: Call, args: BundleQuery, run_id: str | None, step: int) -> Reply:
     """The bundle ``args`` ask for, recorded as a memory_recall event of ``run_id`` if given."""
-    result = await call.run(
-        call.service.bundle,
-        call.namespace,
-        args.query,
-        budget_tokens=args.budget_tokens,
-        stage=args.stage,
-        min_score=args.min_score,
-        max_capsules=args.max_capsules,
-        run_id=run_id,
-        step=step,
-        as_of=args.as_of,
-        as_of_mode=args.as_of_mode,
-    )
+    result = await call.run(call.service.bundle, call.namespace, args, run_id=run_id, step=step)
     return Reply(result.to_json_dict(), bundle_text(result))
 
 
@@ -449,18 +436,10 @@ async def explain(call: Call, args: ExplainArgs) -> Reply:
 
 
 async def _belief(
-    call: Call, args: ExplainArgs, build: Callable[..., ReconstructedBelief]
+    call: Call, args: ReconstructQuery, build: Callable[..., ReconstructedBelief]
 ) -> Reply:
     """The belief ``args`` ask for, made by ``build`` (reconstruct, or reconstruct and store)."""
-    belief = await call.run(
-        build,
-        call.namespace,
-        args.cue,
-        k=args.k,
-        depth=args.depth,
-        as_of=args.as_of,
-        as_of_mode=args.as_of_mode,
-    )
+    belief = await call.run(build, call.namespace, args)
     return Reply(to_json(belief), belief_text(belief))
 
 
@@ -547,22 +526,15 @@ async def report_tokens(call: Call, args: ReportTokensArgs) -> Reply:
     return Reply(event.to_json_dict(), text)
 
 
-_WRITES = "Needs an API key with role 'write'."
+_WRITES = "Needs a write key."
 _ABSTENTION = (
-    "Before trusting the result read its honesty fields. `skipped` true means memory ABSTAINS: "
-    "its best match (`topScore`, an absolute score in [0, 1]) is below `minScore`, so no capsule "
-    "is offered: answer without memory, or say memory does not know. Without `minScore` each "
-    f"stage has its own threshold ({default_thresholds()}), set so that memory rarely abstains "
-    "on a question it can answer; `minScore: 0` turns abstention off. `evidenceCoverage` in "
-    "[0, 1] is the IDF-weighted share of the question's discriminating terms that the offered "
-    "capsules mention, and `uncoveredWords` lists the question's words no capsule mentions, "
-    "rarest first (`uncoveredTerms` holds their analysed stems; a capsule's `matchedWords` and "
-    "`matchedTerms` likewise): low coverage, or an important word uncovered, means the "
-    "memories found may not answer the "
-    "question. `excluded` lists ranked memories left out and why (budget, max_capsules, "
-    "duplicate, below_floor, abstained); `chronological` true means the capsules are oldest "
-    "first, each dated, and `orderReason` says why: QUESTION_ASKS_ORDER (the question asks "
-    "about order) or EVIDENCE_SPANS_DAYS (the memories found are dated on several days)."
+    "Read the honesty fields first: `skipped` true means memory abstains (its best match "
+    "`topScore` is below `minScore`): answer without memory or say it does not know. "
+    f"`minScore` defaults to the stage's threshold ({default_thresholds()}); 0 turns "
+    "abstention off. `evidenceCoverage` (0-1) and `uncoveredWords` (the question's words no "
+    "capsule mentions) say what may be missing. A capsule whose `validity` is not CURRENT is "
+    "no longer (or not yet) true, and `rendered` marks it ([until 2024-06-01, superseded]). "
+    "`asOf` answers as of a past instant (`asOfMode` VALID: true then; KNOWN: recorded then)."
 )
 
 
@@ -586,12 +558,10 @@ def _hints(
 TOOLS: tuple[ToolSpec[Any], ...] = (
     ToolSpec(
         name="remember",
-        description="Store one memory (a fact, event, decision or observation) in your "
-        "namespace, so that later questions can recall it. Call it when you learn something "
-        "worth keeping beyond this conversation. Give `occurredAt` for events (chronology and "
-        "freshness use it), a `kind`, and `tags` to filter by later. Writing the same content "
-        "again is a no-op, so retrying is safe: the id derives from the content unless you pass "
-        f"`id`. Returns the stored memory (its `id` is what link and forget take). {_WRITES}",
+        description="Store one memory (fact, event, decision, observation) so later questions can "
+        "recall it. Give `occurredAt` for events, `validFrom`/`validUntil` for facts true "
+        "over a period, a `kind` and `tags`. The same content again is a no-op (retry-safe). "
+        f"Returns the memory; its `id` is what link and forget take. {_WRITES}",
         args=RememberArgs,
         result=Memory,
         graphql=("Mutation", "remember"),
@@ -600,10 +570,8 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
     ),
     ToolSpec(
         name="remember_many",
-        description="Store several memories at once, all or nothing (at most "
-        "GRAPHSVC_MAX_BATCH per call). Prefer it to repeated remember calls when you have a "
-        "batch, e.g. the events of a log or the facts of a document. Same rules as remember "
-        "(same content again is a no-op). Returns `memories`, as stored, in input order. "
+        description="Store several memories at once, all or nothing (at most GRAPHSVC_MAX_BATCH). "
+        "Same rules as remember. Returns `memories` in input order. "
         f"{_WRITES}",
         args=RememberManyArgs,
         result=RememberManyResult,
@@ -614,11 +582,10 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
     ),
     ToolSpec(
         name="link",
-        description="Record how two memories of your namespace relate, so that reconstruct "
-        "can explain causes and effects: CAUSES (source is a cause of target), PRECEDES "
-        "(source happened before target), RELATES_TO (an association), SUPERSEDES (source is "
-        "newer and updates target: the older memory then ranks below it). Both memories must "
-        f"exist (NOT_FOUND otherwise). Writing an existing link again is a no-op. {_WRITES}",
+        description="Relate two memories: CAUSES (source caused target), PRECEDES (source came "
+        "first), RELATES_TO, SUPERSEDES (source is newer and replaces target: a fact that "
+        "changed; the older one is then marked superseded). Both must exist. "
+        f"{_WRITES}",
         args=LinkArgs,
         result=Link,
         graphql=("Mutation", "link"),
@@ -627,10 +594,9 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
     ),
     ToolSpec(
         name="forget",
-        description="Remove a memory for good, with its links and every stored belief built "
-        "on it (their summaries quote it). Returns a receipt of what was removed. Use it for "
-        "wrong, private or retracted information; to record that a fact changed, remember the "
-        f"new fact and link it SUPERSEDES the old one instead. {_WRITES}",
+        description="Remove a memory for good, with its links and the beliefs built on it. For "
+        "wrong or private information; when a fact changed, remember the new one and link it "
+        f"SUPERSEDES the old one instead. {_WRITES}",
         args=ForgetArgs,
         result=ForgetReceipt,
         graphql=("Mutation", "forget"),
@@ -639,12 +605,9 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
     ),
     ToolSpec(
         name="bundle",
-        description="Ask memory what belongs in your prompt for a question, under a token "
-        "budget (`budgetTokens`). Call it before answering anything that may depend on what was "
-        "remembered, and put `rendered` (the offered memories as prompt text) into your "
-        f"context. {_ABSTENTION} With `runId` it records a memory_recall event for the run, "
-        "which needs a write key; without it, it reads only, as recall does (recall is "
-        "declared read-only, so hosts may run it without asking).",
+        description="Memory for a question, under a token budget: put `rendered` into your "
+        f"context. {_ABSTENTION} With `runId` it records a memory_recall event (write key); "
+        "without it, use recall.",
         args=BundleArgs,
         result=ContextBundle,
         graphql=("Query", "bundle"),
@@ -653,11 +616,9 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
     ),
     ToolSpec(
         name="recall",
-        description="Ask memory what belongs in your prompt for a question, under a token "
-        "budget (`budgetTokens`): the same answer as bundle, and it only reads (it records no "
-        "event, so a read-only key may call it). Call it before answering anything that may "
-        "depend on what was remembered, and put `rendered` (the offered memories as prompt "
-        f"text) into your context. {_ABSTENTION}",
+        description="Memory for a question, under a token budget (read only): call it before "
+        "answering anything that may depend on what was remembered, and put `rendered` into "
+        f"your context. {_ABSTENTION}",
         args=RecallArgs,
         result=ContextBundle,
         graphql=("Query", "bundle"),
@@ -666,14 +627,10 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
     ),
     ToolSpec(
         name="explain",
-        description="Explain what memory supports about a cue, and why, without storing "
-        "anything (a read-only key may call it): the top `k` matching memories (`sourceIds`) "
-        "plus the causes, effects and related memories reached by walking links up to `depth` "
-        "hops (`linkedContextIds`), summarised by rules in `summary` (direct evidence, then "
-        "causal chains cause -> effect oldest first, then other linked context). `confidence` "
-        "is the mean score of the sources, in [0, 1]; `beliefId` is always null. Use it for "
-        "'why' and 'what led to' questions; reconstruct gives the same answer and stores it "
-        "as a belief (write key).",
+        description="What memory supports about a cue, and why (read only): the top `k` memories "
+        "(`sourceIds`) and the causes, effects and related memories within `depth` links, "
+        "summarised in `summary`; `confidence` is the sources' mean score. For 'why' and "
+        "'what led to' questions.",
         args=ExplainArgs,
         result=ReconstructedBelief,
         graphql=("Query", "reconstruct"),
@@ -682,11 +639,8 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
     ),
     ToolSpec(
         name="get_memory",
-        description="Read memories of your namespace by id, with their whole text and every "
-        "link touching them: use it to look at memories another answer named (remember, "
-        "memories, bundle and recall capsules' `memoryId`, reconstruct and explain "
-        "`sourceIds` and `linkedContextIds`). An id with no memory is listed in `notFound` "
-        "(never written, forgotten, or another namespace's); the others are still returned.",
+        description="Read memories by id (from any other answer), with their whole text and links; "
+        "ids with no memory are listed in `notFound`.",
         args=GetMemoryArgs,
         result=GetMemoryResult,
         graphql=("Query", "memory"),
@@ -695,15 +649,8 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
     ),
     ToolSpec(
         name="reconstruct",
-        description="Explain what memory supports about a cue, and why: the top `k` matching "
-        "memories (`sourceIds`) plus the causes, effects and related memories reached by "
-        "walking links up to `depth` hops (`linkedContextIds`), summarised by rules in "
-        "`summary` (direct evidence, then causal chains cause -> effect oldest first, then "
-        "other linked context). `confidence` is the mean score of the sources, in [0, 1]. Use "
-        "it for 'why' and 'what led to' questions; use bundle for prompt context. The belief is "
-        "stored (`beliefId`, readable at graphsvc://belief/{beliefId}) and removed when a "
-        "memory it used is forgotten; with no matching memory nothing is stored and `beliefId` "
-        f"is null. {_WRITES}",
+        description="As explain, and store the belief (`beliefId`; removed when a memory it "
+        f"used is forgotten). {_WRITES}",
         args=ReconstructArgs,
         result=ReconstructedBelief,
         graphql=("Mutation", "reconstruct"),
@@ -712,11 +659,9 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
     ),
     ToolSpec(
         name="memories",
-        description="Browse the memories of your namespace, newest first (by recordedAt), a "
-        "page at a time: filter by `kind`, `tag`, and a time range [`since`, `until`) on "
-        "occurredAt (recordedAt for memories without one). While `pageInfo.hasNextPage`, pass "
-        "`pageInfo.endCursor` as `after` for the next page. It lists, it does not rank: to find "
-        "what answers a question, use bundle.",
+        description="Browse memories newest first, a page at a time, by `kind`, `tag` and a time "
+        "range [`since`, `until`); pass `pageInfo.endCursor` as `after` for the next page. "
+        "To answer a question, use recall.",
         args=MemoriesArgs,
         result=MemoryConnection,
         graphql=("Query", "memories"),
@@ -740,6 +685,7 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
         graphql=("Query", "promptBundle"),
         annotations=_hints("Assemble a prompt"),
         handler=prompt_bundle,
+        harness=True,
     ),
     ToolSpec(
         name="report_tokens",
@@ -754,10 +700,19 @@ TOOLS: tuple[ToolSpec[Any], ...] = (
         graphql=("Mutation", "reportTokens"),
         annotations=_hints("Report provider tokens", idempotent=True),
         handler=report_tokens,
+        harness=True,
     ),
 )
 
 TOOL_NAMES = tuple(spec.name for spec in TOOLS)
+
+#: The tool profiles (``GRAPHSVC_MCP_TOOLS``): an agent's tools (every tool but the harness's,
+#: the default), a harness's (prompt assembly and token reports), or all of them.
+PROFILES: dict[str, tuple[ToolSpec[Any], ...]] = {
+    "agent": tuple(spec for spec in TOOLS if not spec.harness),
+    "harness": tuple(spec for spec in TOOLS if spec.harness),
+    "all": TOOLS,
+}
 
 
 # -- schemas, described by the GraphQL contract ---------------------------------------------------
@@ -810,21 +765,61 @@ def input_schema(spec: ToolSpec[Any]) -> dict[str, Any]:
         fields.pop("input", None)
         fields.update(_type_fields(get_named_type(field.args["input"].type).name))
     _describe(schema, fields)
+    _compact(schema)
     return schema
+
+
+def _compact(node: Any) -> None:
+    """Shorten a JSON schema without changing what an agent may send: an optional argument's
+    ``anyOf: [X, {"type": "null"}]`` with ``default: null`` becomes ``X`` (leaving it out means
+    the same), at every depth."""
+    if isinstance(node, dict):
+        for prop in node.get("properties", {}).values():
+            options = prop.get("anyOf")
+            if (
+                isinstance(options, list)
+                and len(options) == 2
+                and {"type": "null"} in options
+                and prop.get("default", 0) is None
+            ):
+                (kept,) = [o for o in options if o != {"type": "null"}]
+                del prop["anyOf"], prop["default"]
+                prop.update({k: v for k, v in kept.items() if k not in prop})
+        for value in node.values():
+            _compact(value)
+    elif isinstance(node, list):
+        for value in node:
+            _compact(value)
 
 
 def output_schema(spec: ToolSpec[Any]) -> dict[str, Any]:
-    """The JSON schema of the tool's structured result, described by GraphQL's types."""
+    """The JSON schema of the tool's structured result: its shape, for a client that checks
+    it. Its fields are not described here (the tool's description says what an agent reads in
+    the result, and GraphQL's schema describes every field): a host may put the listing into a
+    model's context, and descriptions of every nested field would cost it thousands of
+    tokens."""
     schema: dict[str, Any] = spec.result.model_json_schema(by_alias=True, mode="serialization")
     _hide_memory_fields(schema)
-    gql_name = get_named_type(_field(*spec.graphql).type).name
-    fields = _type_fields(spec.result.__name__) or _type_fields(gql_name)
-    _describe(schema, fields)
+    _undescribe(schema)
     return schema
+
+
+def _undescribe(node: Any) -> None:
+    """Drop the titles and descriptions of a JSON schema, at every depth."""
+    if isinstance(node, dict):
+        for key in ("title", "description"):
+            if isinstance(node.get(key), str):  # a property so named is a schema, kept
+                node.pop(key)
+        for value in node.values():
+            _undescribe(value)
+    elif isinstance(node, list):
+        for value in node:
+            _undescribe(value)
 
 
 __all__ = [
     "HIDDEN_MEMORY_FIELDS",
+    "PROFILES",
     "TOOLS",
     "TOOL_NAMES",
     "Call",

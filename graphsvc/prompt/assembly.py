@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphsvc.errors import BadInputError, LimitExceededError
-from graphsvc.model import ContextBundle, OrderReason
+from graphsvc.model import AsOf, AsOfMode, ContextBundle, OrderReason, Validity
 from graphsvc.prompt.models import (
     UNCHANGED_MARKER,
     ContextFile,
@@ -65,6 +65,7 @@ from graphsvc.prompt.models import (
 )
 from graphsvc.recall import get_stage
 from graphsvc.text import asks_about_order, estimate_tokens, query_words
+from graphsvc.validity import as_of_phrase
 
 CHARS_PER_TOKEN = 4  # the estimator's ratio (graphsvc.text.estimate_tokens)
 
@@ -369,63 +370,96 @@ def chronology_note(bundle: ContextBundle) -> str:
     )
 
 
-NOTHING_HEADER = "Memory holds nothing that matches this turn."
+def _memory(as_of: AsOf | None) -> str:
+    """How the memory section names memory: with the past it answers from, if any."""
+    return "Memory" if as_of is None else f"Memory {as_of_phrase(as_of)}"
 
 
-def _skipped_header(top_score: float, min_score: float) -> str:
+def _nothing_header(as_of: AsOf | None) -> str:
+    return f"{_memory(as_of)} holds nothing that matches this turn."
+
+
+def _skipped_header(top_score: float, min_score: float, as_of: AsOf | None = None) -> str:
     return (
-        f"Memory has no confident answer for this turn (top score {top_score:.3f} is below the "
-        f"minimum {min_score:.3f}); it offers nothing."
+        f"{_memory(as_of)} has no confident answer for this turn (top score {top_score:.3f} is "
+        f"below the minimum {min_score:.3f}); it offers nothing."
     )
 
 
-def _offer_header(count: int, chronological: bool, used: int, budget: int) -> str:
+def _offer_header(
+    count: int, chronological: bool, used: int, budget: int, as_of: AsOf | None = None
+) -> str:
     order = "oldest first" if chronological else "best match first"
     return (
-        f"Memory offers {plural(count, 'item', 'items')} for this turn ({order}; {used} of "
-        f"{budget} tokens)."
+        f"{_memory(as_of)} offers {plural(count, 'item', 'items')} for this turn ({order}; "
+        f"{used} of {budget} tokens)."
     )
 
 
 def memory_header(bundle: ContextBundle) -> str:
-    """The first line of the memory section."""
-    if bundle.skipped and not bundle.excluded:
-        return NOTHING_HEADER
+    """The first line of the memory section (it says the past memory answers from, if any)."""
+    if not bundle.capsules and not bundle.excluded:
+        return _nothing_header(bundle.as_of)
     if bundle.skipped:
-        return _skipped_header(bundle.top_score, bundle.min_score)
+        return _skipped_header(bundle.top_score, bundle.min_score, bundle.as_of)
     return _offer_header(
-        len(bundle.capsules), bundle.chronological, bundle.used_tokens, bundle.budget_tokens
+        len(bundle.capsules),
+        bundle.chronological,
+        bundle.used_tokens,
+        bundle.budget_tokens,
+        bundle.as_of,
     )
 
 
+VALIDITY_NOTE = (
+    "Validity note: an item marked [until <date>, superseded] or [until <date>, expired] was "
+    "true only until then, and one marked [from <date>, not yet true] is not true yet; the "
+    "unmarked items are true {when}."
+)
+
+
+def validity_note(bundle: ContextBundle) -> str | None:
+    """What the marks on items that are not true at the bundle's instant mean, for the model;
+    None when every item is true then."""
+    if all(c.validity is Validity.CURRENT for c in bundle.capsules):
+        return None
+    when = "now" if bundle.as_of is None else as_of_phrase(bundle.as_of)
+    return VALIDITY_NOTE.format(when=when)
+
+
 def render_memory(bundle: ContextBundle | None, note: str) -> str:
-    """The ``<memory>`` section: a header, one line per capsule, the coverage note and the
-    chronology note; or, when memory was not consulted, ``note`` saying why."""
+    """The ``<memory>`` section: a header, one line per capsule, the coverage note, the
+    chronology note and, when an item is marked as not true then, the validity note; or, when
+    memory was not consulted, ``note`` saying why."""
     if bundle is None:
         return _section("memory", note)
     lines = [memory_header(bundle)]
     lines += [f"- {capsule.text}" for capsule in bundle.capsules]
     lines += [coverage_note(bundle), chronology_note(bundle)]
+    if (validity := validity_note(bundle)) is not None:
+        lines.append(validity)
     return _section("memory", "\n".join(lines))
 
 
-def memory_reserve(query: str, max_capsules: int, budget: int) -> int:
+def memory_reserve(query: str, max_capsules: int, budget: int, as_of: AsOf | None = None) -> int:
     """The most tokens the memory section can take beyond its capsules' own tokens, for a bundle
-    of at most ``max_capsules`` capsules and at most ``budget`` tokens recalled for ``query``.
+    of at most ``max_capsules`` capsules and at most ``budget`` tokens recalled for ``query``
+    (as of ``as_of``, which its header names).
 
-    The section is its frame (tags, header, coverage and chronology notes) plus one line per
-    capsule. The frame is measured at its longest: the widest header, the coverage note naming
-    every word of the query or none (the uncovered words are some of the query's words), and
-    every order the bundle may take: oldest first because the question asks about order when it
-    does, else best match first or oldest first because the evidence spans days (which depends
-    on the memories found). A capsule line adds 3 characters ("- " and a newline) to the
-    capsule's text, at most one token, and a capsule's ``tokens`` are at least its text's. Since
+    The section is its frame (tags, header, coverage, chronology and validity notes) plus one
+    line per capsule. The frame is measured at its longest: the widest header, the coverage note
+    naming every word of the query or none (the uncovered words are some of the query's words),
+    every order the bundle may take (oldest first because the question asks about order when it
+    does, else best match first or oldest first because the evidence spans days, which depends
+    on the memories found), and the validity note (present when an item is not true then). A
+    capsule line adds 3 characters ("- " and a newline) to the capsule's text, at most one
+    token, and a capsule's ``tokens`` are at least its text's. Since
     ``ceil((a + b) / 4) <= ceil(a / 4) + ceil(b / 4)``, a section whose capsules fit
     ``budget - reserve`` never costs more than ``budget``.
     """
     pairs = query_words(query)
     if asks_about_order(query):
-        orders: tuple[OrderReason | None, ...] = (OrderReason.QUESTION_ASKS_ORDER,)
+        orders: tuple[OrderReason | None, ...] = (OrderReason.QUESTION_ASKS_ORDER, None)
     else:
         orders = (None, OrderReason.EVIDENCE_SPANS_DAYS)
     bundle = ContextBundle(
@@ -443,6 +477,7 @@ def memory_reserve(query: str, max_capsules: int, budget: int) -> int:
         uncovered_words=tuple(word for _, word in pairs),
         chronological=False,
         rendered="",
+        as_of=as_of,
     )
     variants = [
         bundle.model_copy(update={"chronological": reason is not None, "order_reason": reason})
@@ -454,15 +489,19 @@ def memory_reserve(query: str, max_capsules: int, budget: int) -> int:
     ]
     header = max(
         *(
-            len(_offer_header(count, reason is not None, budget, budget))
+            len(_offer_header(count, reason is not None, budget, budget, as_of))
             for reason in orders
             for count in (max_capsules, 0)
         ),
-        len(_skipped_header(1.0, 1.0)),
-        len(NOTHING_HEADER),
+        len(_skipped_header(1.0, 1.0, as_of)),
+        len(_nothing_header(as_of)),
     )
-    frame = header + max(
-        len(render_memory(variant, "")) - len(memory_header(variant)) for variant in variants
+    when = "now" if as_of is None else as_of_phrase(as_of)
+    note = len(VALIDITY_NOTE.format(when=when)) + 1  # and its newline
+    frame = (
+        header
+        + note
+        + max(len(render_memory(variant, "")) - len(memory_header(variant)) for variant in variants)
     )
     return -(-frame // CHARS_PER_TOKEN) + max_capsules
 
@@ -473,6 +512,13 @@ def not_consulted_note(reason: str) -> str:
 
 
 # -- planning and finishing ----------------------------------------------------------------------
+
+
+def _as_of(request: PromptInput) -> AsOf | None:
+    """The past the request's memory is recalled as of (the bundle's ``asOf``), if any."""
+    if request.memory_as_of is None:
+        return None
+    return AsOf(at=request.memory_as_of, mode=request.memory_as_of_mode or AsOfMode.VALID)
 
 
 @dataclass(frozen=True)
@@ -572,7 +618,7 @@ def plan_prompt(
     query = request.memory_query or request.user_turn[:max_query_chars]
     room = max(0, available - base)
     budget = min(int(window.memory_budget_share * available), window.max_memory_tokens, room)
-    reserve = memory_reserve(query, window.max_capsules, budget)
+    reserve = memory_reserve(query, window.max_capsules, budget, _as_of(request))
     bundle_budget = budget - reserve
     note = ""
     if window.memory_budget_share == 0.0:

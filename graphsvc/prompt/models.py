@@ -363,6 +363,12 @@ class PromptInput(InputModel):
             raise ValueError("memoryQuery is empty: leave it out to recall for the user turn")
         return value
 
+    @model_validator(mode="after")
+    def _mode_needs_instant(self) -> PromptInput:
+        if self.memory_as_of is None and self.memory_as_of_mode is not None:
+            raise ValueError("memoryAsOfMode needs memoryAsOf: give the instant to recall as of")
+        return self
+
     @field_validator("prev_context_hash")
     @classmethod
     def _one_hash(cls, value: str | None) -> str | None:

@@ -4,41 +4,61 @@ rules (docs/design.md, reconstruct). Pure functions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from uuid import UUID
 
-from graphsvc.model import LinkKind, Memory, ReconstructedBelief
+from graphsvc.model import AsOf, LinkKind, Memory, MemoryValidity, ReconstructedBelief
 from graphsvc.recall.bundle import fmt_score
 from graphsvc.recall.scoring import PLACES, Scored
 from graphsvc.store.base import Walk
+from graphsvc.validity import as_of_phrase, marked
 
 # A summary line quotes at most this many characters of a memory.
 SUMMARY_CHARS = 280
 
 
-def _quote(memory: Memory) -> str:
+def _quote(memory: Memory, validity: MemoryValidity | None = None) -> str:
+    """A memory in a summary: its date (``occurredAt``, else ``validFrom``), its text on one
+    line cut to :data:`SUMMARY_CHARS`, and its mark when it is not true at the read's instant."""
     text = " ".join(memory.text.split())
     if len(text) > SUMMARY_CHARS:
         text = text[: SUMMARY_CHARS - 1] + "…"
-    date = memory.occurred_at.date().isoformat() if memory.occurred_at else "undated"
-    return f"[{date}] {text}"
+    dated = memory.dated_at
+    date = dated.date().isoformat() if dated is not None else "undated"
+    return f"[{date}] {marked(text, validity)}"
 
 
 def _when_key(memory: Memory) -> tuple[bool, datetime, str]:
-    return (memory.occurred_at is None, memory.when, str(memory.id))
+    """Oldest first by the date a summary shows (``occurredAt``, else ``validFrom``), undated
+    ones after by ``recordedAt``; ties by id."""
+    dated = memory.dated_at
+    return (dated is None, dated or memory.recorded_at, str(memory.id))
 
 
-def build_belief(cue: str, hits: Sequence[Scored], walk: Walk) -> ReconstructedBelief:
-    """Summarise hits and the walk around them by rules (docs/design.md, reconstruct)."""
+def build_belief(
+    cue: str,
+    hits: Sequence[Scored],
+    walk: Walk,
+    validity: Mapping[UUID, MemoryValidity] | None = None,
+    as_of: AsOf | None = None,
+) -> ReconstructedBelief:
+    """Summarise hits and the walk around them by rules (docs/design.md, reconstruct).
+    ``validity`` holds each memory's validity at the instant the belief answers for
+    (:func:`graphsvc.validity.validities`): the belief carries it, and the summary marks a
+    memory that is not true then. With ``as_of``, the summary says which past it answers from.
+    """
+    valid = validity or {}
+    about = f'"{cue}"' if as_of is None else f'"{cue}" {as_of_phrase(as_of)}'
     if not hits:
         return ReconstructedBelief(
             cue=cue,
-            summary=f'Memory holds nothing that matches "{cue}".',
+            summary=f"Memory holds nothing that matches {about}.",
             source_ids=(),
             linked_context_ids=(),
             confidence=0.0,
             memories=(),
+            as_of=as_of,
         )
     source_ids = tuple(item.memory.id for item in hits)
     sources = set(source_ids)
@@ -48,12 +68,12 @@ def build_belief(cue: str, hits: Sequence[Scored], walk: Walk) -> ReconstructedB
     confidence = round(sum(item.score for item in hits) / len(hits), PLACES)
 
     lines = [
-        f'Belief about "{cue}": {len(hits)} direct source(s), {len(reached)} linked memory(ies), '
-        f"confidence {fmt_score(confidence)}.",
+        f"Belief about {about}: {len(hits)} direct source(s), {len(reached)} linked "
+        f"memory(ies), confidence {fmt_score(confidence)}.",
         "Direct evidence:",
     ]
     lines += [
-        f"{rank}. {_quote(item.memory)} (score {fmt_score(item.score)})"
+        f"{rank}. {_quote(item.memory, valid.get(item.memory.id))} (score {fmt_score(item.score)})"
         for rank, item in enumerate(hits, start=1)
     ]
     causal = sorted(
@@ -68,7 +88,11 @@ def build_belief(cue: str, hits: Sequence[Scored], walk: Walk) -> ReconstructedB
     if causal:
         lines.append("Causal chains (cause -> effect, oldest first):")
         for lk in causal:
-            lines.append(f"- {_quote(by_id[lk.source])} -> {_quote(by_id[lk.target])}")
+            source, target = by_id[lk.source], by_id[lk.target]
+            lines.append(
+                f"- {_quote(source, valid.get(source.id))} -> "
+                f"{_quote(target, valid.get(target.id))}"
+            )
             in_chains.update((lk.source, lk.target))
     relations: dict[UUID, set[str]] = {}
     for lk in walk.links:
@@ -79,14 +103,17 @@ def build_belief(cue: str, hits: Sequence[Scored], walk: Walk) -> ReconstructedB
         lines.append("Linked context:")
         for memory in other:
             kinds = "/".join(sorted(relations.get(memory.id, set())))
-            lines.append(f"- {_quote(memory)} ({kinds})")
+            lines.append(f"- {_quote(memory, valid.get(memory.id))} ({kinds})")
+    memories = tuple(item.memory for item in hits) + tuple(reached)
     return ReconstructedBelief(
         cue=cue,
         summary="\n".join(lines),
         source_ids=source_ids,
         linked_context_ids=tuple(memory.id for memory in reached),
         confidence=confidence,
-        memories=tuple(item.memory for item in hits) + tuple(reached),
+        memories=memories,
+        as_of=as_of,
+        validity=tuple(valid[m.id] for m in memories if m.id in valid),
     )
 
 

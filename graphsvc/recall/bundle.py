@@ -11,35 +11,61 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-from graphsvc.model import ContextBundle, ContextCapsule, Memory, OrderReason, construct
+from graphsvc.model import (
+    AsOf,
+    ContextBundle,
+    ContextCapsule,
+    Memory,
+    MemoryValidity,
+    OrderReason,
+    Validity,
+    construct,
+)
 from graphsvc.recall.scoring import PLACES, Scored, Stage
 from graphsvc.store.base import TermStats
 from graphsvc.text import asks_about_order, estimate_tokens, query_words
+from graphsvc.validity import as_of_phrase, marked
 
 # Capsules whose term sets overlap this much (Jaccard) with a packed one are duplicates.
 DUPLICATE_JACCARD = 0.8
 
 
-def _capsule_text(memory: Memory, chronological: bool) -> str:
+def _capsule_text(
+    memory: Memory, chronological: bool, validity: MemoryValidity | None = None
+) -> str:
+    """A capsule's text: the memory's, dated when the bundle is chronological (``occurredAt``,
+    else ``validFrom``), and marked when it is not true at the read's instant."""
+    text = marked(memory.text, validity)
     if not chronological:
-        return memory.text
-    if memory.occurred_at is None:
-        return f"[undated] {memory.text}"
-    return f"[{memory.occurred_at.date().isoformat()}] {memory.text}"
+        return text
+    dated = memory.dated_at
+    if dated is None:
+        return f"[undated] {text}"
+    return f"[{dated.date().isoformat()}] {text}"
 
 
 def _capsule(
-    item: Scored, chronological: bool, reason: str | None, words: Mapping[str, str]
+    item: Scored,
+    chronological: bool,
+    reason: str | None,
+    words: Mapping[str, str],
+    validity: MemoryValidity | None,
 ) -> ContextCapsule:
-    return _capsule_of(item, _capsule_text(item.memory, chronological), reason, words)
+    return _capsule_of(
+        item, _capsule_text(item.memory, chronological, validity), reason, words, validity
+    )
 
 
 def _capsule_of(
-    item: Scored, text: str, reason: str | None, words: Mapping[str, str]
+    item: Scored,
+    text: str,
+    reason: str | None,
+    words: Mapping[str, str],
+    validity: MemoryValidity | None,
 ) -> ContextCapsule:
     """The capsule of a ranked memory rendered as ``text``, its matched terms named by the
-    query's ``words``: its fields are of their types already, so it is built without validation
-    (a bundle makes one per ranked memory)."""
+    query's ``words``, with its validity: its fields are of their types already, so it is built
+    without validation (a bundle makes one per ranked memory)."""
     memory = item.memory
     matched = tuple(item.matched)
     return construct(
@@ -54,6 +80,10 @@ def _capsule_of(
             "matched_terms": matched,
             "matched_words": tuple(words.get(t, t) for t in matched),
             "reason": reason,
+            "valid_from": memory.valid_start if validity is None else validity.valid_from,
+            "valid_until": memory.valid_until if validity is None else validity.valid_until,
+            "superseded_by": () if validity is None else validity.superseded_by,
+            "validity": Validity.CURRENT if validity is None else validity.validity,
         },
     )
 
@@ -151,31 +181,27 @@ def _misses_to_rule_out(size: int, other: int) -> int:
     return known
 
 
-def chronological_key(
-    capsule: ContextCapsule, recorded: dict[UUID, datetime]
-) -> tuple[bool, datetime, datetime, str]:
-    """Oldest first: dated capsules by ``occurredAt``, then undated; ties by ``recordedAt``, id."""
-    occurred = capsule.occurred_at or recorded[capsule.memory_id]
-    return (
-        capsule.occurred_at is None,
-        occurred,
-        recorded[capsule.memory_id],
-        str(capsule.memory_id),
-    )
+def chronological_key(memory: Memory) -> tuple[bool, datetime, datetime, str]:
+    """Oldest first: dated memories by their date (``occurredAt``, else ``validFrom``), then
+    undated ones; ties by ``recordedAt``, then id."""
+    dated = memory.dated_at
+    return (dated is None, dated or memory.recorded_at, memory.recorded_at, str(memory.id))
 
 
-def spans_days(ranked: Sequence[Scored]) -> bool:
-    """True when the memories carry ``occurredAt`` dates on at least two different days."""
-    days = {item.memory.occurred_at.date() for item in ranked if item.memory.occurred_at}
+def spans_days(memories: Sequence[Memory]) -> bool:
+    """True when the memories are dated (``occurredAt``, else ``validFrom``) on at least two
+    different days."""
+    days = {dated.date() for memory in memories if (dated := memory.dated_at) is not None}
     return len(days) >= 2
 
 
-def order_reason(query: str, ranked: Sequence[Scored]) -> OrderReason | None:
-    """Why a bundle for ``query`` over ``ranked`` is oldest first, or None for best match first:
-    the question asks about order (checked first), or the memories are dated on several days."""
+def order_reason(query: str, memories: Sequence[Memory]) -> OrderReason | None:
+    """Why a bundle for ``query`` offering ``memories`` is oldest first, or None for best match
+    first: the question asks about order (checked first), or the memories offered are dated on
+    several days."""
     if asks_about_order(query):
         return OrderReason.QUESTION_ASKS_ORDER
-    if spans_days(ranked):
+    if spans_days(memories):
         return OrderReason.EVIDENCE_SPANS_DAYS
     return None
 
@@ -207,6 +233,7 @@ class BundleRequest:
     stage: Stage
     relative_floor: float = 0.0
     retrieval: str = "lexical"
+    as_of: AsOf | None = None
 
 
 def build_bundle(
@@ -215,6 +242,7 @@ def build_bundle(
     stats: TermStats,
     ranked: Sequence[Scored],
     lexical_top: float | None = None,
+    validity: Mapping[UUID, MemoryValidity] | None = None,
 ) -> ContextBundle:
     """Abstain, de-duplicate, pack, measure coverage and render (docs/design.md, the bundle).
 
@@ -222,25 +250,26 @@ def build_bundle(
     ``capsules`` or in ``excluded`` with a reason. With hybrid recall ``ranked`` holds fused scores
     and ``lexical_top`` is the best lexical-graph score: it alone decides abstention (the lexical
     core measures best for that), and the relative floor is taken from the best fused score.
+    ``validity`` holds each ranked memory's validity at the instant the bundle answers for
+    (:func:`graphsvc.validity.validities`): capsules carry it, and a memory that is not true
+    then is marked in its text (``[until 2024-06-01, superseded]``).
     """
-    # Oldest first when the question asks about order, and whenever the ranked memories carry
-    # dates on more than one day: a reader then sees evidence in the order it happened, with its
-    # dates, wherever dates exist (on LoCoMo this took chronological tau from -0.083 to 1.0).
-    reason = order_reason(request.query, ranked)
-    chronological = reason is not None
+    valid = validity or {}
     # The user's own word for each term ("Mars" for "mar"): what the frontends show.
     words = dict(query_words(request.query))
     best = max((item.score for item in ranked), default=0.0)
     top_score = best if lexical_top is None else lexical_top
-    skipped = top_score < request.min_score or not ranked
+    # Nothing ranked abstains too, unless abstention is off (minScore 0): then the bundle is
+    # simply empty, and says that nothing matched.
+    skipped = top_score < request.min_score or (not ranked and request.min_score > 0.0)
     # Capsules far below the best one add noise, not evidence: they are excluded as below_floor.
     # Fused scores live on another scale than minScore's, so hybrid recall floors them only
     # relative to the best fused score.
     floor = request.relative_floor * best
     if lexical_top is None:
         floor = max(request.min_score, floor)
-    packed: list[ContextCapsule] = []
-    excluded: list[ContextCapsule] = []
+    decided: list[tuple[Scored, str]] = []
+    packed_items: list[Scored] = []
     packed_terms = _PackedTerms()
     # Packing pays for the dated form of every capsule, chronological or not, so the selection
     # does not depend on how it is presented ("ordering changes presentation only") and the
@@ -248,27 +277,39 @@ def build_bundle(
     spent = 0
     for item in ranked:
         if skipped:
-            excluded.append(_capsule(item, chronological, "abstained", words))
+            decided.append((item, "abstained"))
             continue
         if item.score < floor or item.score <= 0.0:
-            excluded.append(_capsule(item, chronological, "below_floor", words))
+            decided.append((item, "below_floor"))
             continue
         term_set = frozenset(item.memory.terms)
         if packed_terms.is_duplicate(term_set):
-            excluded.append(_capsule(item, chronological, "duplicate", words))
+            decided.append((item, "duplicate"))
             continue
-        if len(packed) >= request.max_capsules:
-            excluded.append(_capsule(item, chronological, "max_capsules", words))
+        if len(packed_items) >= request.max_capsules:
+            decided.append((item, "max_capsules"))
             continue
-        dated = _capsule_text(item.memory, chronological=True)
-        text = dated if chronological else item.memory.text
-        cost = estimate_tokens(dated)
+        cost = estimate_tokens(_capsule_text(item.memory, True, valid.get(item.memory.id)))
         if spent + cost > request.budget_tokens:
-            excluded.append(_capsule_of(item, text, "budget", words))
+            decided.append((item, "budget"))
             continue
-        packed.append(_capsule_of(item, text, "match", words))
+        decided.append((item, "match"))
+        packed_items.append(item)
         packed_terms.add(term_set)
         spent += cost
+
+    # Oldest first when the question asks about order, and whenever the memories offered carry
+    # dates on more than one day: a reader then sees evidence in the order it happened, with its
+    # dates, wherever dates exist (on LoCoMo this took chronological tau from -0.083 to 1.0). The
+    # order is about what is offered: an abstention or an empty bundle has none.
+    offered = [item.memory for item in packed_items]
+    reason = order_reason(request.query, offered) if offered else None
+    chronological = reason is not None
+    packed: list[ContextCapsule] = []
+    excluded: list[ContextCapsule] = []
+    for item, why in decided:
+        capsule = _capsule(item, chronological, why, words, valid.get(item.memory.id))
+        (packed if why == "match" else excluded).append(capsule)
 
     discriminating = [t for t in terms if stats.coverage_weight(t) > 0.0]
     seen_terms: set[str] = set()
@@ -280,7 +321,7 @@ def build_bundle(
         key=lambda t: (-stats.coverage_weight(t), t),
     )
     total = sum(stats.coverage_weight(t) for t in discriminating)
-    if skipped:
+    if skipped or not ranked:
         coverage = 0.0
     elif total <= 0.0:
         coverage = 1.0
@@ -288,8 +329,8 @@ def build_bundle(
         coverage = round(sum(stats.coverage_weight(t) for t in covered) / total, PLACES)
 
     if chronological and packed:
-        recorded = {item.memory.id: item.memory.recorded_at for item in ranked}
-        packed.sort(key=lambda c: chronological_key(c, recorded))
+        order = {item.memory.id: chronological_key(item.memory) for item in packed_items}
+        packed.sort(key=lambda c: order[c.memory_id])
 
     used = sum(c.tokens for c in packed)
     capsules, uncovered_terms = tuple(packed), tuple(uncovered)
@@ -305,6 +346,8 @@ def build_bundle(
         chronological,
         reason,
         uncovered_words,
+        request.as_of,
+        bool(ranked),
     )
     return ContextBundle(
         query=request.query,
@@ -323,6 +366,7 @@ def build_bundle(
         chronological=chronological,
         order_reason=reason,
         rendered=rendered,
+        as_of=request.as_of,
     )
 
 
@@ -345,6 +389,8 @@ def render_bundle(bundle: ContextBundle) -> str:
         bundle.chronological,
         bundle.order_reason,
         bundle.uncovered_words or bundle.uncovered_terms,
+        bundle.as_of,
+        bool(bundle.capsules or bundle.excluded),
     )
 
 
@@ -359,17 +405,22 @@ def _render(
     chronological: bool,
     reason: OrderReason | None,
     uncovered_words: Sequence[str],
+    as_of: AsOf | None = None,
+    matched: bool = True,
 ) -> str:
+    memory = "Memory" if as_of is None else f"Memory {as_of_phrase(as_of)}"
     lines: list[str] = []
-    if skipped:
+    if not matched:
+        lines.append(f"{memory} holds nothing that matches this request.")
+    elif skipped:
         lines.append(
-            f"Memory has no confident answer for this request (top score "
+            f"{memory} has no confident answer for this request (top score "
             f"{fmt_score(top_score)} is below the minimum {fmt_score(min_score)})."
         )
     else:
         order = order_phrase(chronological, reason)
         lines.append(
-            f"Memory ({len(capsules)} item(s), {used_tokens}/"
+            f"{memory} ({len(capsules)} item(s), {used_tokens}/"
             f"{budget_tokens} tokens, evidence coverage {fmt_score(evidence_coverage)}, "
             f"{order}):"
         )

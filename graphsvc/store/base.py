@@ -34,6 +34,7 @@ from graphsvc.model import (
     Link,
     Memory,
     NamespaceStats,
+    Successor,
     WriteResult,
 )
 
@@ -258,14 +259,30 @@ class Recalled:
 
 #: What an overview counts memories by (:meth:`Store.facet_counts`): ``kind``; ``tag`` (each
 #: distinct tag of a memory); ``source`` (memories without one are not counted); ``day`` (the UTC
-#: day of :attr:`Memory.when`, ``YYYY-MM-DD``).
-FACETS = ("kind", "tag", "source", "day")
+#: day of :attr:`Memory.when`, ``YYYY-MM-DD``); ``recorded`` (the UTC day of ``recordedAt``: the
+#: days a KNOWN view changes); ``valid`` (the UTC days its validity starts and, with a
+#: ``validUntil``, ends: with the starts of the memories that supersede others, the days a VALID
+#: view changes).
+FACETS = ("kind", "tag", "source", "day", "recorded", "valid")
+#: The facets whose values are days: read latest first, not most frequent first.
+DAY_FACETS = frozenset({"day", "recorded", "valid"})
+
+
+def _utc_day(moment: datetime) -> str:
+    return moment.astimezone(UTC).date().isoformat()
 
 
 def memory_facets(memory: Memory) -> list[tuple[str, str]]:
     """The ``(facet, value)`` pairs a memory counts under, each once."""
-    day = memory.when.astimezone(UTC).date().isoformat()
-    pairs = [("kind", memory.kind), ("day", day)]
+    pairs = [
+        ("kind", memory.kind),
+        ("day", _utc_day(memory.when)),
+        ("recorded", _utc_day(memory.recorded_at)),
+    ]
+    changes = {_utc_day(memory.valid_start)}
+    if memory.valid_until is not None:
+        changes.add(_utc_day(memory.valid_until))
+    pairs += [("valid", day) for day in sorted(changes)]
     pairs += [("tag", tag) for tag in dict.fromkeys(memory.tags)]
     if memory.source is not None:
         pairs.append(("source", memory.source))
@@ -546,6 +563,17 @@ class Store(ABC):
         SUPERSEDES it, whichever is first; the start included, the end not)."""
 
     @abstractmethod
+    def successors(
+        self, namespace: str, ids: Sequence[UUID], as_of: AsOf | None = None
+    ) -> list[Successor]:
+        """The memories that SUPERSEDE each of ``ids`` (any memory of the namespace, not only
+        among ``ids``), each with its start: what closes the validity of those memories
+        (:func:`graphsvc.validity.validities`). Sorted by ``(str(older), str(newer))``. With
+        ``as_of`` KNOWN, only what was known then: links written and newer memories recorded
+        by the instant; otherwise every link (a VALID read sees what is true then as memory
+        knows it now)."""
+
+    @abstractmethod
     def supersession_chain(
         self, namespace: str, memory_id: UUID, max_nodes: int
     ) -> tuple[list[Memory], list[Link]]:
@@ -602,10 +630,10 @@ class Store(ABC):
 
     def facet_counts(self, namespace: str, facet: str, top: int) -> FacetCounts:
         """The ``top`` values of ``facet`` (one of :data:`FACETS`) with the most memories, by
-        count descending then value (:func:`facet_order`); for ``day``, the ``top`` latest days
-        that have memories, newest first. Counts are kept by every write, so the cost is the
-        facet's distinct values, never the namespace's memories. BadInputError for an unknown
-        facet."""
+        count descending then value (:func:`facet_order`); for a day facet (:data:`DAY_FACETS`),
+        the ``top`` latest days that have memories, newest first. Counts are kept by every
+        write, so the cost is the facet's distinct values, never the namespace's memories.
+        BadInputError for an unknown facet."""
         raise NotImplementedError(f"{type(self).__name__} keeps no facet counts")
 
     # -- vectors (dense recall; graphsvc/dense.py) ------------------------------------------------

@@ -13,7 +13,9 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import os
 import re
 import secrets
 import subprocess
@@ -33,12 +35,17 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, TextContent, TextResourceContents
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    TextContent,
+    TextResourceContents,
+)
 from starlette.applications import Starlette
 
-from graphsvc.api.auth import ApiKeys, Role, hash_key
+from graphsvc.api.auth import ApiKeys, Principal, Role, hash_key
 from graphsvc.errors import BadInputError
-from graphsvc.mcp.server import BELIEF_URI, MEMORY_URI
+from graphsvc.mcp.server import BELIEF_URI, INSTRUCTIONS, MEMORY_URI, GraphsvcMcp
 from graphsvc.mcp.stdio import configured_keys, stdio_principal
 from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
@@ -46,7 +53,7 @@ from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
 from tests.api_support import SERVER_START_SECONDS, Server, server_env
-from tests.helpers import STORES
+from tests.helpers import STORES, make_settings
 from tests.neo4j_server import neo4j_store_factory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,6 +71,7 @@ TOOLS = {
     "prompt_bundle",
     "report_tokens",
 }
+HARNESS_TOOLS = {"prompt_bundle", "report_tokens"}
 BACKUP_FAILED = "The nightly backup job failed because the disk was full"
 BACKUP_FIXED = "Ops cleaned old snapshots and the backup succeeded the next night"
 CAFE = "The office cafe switched to oat milk for every coffee"
@@ -108,6 +116,7 @@ def start_http(tmp_path: Path, store: str, tenants: dict[str, tuple[str, str]]) 
         {
             "GRAPHSVC_API_KEYS": entries,
             "GRAPHSVC_DATA_DIR": str(tmp_path / f"http-{secrets.token_hex(4)}"),
+            "GRAPHSVC_MCP_TOOLS": "all",
         },
     )
     log_path = tmp_path / f"uvicorn-{secrets.token_hex(4)}.log"
@@ -149,9 +158,8 @@ def stdio_params(
     """``python -m graphsvc.mcp`` on ``store`` (the environment of a server test: no GRAPHSVC_
     variable of this shell, the Neo4j ones for the Neo4j store)."""
     args = ["-m", "graphsvc.mcp", "--data-dir", str(data_dir), "--create", "--namespace", namespace]
-    return StdioServerParameters(
-        command=sys.executable, args=args, env=server_env(store, extra_env), cwd=ROOT
-    )
+    env = server_env(store, {"GRAPHSVC_MCP_TOOLS": "all", **(extra_env or {})})
+    return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=ROOT)
 
 
 @contextlib.asynccontextmanager
@@ -284,7 +292,7 @@ def test_stdio_tools_resources_and_errors(store: str, tmp_path: Path, ns: str) -
             ]
             assert not undescribed, (tool.name, undescribed)
         bundle_tool = next(tool for tool in listed if tool.name == "bundle")
-        for word in ("skipped", "topScore", "minScore", "evidenceCoverage", "uncoveredTerms"):
+        for word in ("skipped", "topScore", "minScore", "evidenceCoverage", "uncoveredWords"):
             assert word in (bundle_tool.description or ""), word
         templates = (await session.list_resource_templates()).resource_templates
         assert {t.uri_template for t in templates} == {MEMORY_URI, BELIEF_URI}
@@ -500,9 +508,8 @@ def test_bundle_tools_give_the_true_reason_of_the_order(
         async with stdio_session(params, tmp_path / "stdio.err") as session:
             listed = {tool.name: tool for tool in (await session.list_tools()).tools}
             for name in ("bundle", "recall"):
-                description = listed[name].description or ""
-                assert "`orderReason`" in description, name
-                assert "EVIDENCE_SPANS_DAYS" in description and "QUESTION_ASKS_ORDER" in description
+                # The description names no reason (the rendered text says the true one).
+                assert "because" not in (listed[name].description or ""), name
                 schema = listed[name].output_schema or {}
                 assert "orderReason" in schema["properties"], name
             await remember_backup_days(session)
@@ -637,11 +644,43 @@ def test_the_printed_host_config_starts_as_a_host_starts_it(tmp_path: Path) -> N
 
     async def main() -> None:
         async with stdio_session(params, tmp_path / "stdio.err") as session:
-            assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS
+            # The default profile: an agent's tools, the harness's left out.
+            listed = {tool.name for tool in (await session.list_tools()).tools}
+            assert listed == TOOLS - HARNESS_TOOLS
             stored = await ok(session, "remember", {"text": CAFE})
             assert stored["namespace"] == "team-a"
 
     run_async(main)
+
+    # While another process holds the data dir (a running `graphsvc serve`), a printed entry
+    # could not start: none is printed, and the message says what to do instead.
+    holder = MirrorStore(store, fsync=False)
+    holder.open()
+    try:
+        held = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "graphsvc.cli",
+                "mcp",
+                "--print-config",
+                "--data-dir",
+                str(store),
+                "--keys-file",
+                str(keys_file),
+            ],
+            env=server_env("mirror", {"GRAPHSVC_MCP_API_KEY": key}),
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        holder.close()
+    assert held.returncode == 2 and held.stdout == "", held.stdout
+    assert f"pid {os.getpid()}" in held.stderr and "/mcp over HTTP" in held.stderr
 
     # Without the key, no config is printed: it could not start.
     refused = subprocess.run(
@@ -668,6 +707,32 @@ def test_the_printed_host_config_starts_as_a_host_starts_it(tmp_path: Path) -> N
     assert "GRAPHSVC_MCP_API_KEY" in refused.stderr
 
 
+def test_tool_profiles_leave_the_harness_tools_out_of_an_agents_list(tmp_path: Path) -> None:
+    # Every agent's context paid for prompt_bundle and report_tokens, which only a harness calls.
+    principal = Principal(namespace="solo", role=Role.WRITE, key_id="testkey0")
+    store = MirrorStore(None)
+    store.open()
+    try:
+        for profile, expected in (
+            ("agent", TOOLS - HARNESS_TOOLS),
+            ("harness", HARNESS_TOOLS),
+            ("all", TOOLS),
+        ):
+            service = MemoryService(store, make_settings(tmp_path, mcp_tools=profile))
+            mcp = GraphsvcMcp(functools.partial(lambda s: s, service), lambda ctx: principal)
+            listed = anyio.run(mcp.list_tools, None, None)  # type: ignore[arg-type]
+            assert {tool.name for tool in listed.tools} == expected, profile
+            for name in TOOLS - expected:  # a tool out of the profile cannot be called either
+                params = CallToolRequestParams(name=name, arguments={})
+                with pytest.raises(MCPError, match="unknown tool"):
+                    anyio.run(mcp.call_tool, None, params)  # type: ignore[arg-type]
+        assert Settings().mcp_tools == "agent"
+    finally:
+        store.close()
+    # The instructions name the words agents read, as every tool does, not the stems.
+    assert "uncoveredWords" in INSTRUCTIONS and "uncoveredTerms" not in INSTRUCTIONS
+
+
 def test_stdio_principal_follows_the_configured_keys() -> None:
     key = secrets.token_urlsafe(24)
     settings = Settings.model_construct(namespace="solo")
@@ -690,11 +755,15 @@ def test_stdio_principal_follows_the_configured_keys() -> None:
 BUNDLE_QUERY = """query($q: String!, $b: Int) { bundle(query: $q, budgetTokens: $b) {
   query stage retrieval budgetTokens minScore usedTokens skipped topScore evidenceCoverage
   uncoveredTerms uncoveredWords chronological orderReason rendered asOf { at mode }
-  capsules { memoryId text kind score tokens matchedTerms matchedWords reason }
-  excluded { memoryId text kind score tokens matchedTerms matchedWords reason } } }"""
+  capsules { memoryId text kind score tokens matchedTerms matchedWords reason supersededBy
+    validity }
+  excluded { memoryId text kind score tokens matchedTerms matchedWords reason supersededBy
+    validity } } }"""
 RECONSTRUCT_QUERY = """query($c: String!) { reconstruct(cue: $c, k: 1, depth: 2) {
   cue summary sourceIds linkedContextIds confidence asOf { at mode }
-  memories { id text kind } } }"""
+  memories { id text kind } validity { memoryId supersededBy validity } } }"""
+# Times GraphQL and MCP write each in their own ISO form (+00:00, Z): compared elsewhere.
+TIMES = ("occurredAt", "validFrom", "validUntil")
 
 
 def graphql(server: Server, key: str, query: str, variables: Json) -> Json:
@@ -713,7 +782,7 @@ def graphql(server: Server, key: str, query: str, variables: Json) -> Json:
 def without(data: Json, *fields: str) -> Json:
     """``data`` without ``fields``, also inside capsule lists."""
     out = {k: v for k, v in data.items() if k not in fields}
-    for name in ("capsules", "excluded", "memories"):
+    for name in ("capsules", "excluded", "memories", "validity"):
         if name in out:
             out[name] = [{k: v for k, v in c.items() if k not in fields} for c in out[name]]
     return out
@@ -854,13 +923,13 @@ def test_http_keys_tenancy_and_parity_with_graphql(store: str, tmp_path: Path) -
 
         # bundle and reconstruct answer what GraphQL answers for the same key.
         gql = graphql(server, server.keys["a"], BUNDLE_QUERY, {"q": QUESTION, "b": 200})["bundle"]
-        assert without(seen["bundle"], "occurredAt") == gql
+        assert without(seen["bundle"], *TIMES) == gql
         assert {c["memoryId"] for c in gql["capsules"]} == seen["a_ids"]
         gql = graphql(server, server.keys["a"], RECONSTRUCT_QUERY, {"c": CUE})["reconstruct"]
         belief = seen["belief"]
         assert belief["beliefId"] is not None
         mcp_memories = [{k: m[k] for k in ("id", "text", "kind")} for m in belief["memories"]]
-        assert {**without(belief, "beliefId", "memories"), "memories": mcp_memories} == gql
+        assert {**without(belief, "beliefId", "memories", *TIMES), "memories": mcp_memories} == gql
     finally:
         server.stop()
 

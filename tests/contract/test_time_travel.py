@@ -244,7 +244,7 @@ def test_as_of_arguments_are_checked(service: MemoryService, ns: str) -> None:
         service.bundle(ns, "anything", as_of=datetime(2024, 1, 1))
     with pytest.raises(BadInputError, match="asOfMode needs asOf"):
         service.bundle(ns, "anything", as_of_mode="KNOWN")
-    with pytest.raises(BadInputError, match="KNOWN or VALID"):
+    with pytest.raises(BadInputError, match="asOfMode: Input should be 'KNOWN' or 'VALID'"):
         service.reconstruct(ns, "anything", as_of=day(2024, 1, 1), as_of_mode="THEN")
 
 

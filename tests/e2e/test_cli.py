@@ -115,7 +115,7 @@ def test_ingest_is_idempotent_and_reports_unchanged(invoke: Invoke, tmp_path: Pa
     ("line", "message"),
     [
         ("{not json", "in.jsonl:2: not valid JSON"),
-        ('{"type": "memory", "text": ""}', "in.jsonl:2: text: Value error, text is empty"),
+        ('{"type": "memory", "text": ""}', "in.jsonl:2: text: text is empty"),
         ('{"type": "memory", "id": "nope", "text": "x"}', "in.jsonl:2: id: "),
         (json.dumps({"type": "link", "source": A, "target": B, "kind": "BLAMES"}),
          "in.jsonl:2: kind: Input should be 'CAUSES'"),

@@ -492,13 +492,39 @@ def test_below_the_floor_is_excluded_when_the_top_clears_it() -> None:
     assert ids(_bundle("alpha", corpus, ranked).capsules) == [a.id, b.id]
 
 
-def test_an_empty_ranking_abstains() -> None:
+def test_an_empty_ranking_abstains_unless_abstention_is_off() -> None:
     corpus = [mem(1, "alpha")]
-    bundle = _bundle("zulu", corpus, [])
+    bundle = _bundle("zulu", corpus, [], min_score=0.3)
     assert bundle.skipped
     assert bundle.top_score == 0.0
     assert bundle.capsules == bundle.excluded == ()
     assert bundle.uncovered_terms == ("zulu",)
+    assert bundle.rendered.startswith("Memory holds nothing that matches this request.")
+    # minScore 0 turns abstention off: nothing matched is an empty bundle, not an abstention,
+    # and its text never claims that 0 is below the minimum 0.
+    off = _bundle("zulu", corpus, [], min_score=0.0)
+    assert not off.skipped and off.capsules == off.excluded == ()
+    assert off.evidence_coverage == 0.0 and off.uncovered_terms == ("zulu",)
+    assert "below the minimum" not in off.rendered
+    assert off.rendered.startswith("Memory holds nothing that matches this request.")
+
+
+def test_order_reason_counts_only_what_is_offered() -> None:
+    # Two memories on two days, but only one fits the budget: the evidence offered is one day.
+    a = mem(1, "alpha bravo", occurred=datetime(2024, 1, 1, tzinfo=UTC))
+    b = mem(2, "alpha " + "golf " * 60, occurred=datetime(2024, 2, 1, tzinfo=UTC))
+    ranked = [scored(a, 0.9), scored(b, 0.8)]
+    bundle = _bundle("alpha", [a, b], ranked, budget=estimate_tokens("[2024-01-01] alpha bravo"))
+    assert ids(bundle.capsules) == [a.id] and [c.reason for c in bundle.excluded] == ["budget"]
+    assert not bundle.chronological and bundle.order_reason is None
+    assert bundle.capsules[0].text == a.text
+    # Both offered: they span days.
+    both = _bundle("alpha", [a, b], ranked)
+    assert both.order_reason is OrderReason.EVIDENCE_SPANS_DAYS and both.chronological
+    # An abstention offers nothing, so it has no order, even for a question about order.
+    skipped = _bundle("what happened after alpha", [a, b], ranked, min_score=0.95)
+    assert skipped.skipped and not skipped.chronological and skipped.order_reason is None
+    assert all(not c.text.startswith("[") for c in skipped.excluded)
 
 
 def test_coverage_is_idf_weighted_over_the_packed_capsules() -> None:
@@ -755,10 +781,15 @@ def test_chronological_ordering_changes_presentation_only(
     timely_query = f"{marker} {query}"
     assert query_terms(timely_query) == terms
     timely = build_bundle(request(timely_query, budget=budget, stage=stage), terms, stats, ranked)
-    assert timely.chronological
-    assert timely.order_reason is OrderReason.QUESTION_ASKS_ORDER
-    assert plain.chronological == spans_days(ranked)
-    assert plain.order_reason is (OrderReason.EVIDENCE_SPANS_DAYS if spans_days(ranked) else None)
+    # A question about order orders what is offered; with nothing offered there is no order.
+    assert timely.chronological == bool(timely.capsules)
+    expected = OrderReason.QUESTION_ASKS_ORDER if timely.capsules else None
+    assert timely.order_reason is expected
+    # The order is about what is offered: the memories packed, never those left out.
+    memory_of = {r.memory.id: r.memory for r in ranked}
+    offered = [memory_of[c.memory_id] for c in plain.capsules]
+    assert plain.chronological == spans_days(offered)
+    assert plain.order_reason is (OrderReason.EVIDENCE_SPANS_DAYS if spans_days(offered) else None)
     assert Counter(ids(timely.capsules)) == Counter(ids(plain.capsules))
     assert {(c.memory_id, c.reason) for c in timely.excluded} == {
         (c.memory_id, c.reason) for c in plain.excluded

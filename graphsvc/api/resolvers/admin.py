@@ -9,7 +9,7 @@ import strawberry
 from graphsvc import model as m
 from graphsvc import overview as ov
 from graphsvc.api.context import Info
-from graphsvc.api.types import NamespaceStats, Overview, Viewer, arg, resolver
+from graphsvc.api.types import AsOfMode, NamespaceStats, Overview, Viewer, arg, resolver
 
 
 @strawberry.type
@@ -34,6 +34,22 @@ class AdminQuery:
         ctx = info.context
         ctx.service.check_namespace(ctx.namespace)
         return await ctx.run(ov.overview, ctx.service.store, ctx.namespace, top, days)
+
+    @resolver(
+        "The days on which a view of the past changes, the latest `days` of them, oldest first "
+        "(YYYY-MM-DD, UTC): for VALID the days a memory's validity starts or ends (a newer "
+        "memory that SUPERSEDES another closes it on the day it starts), for KNOWN the days "
+        "memories were recorded. What a time slider steps through; kept at write time."
+    )
+    async def as_of_days(
+        self,
+        info: Info,
+        mode: Annotated[AsOfMode, arg("VALID (what was true) or KNOWN (what was recorded).")],
+        days: Annotated[int, arg(f"Latest days (1 to {ov.MAX_DAYS}).")] = ov.MAX_DAYS,
+    ) -> list[str]:
+        ctx = info.context
+        ctx.service.check_namespace(ctx.namespace)
+        return await ctx.run(ov.as_of_days, ctx.service.store, ctx.namespace, mode.value, days)
 
     @resolver("The caller: namespace, role and key fingerprint.")
     def viewer(self, info: Info) -> Viewer:

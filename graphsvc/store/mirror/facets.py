@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from datetime import date, timedelta
 
 from graphsvc.store.base import FacetCounts, bad_facet, facet_order
-from graphsvc.store.mirror.table import MemoryTable
+from graphsvc.store.mirror.table import NO_TIME, MemoryTable
 
 _DAY_US = 86_400_000_000
 _EPOCH_DAY = date(1970, 1, 1)
@@ -20,16 +20,19 @@ class Facets:
     """Counters per facet. Days are kept as day numbers since 1970-01-01 (an integer division of
     the row's time, cheap at load) and named ``YYYY-MM-DD`` only when read."""
 
-    __slots__ = ("days", "kinds", "sources", "tags")
+    __slots__ = ("days", "kinds", "recorded", "sources", "tags", "valid")
 
     def __init__(self) -> None:
         self.kinds: Counter[str] = Counter()
         self.tags: Counter[str] = Counter()
         self.sources: Counter[str] = Counter()
         self.days: Counter[int] = Counter()
+        self.recorded: Counter[int] = Counter()
+        self.valid: Counter[int] = Counter()
 
     def _change(self, table: MemoryTable, rows: Iterable[int], step: int) -> None:
         kinds, tags, sources, days = self.kinds, self.tags, self.sources, self.days
+        recorded, valid, until = self.recorded, self.valid, table.valid_until
         for row in rows:
             kinds[table.kinds[row]] += step
             for tag in dict.fromkeys(table.tags[row]):
@@ -38,8 +41,14 @@ class Facets:
             if source is not None:
                 sources[source] += step
             days[table.when(row) // _DAY_US] += step
+            recorded[table.recorded[row] // _DAY_US] += step
+            start = table.valid_start(row) // _DAY_US
+            valid[start] += step
+            end = until[row]
+            if end != NO_TIME and end // _DAY_US != start:
+                valid[end // _DAY_US] += step
         if step < 0:
-            for counter in (kinds, tags, sources, days):
+            for counter in (kinds, tags, sources, days, recorded, valid):
                 for value in [v for v, n in counter.items() if n <= 0]:
                     del counter[value]
 
@@ -53,12 +62,13 @@ class Facets:
 
     def top(self, facet: str, top: int) -> FacetCounts:
         """As :meth:`~graphsvc.store.base.Store.facet_counts`."""
-        if facet == "day":
-            latest = heapq.nlargest(top, self.days)
+        by_day = {"day": self.days, "recorded": self.recorded, "valid": self.valid}.get(facet)
+        if by_day is not None:
+            latest = heapq.nlargest(top, by_day)
             named = tuple(
-                ((_EPOCH_DAY + timedelta(days=day)).isoformat(), self.days[day]) for day in latest
+                ((_EPOCH_DAY + timedelta(days=day)).isoformat(), by_day[day]) for day in latest
             )
-            return FacetCounts(facet, len(self.days), named)
+            return FacetCounts(facet, len(by_day), named)
         counter = {"kind": self.kinds, "tag": self.tags, "source": self.sources}.get(facet)
         if counter is None:
             raise bad_facet(facet)

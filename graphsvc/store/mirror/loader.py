@@ -130,6 +130,25 @@ def lock_data_dir(root: Path) -> IO[str]:
     return lock_file
 
 
+def data_dir_holder(root: Path) -> str | None:
+    """The pid (as ``LOCK`` records it) of the process that holds ``root`` as its writer now,
+    or None when none does (or ``root`` has no ``LOCK`` yet). Takes and drops the lock without
+    writing to it."""
+    try:
+        probe = open(root / LOCK_NAME, encoding="utf-8")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return None
+    with probe:
+        try:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                return probe.read().strip() or "unknown"
+            raise
+        fcntl.flock(probe, fcntl.LOCK_UN)
+        return None
+
+
 def lock_used(root: Path) -> bool:
     """Whether a writer has held this directory: ``LOCK`` holds a pid (written before any log
     is created; an empty one is a first open that failed before it)."""

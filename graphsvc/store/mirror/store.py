@@ -29,6 +29,7 @@ from graphsvc.model import (
     LinkRef,
     Memory,
     NamespaceStats,
+    Successor,
     WriteResult,
 )
 from graphsvc.store.base import (
@@ -634,6 +635,31 @@ class MirrorStore(MirrorLoader, Store):
             kept = self._visible_rows(space, rows, as_of).tolist()
             return {space.memories.ids[row] for row in kept}
 
+    def successors(
+        self, namespace: str, ids: Sequence[UUID], as_of: AsOf | None = None
+    ) -> list[Successor]:
+        with self._lock:
+            space = self._space(namespace)
+            table, graph = space.memories, space.graph
+            superseded, incoming = graph.superseded, graph.inn
+            known = as_of.at_us if as_of is not None and as_of.known else None
+            found: list[tuple[int, int, int]] = []
+            for key in {i.int for i in ids}:
+                if key not in superseded or key not in table.row_of:
+                    continue
+                for lk in incoming[key]:
+                    if lk[2] != "SUPERSEDES":
+                        continue
+                    row = table.row_of[lk[0]]
+                    if known is not None and (lk[4] > known or table.recorded[row] > known):
+                        continue
+                    found.append((key, lk[0], table.valid_start(row)))
+            found.sort()
+            return [
+                Successor(UUID(int=older), UUID(int=newer), from_micros(start))
+                for older, newer, start in found
+            ]
+
     def supersession_chain(
         self, namespace: str, memory_id: UUID, max_nodes: int
     ) -> tuple[list[Memory], list[Link]]:
@@ -896,7 +922,10 @@ class MirrorStore(MirrorLoader, Store):
         with self._lock:
             space = self._space(namespace)
             table = space.memories.copy()
+            keys = [key for _, key in space.order]  # oldest first, as Neo4j exports them
             tuples = list(space.graph.links())
-        for row in table.rows():
-            yield table.memory(row)
+        # Rows are in write order, which an import of older times does not keep.
+        row_of = table.row_of
+        for key in keys:
+            yield table.memory(row_of[key])
         yield from sort_links([make_link(lk, table) for lk in tuples])

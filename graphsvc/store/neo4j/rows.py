@@ -4,7 +4,7 @@ queries that the named queries take."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, overload
 from uuid import UUID
@@ -19,6 +19,7 @@ from graphsvc.model import (
     Link,
     LinkKind,
     Memory,
+    Successor,
     as_utc,
     construct,
 )
@@ -150,6 +151,11 @@ def _terms(sequence: str | None, listed: Sequence[str] | None) -> tuple[str, ...
 
 def _frommicros(value: int) -> datetime:
     return EPOCH + timedelta(microseconds=value)
+
+
+def successor_from_row(row: Mapping[str, Any]) -> Successor:
+    """A row of successors.cypher."""
+    return Successor(UUID(row["older"]), UUID(row["newer"]), _frommicros(row["startUs"]))
 
 
 def candidates_from_rows(

@@ -33,9 +33,11 @@ from graphsvc.model import (
     LinkRef,
     Memory,
     NamespaceStats,
+    Successor,
     WriteResult,
 )
 from graphsvc.store.base import (
+    DAY_FACETS,
     FACETS,
     Candidate,
     CandidateColumns,
@@ -74,6 +76,7 @@ from graphsvc.store.neo4j.rows import (
     memory_props,
     namespaced_key,
     stored_terms,
+    successor_from_row,
     term_deltas,
     utc_datetime,
 )
@@ -113,6 +116,8 @@ class _Recalled:
 def _erased_facets(memory: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The facets (:func:`memory_facets`) of a memory as erase_select.cypher gives it."""
     pairs = [("kind", str(memory["kind"])), ("day", str(memory["day"]))]
+    pairs += [("recorded", str(memory["recordedDay"]))]
+    pairs += [("valid", str(day)) for day in sorted(set(memory["validDays"]))]
     pairs += [("tag", str(tag)) for tag in dict.fromkeys(memory["tags"])]
     if memory["source"] is not None:
         pairs.append(("source", str(memory["source"])))
@@ -868,6 +873,16 @@ class Neo4jStore(Neo4jVectors, Store):
         )
         return [(UUID(row["newer"]), UUID(row["older"])) for row in rows]
 
+    def successors(
+        self, namespace: str, ids: Sequence[UUID], as_of: AsOf | None = None
+    ) -> list[Successor]:
+        if not ids:
+            return []
+        rows = self._read(
+            "successors", ns=namespace, ids=[str(i) for i in ids], asOf=_as_of_param(as_of)
+        )
+        return [successor_from_row(row) for row in rows]
+
     def visible(self, namespace: str, ids: Sequence[UUID], as_of: AsOf) -> set[UUID]:
         if not ids:
             return set()
@@ -992,9 +1007,8 @@ class Neo4jStore(Neo4jVectors, Store):
     def facet_counts(self, namespace: str, facet: str, top: int) -> FacetCounts:
         if facet not in FACETS:
             raise bad_facet(facet)
-        row = self._read("facet_counts", ns=namespace, facet=facet, top=top, byDay=facet == "day")[
-            0
-        ]
+        by_day = facet in DAY_FACETS
+        row = self._read("facet_counts", ns=namespace, facet=facet, top=top, byDay=by_day)[0]
         found = tuple((str(value), int(count)) for value, count in row["top"])
         return FacetCounts(facet, int(row["distinct"]), found)
 

@@ -88,3 +88,28 @@ export function select(
 export function notice(kind: "error" | "info", ...children: Child[]): HTMLDivElement {
   return h("div", { class: `notice notice-${kind}`, role: kind === "error" ? "alert" : "status" }, ...children);
 }
+
+/**
+ * A button that saves `data()` as a JSON file named `name` (in the browser: nothing leaves it).
+ * The data is what the view shows, as the API answered it.
+ */
+export function exportButton(id: string, label: string, name: string, data: () => unknown): HTMLButtonElement {
+  return h(
+    "button",
+    {
+      type: "button",
+      id,
+      class: "export",
+      onclick: () => {
+        const blob = new Blob([`${JSON.stringify(data(), null, 2)}\n`], { type: "application/json" });
+        const url = URL.createObjectURL(blob);
+        const link = h("a", { href: url, download: name, hidden: true });
+        document.body.append(link);
+        link.click();
+        link.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 0);
+      },
+    },
+    label,
+  );
+}

@@ -18,6 +18,19 @@ export function formatDay(iso: string | null | undefined): string {
   return iso ? formatDate(iso).slice(0, 10) : "undated";
 }
 
+/** When a memory is dated (occurredAt, else validFrom), for a card: never "undated" when either is set. */
+export function memoryDate(memory: { occurredAt?: string | null; validFrom?: string | null }): string {
+  return formatDate(memory.occurredAt ?? memory.validFrom);
+}
+
+/** Whether a memory is true at the read's instant, in words (as the rendered text marks it). */
+export const VALIDITY: Record<string, string> = {
+  CURRENT: "true",
+  SUPERSEDED: "superseded",
+  EXPIRED: "expired",
+  NOT_YET: "not yet true",
+};
+
 /** A score in [0, 1] with three places. */
 export function formatScore(score: number): string {
   return score.toFixed(3);

@@ -1,6 +1,7 @@
 /** The operations the explorer sends: only the public GraphQL API, nothing else. */
 
-const CAPSULE = "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason";
+const CAPSULE =
+  "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason validFrom validUntil supersededBy validity";
 
 export const BUNDLE = `query ExplorerBundle($query: String!, $budgetTokens: Int, $stage: String, $minScore: Float, $maxCapsules: Int, $asOf: DateTime, $asOfMode: AsOfMode) {
   bundle(query: $query, budgetTokens: $budgetTokens, stage: $stage, minScore: $minScore, maxCapsules: $maxCapsules, asOf: $asOf, asOfMode: $asOfMode) {
@@ -16,11 +17,12 @@ const LINK = "source target kind weight note";
 export const RECONSTRUCT = `query ExplorerBelief($cue: String!, $k: Int, $depth: Int) {
   reconstruct(cue: $cue, k: $k, depth: $depth) {
     cue summary confidence sourceIds linkedContextIds
-    memories { id text kind occurredAt recordedAt tags source confidence links { ${LINK} } }
+    memories { id text kind occurredAt recordedAt tags source confidence validFrom validUntil invalidatedAt links { ${LINK} } }
+    validity { memoryId validFrom validUntil supersededBy validity }
   }
 }`;
 
-const REF = "id text kind occurredAt";
+const REF = "id text kind occurredAt validFrom";
 
 export const MEMORY = `query ExplorerMemory($id: UUID!) {
   memory(id: $id) {
@@ -32,7 +34,7 @@ export const MEMORY = `query ExplorerMemory($id: UUID!) {
 
 export const MEMORIES = `query ExplorerTimeline($first: Int, $after: String, $kind: String, $tag: String, $since: DateTime, $until: DateTime, $knownAsOf: DateTime) {
   memories(first: $first, after: $after, kind: $kind, tag: $tag, since: $since, until: $until, knownAsOf: $knownAsOf) {
-    nodes { id text kind occurredAt recordedAt tags source }
+    nodes { id text kind occurredAt recordedAt tags source validFrom validUntil invalidatedAt }
     pageInfo { hasNextPage endCursor }
   }
 }`;
@@ -58,11 +60,24 @@ export const LINK_MEMORIES = `mutation ExplorerLink($input: LinkInput!) {
   link(input: $input) { ${LINK} }
 }`;
 
-/** Text search: the memories a bundle ranks for the words (the lexical index, never a scan). */
+/**
+ * Text search: every memory a bundle ranks for the words (the lexical index, never a scan), the
+ * packed and the left out, with abstention off so that a weak match is still listed.
+ */
 export const SEARCH = `query ExplorerSearch($query: String!, $maxCapsules: Int, $asOf: DateTime, $asOfMode: AsOfMode) {
-  bundle(query: $query, budgetTokens: 100000, maxCapsules: $maxCapsules, asOf: $asOf, asOfMode: $asOfMode) {
-    capsules { memoryId text kind score occurredAt }
+  bundle(query: $query, budgetTokens: 100000, minScore: 0, maxCapsules: $maxCapsules, asOf: $asOf, asOfMode: $asOfMode) {
+    capsules { memoryId score }
+    excluded { memoryId score reason }
   }
+}`;
+
+/** The days a view of the past changes (VALID: validity starts and ends; KNOWN: recordings). */
+export const AS_OF_DAYS = `query ExplorerAsOfDays($mode: AsOfMode!, $days: Int!) {
+  asOfDays(mode: $mode, days: $days)
+}`;
+
+export const REMEMBER = `mutation ExplorerRemember($input: MemoryInput!) {
+  remember(input: $input) { id text kind occurredAt recordedAt tags source validFrom validUntil invalidatedAt }
 }`;
 
 /** Tags and times of up to 15 memories (the alias limit), as `m0`, `m1`, ... */
@@ -70,7 +85,7 @@ export function memoriesById(count: number): string {
   const vars = Array.from({ length: count }, (_, i) => `$id${i}: UUID!`).join(", ");
   const fields = Array.from(
     { length: count },
-    (_, i) => `m${i}: memory(id: $id${i}) { id text kind occurredAt recordedAt tags source }`,
+    (_, i) => `m${i}: memory(id: $id${i}) { id text kind occurredAt recordedAt tags source validFrom validUntil invalidatedAt }`,
   ).join("\n  ");
   return `query ExplorerSearchMemories(${vars}) {\n  ${fields}\n}`;
 }

@@ -15,7 +15,15 @@ export interface Capsule {
   /** The question's own words for matchedTerms (which are stems), one for each. */
   matchedWords: string[];
   reason: string | null;
+  /** The memory's effective interval [validFrom, validUntil) and what supersedes it. */
+  validFrom?: string | null;
+  validUntil?: string | null;
+  supersededBy?: string[];
+  /** Whether it is true at the instant the bundle answers for (now, or its asOf). */
+  validity?: Validity;
 }
+
+export type Validity = "CURRENT" | "SUPERSEDED" | "EXPIRED" | "NOT_YET";
 
 /** The view of the past an answer used (echoed by bundle). */
 export interface AsOf {
@@ -49,6 +57,7 @@ export interface MemoryRef {
   text: string;
   kind: string;
   occurredAt: string | null;
+  validFrom?: string | null;
 }
 
 export interface Link {
@@ -82,6 +91,14 @@ export interface ValidityInterval {
   supersededBy: string[];
 }
 
+export interface MemoryValidity {
+  memoryId: string;
+  validFrom: string;
+  validUntil: string | null;
+  supersededBy: string[];
+  validity: Validity;
+}
+
 export interface Belief {
   cue: string;
   summary: string;
@@ -89,6 +106,7 @@ export interface Belief {
   sourceIds: string[];
   linkedContextIds: string[];
   memories: Memory[];
+  validity?: MemoryValidity[];
 }
 
 export interface TimelineMemory {
@@ -99,6 +117,9 @@ export interface TimelineMemory {
   recordedAt: string;
   tags: string[];
   source: string | null;
+  validFrom?: string | null;
+  validUntil?: string | null;
+  invalidatedAt?: string | null;
 }
 
 export interface MemoryPage {

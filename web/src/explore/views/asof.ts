@@ -8,11 +8,11 @@
 import { gql } from "../api";
 import { field, h, select } from "../dom";
 import { formatDate } from "../format";
-import { OVERVIEW } from "../queries";
+import { AS_OF_DAYS } from "../queries";
 import type { State } from "../state";
-import type { AsOf, Overview } from "../types";
+import type { AsOf } from "../types";
 
-/** The most days the slider steps through (the overview's limit): the latest days memory holds. */
+/** The most days the slider steps through (the API's limit): the latest days a view changes. */
 const SLIDER_DAYS = 366;
 
 export const AS_OF_MODES: Array<[string, string]> = [
@@ -20,7 +20,7 @@ export const AS_OF_MODES: Array<[string, string]> = [
   ["KNOWN", "KNOWN: what was recorded by then"],
 ];
 
-/** The API's DateTime for a URL value: `2024-03-11` and `2024-03-11T09:30` are UTC. */
+/** The API's DateTime for a URL value: `2024-03-11`, `2024-03-11T09:30` and `...Z` are UTC. */
 export function asOfInstant(value: string): string | undefined {
   if (!value) {
     return undefined;
@@ -28,7 +28,7 @@ export function asOfInstant(value: string): string | undefined {
   if (/^\d{4}-\d{2}-\d{2}$/.test(value)) {
     return `${value}T00:00:00Z`;
   }
-  const local = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2})(:\d{2}(\.\d+)?)?$/.exec(value);
+  const local = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2})(:\d{2}(\.\d+)?)?Z?$/.exec(value);
   if (local) {
     return `${local[1]}${local[2] ?? ":00"}Z`;
   }
@@ -46,23 +46,44 @@ export function asOfVariables(state: State): { asOf?: string; asOfMode?: string 
   return at ? { asOf: at, asOfMode: asOfMode(state) } : {};
 }
 
-/** The "as of" input (to the second, UTC) and the mode selector of a form. */
+/** An instant as the input shows it: ISO 8601 in UTC to the second (`2024-03-11T00:00:00Z`). */
+function isoShown(value: string): string {
+  const at = asOfInstant(value);
+  const date = at ? new Date(at) : null;
+  return date && !Number.isNaN(date.getTime()) ? `${date.toISOString().slice(0, 19)}Z` : "";
+}
+
+/**
+ * The "as of" input (ISO 8601, UTC), the mode selector and a slider over the days the chosen
+ * view changes: for VALID the days a fact became or stopped being true (a supersession is the
+ * day the newer fact starts), for KNOWN the days memories were recorded. A step is the end of
+ * its day; the far right is now. The input and the slider always agree: typing an instant puts
+ * the slider on the last change at or before it.
+ */
 export class AsOfControls {
-  readonly at = h("input", { type: "datetime-local", name: "asOf", step: 1 });
+  readonly at = h("input", {
+    type: "text",
+    name: "asOf",
+    inputmode: "numeric",
+    autocomplete: "off",
+    spellcheck: "false",
+    placeholder: "YYYY-MM-DD or 2024-03-11T09:30:00Z",
+    pattern: "\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2})?Z?)?",
+  });
   readonly mode = select("asOfMode", AS_OF_MODES, "");
   readonly fields: HTMLElement[];
   /** The URL's value and what the input shows for it (finer instants are kept unless edited). */
   private shown: [string, string] = ["", ""];
 
-  /** A slider over the days memory holds, oldest on the left; its far right is "now". */
   readonly slider = h("input", { type: "range", name: "asOfDay", min: 0, max: 0, step: 1, value: 0, disabled: true });
-  /** The days the slider steps through, oldest first (YYYY-MM-DD, UTC). */
+  /** The days the slider steps through, oldest first (YYYY-MM-DD, UTC), for `daysMode`. */
   private days: string[] = [];
+  private daysMode = "";
 
   constructor() {
     this.fields = [
-      field("As of (UTC)", this.at, "empty: now"),
-      field("Move through time", this.slider, "the days memory holds, oldest on the left; far right: now"),
+      field("As of (UTC)", this.at, "ISO 8601; empty: now"),
+      field("Move through time", this.slider, "the days this view changes, oldest on the left; far right: now"),
       field("View of the past", this.mode),
     ];
     this.slider.setAttribute("aria-valuetext", "now");
@@ -71,19 +92,35 @@ export class AsOfControls {
       this.slide();
       this.at.form?.requestSubmit();
     });
+    this.at.addEventListener("input", () => this.place());
+    this.mode.addEventListener("change", () => void this.loadDays());
     void this.loadDays();
   }
 
-  /** The days of the namespace's overview; without it (no key yet) the input alone is used. */
+  private currentMode(): "KNOWN" | "VALID" {
+    return this.mode.value === "KNOWN" ? "KNOWN" : "VALID";
+  }
+
+  /** The days the chosen view changes; without them (no key yet) the input alone is used. */
   private async loadDays(): Promise<void> {
-    try {
-      const data = await gql<{ overview: Overview }>(OVERVIEW, { top: 1, days: SLIDER_DAYS });
-      this.days = data.overview.days.top.map((day) => day.value).sort();
-    } catch {
+    const mode = this.currentMode();
+    if (mode === this.daysMode) {
       return;
+    }
+    this.daysMode = mode;
+    try {
+      const data = await gql<{ asOfDays: string[] }>(AS_OF_DAYS, { mode, days: SLIDER_DAYS });
+      if (this.daysMode !== mode) {
+        return; // the mode changed meanwhile
+      }
+      this.days = data.asOfDays;
+    } catch {
+      this.days = [];
     }
     this.slider.max = String(this.days.length);
     this.slider.disabled = this.days.length === 0;
+    this.slider.dataset.mode = mode;
+    this.slider.dataset.days = this.days.join(" ");
     this.place();
   }
 
@@ -91,15 +128,22 @@ export class AsOfControls {
   private slide(): void {
     const index = Number(this.slider.value);
     const day = this.days[index];
-    this.at.value = day === undefined ? "" : `${day}T23:59:59`;
+    this.at.value = day === undefined ? "" : `${day}T23:59:59Z`;
     this.slider.setAttribute("aria-valuetext", day ?? "now");
   }
 
-  /** The slider on the first day at or after the input's (far right when the input is empty). */
+  /** The slider on the last day at or before the input's (far right when the input is empty). */
   private place(): void {
-    const day = this.at.value.slice(0, 10);
-    const index = day ? this.days.findIndex((each) => each >= day) : -1;
-    const at = index === -1 ? this.days.length : index;
+    const shown = isoShown(this.at.value);
+    const day = shown.slice(0, 10);
+    let at = this.days.length;
+    if (day) {
+      at = -1;
+      for (let i = 0; i < this.days.length && this.days[i] <= day; i += 1) {
+        at = i;
+      }
+      at = Math.max(at, 0);
+    }
     this.slider.value = String(at);
     this.slider.setAttribute("aria-valuetext", this.days[at] ?? "now");
   }
@@ -107,18 +151,17 @@ export class AsOfControls {
   /** The URL changes the form asks for. */
   read(): Pick<State, "asOf" | "asOfMode"> {
     const [fromUrl, asShown] = this.shown;
-    const at = asShown && this.at.value === asShown ? fromUrl : this.at.value;
+    const typed = this.at.value.trim();
+    const at = asShown && typed === asShown ? fromUrl : typed;
     return { asOf: at, asOfMode: at ? this.mode.value : "" };
   }
 
   /** Show a state's values. */
   show(state: State): void {
-    const at = asOfInstant(state.asOf);
-    const date = at ? new Date(at) : null;
-    const value = date && !Number.isNaN(date.getTime()) ? date.toISOString().slice(0, 19) : "";
-    this.at.value = value;
+    this.at.value = isoShown(state.asOf);
     this.shown = [state.asOf, this.at.value];
     this.mode.value = state.asOfMode === "KNOWN" ? "KNOWN" : "";
+    void this.loadDays();
     this.place();
   }
 }

@@ -6,8 +6,8 @@
 
 import { gql } from "../api";
 import type { App, ViewController } from "../app";
-import { field, h, replace } from "../dom";
-import { clip, formatDate, formatScore, percent } from "../format";
+import { exportButton, field, h, replace } from "../dom";
+import { clip, formatDate, formatScore, memoryDate, percent } from "../format";
 import { BeliefGraph } from "../graph";
 import type { GraphEdge, GraphNode } from "../graph";
 import { memoryActions } from "../actions";
@@ -30,6 +30,20 @@ function otherEnd(link: Link, id: string): { ref: MemoryRef | null; otherId: str
     otherId: outgoing ? link.target : link.source,
     outgoing,
   };
+}
+
+/** Each link once (a link between two memories of the graph is listed by both). */
+function uniqueLinks(links: Link[]): Link[] {
+  const seen = new Map<string, Link>();
+  for (const link of links) {
+    seen.set(`${link.source} ${link.target} ${link.kind}`, link);
+  }
+  return [...seen.values()].sort((a, b) => `${a.source}${a.target}${a.kind}`.localeCompare(`${b.source}${b.target}${b.kind}`));
+}
+
+/** ", until <when>" for a memory that stops being true, as the source list shows it. */
+function closed(memory: Memory): string {
+  return memory.invalidatedAt ? `, true until ${formatDate(memory.invalidatedAt)}` : "";
 }
 
 export function beliefView(root: HTMLElement, app: App): ViewController {
@@ -186,9 +200,9 @@ export function beliefView(root: HTMLElement, app: App): ViewController {
       h("p", { class: "memory-text" }, memory.text),
       facts([
         ["Kind", memory.kind],
-        ["Happened", formatDate(memory.occurredAt)],
+        ["Happened", memory.occurredAt ? formatDate(memory.occurredAt) : "not given"],
         ["Recorded", formatDate(memory.recordedAt)],
-        ...(memory.invalidatedAt ? ([["Invalidated", formatDate(memory.invalidatedAt)]] as Array<[string, string]>) : []),
+        ...(memory.invalidatedAt ? ([["True until", formatDate(memory.invalidatedAt)]] as Array<[string, string]>) : []),
         ...(memory.validFrom ? ([["Valid from", formatDate(memory.validFrom)]] as Array<[string, string]>) : []),
         ...(memory.validUntil ? ([["Valid until", formatDate(memory.validUntil)]] as Array<[string, string]>) : []),
         ["Tags", memory.tags.join(", ") || "none"],
@@ -278,7 +292,7 @@ export function beliefView(root: HTMLElement, app: App): ViewController {
           "li",
           {},
           h("button", { type: "button", class: "link-button", "data-memory-id": id, onclick: () => select(id, true) }, memory ? memory.text : id),
-          memory ? h("span", { class: "muted" }, ` ${memory.kind}, ${formatDate(memory.occurredAt)}`) : null,
+          memory ? h("span", { class: "muted" }, ` ${memory.kind}, ${memoryDate(memory)}${closed(memory)}`) : null,
         ),
       );
     }
@@ -297,6 +311,20 @@ export function beliefView(root: HTMLElement, app: App): ViewController {
       h("pre", { class: "summary-text" }, belief.summary),
       h("h3", {}, "Direct sources"),
       belief.sourceIds.length ? sourceList : h("p", { class: "muted" }, "Memory has nothing on this cue."),
+      h(
+        "div",
+        { class: "actions-row" },
+        exportButton("export-graph", "Export the graph as JSON", "belief-graph.json", () => ({
+          cue: belief.cue,
+          summary: belief.summary,
+          confidence: belief.confidence,
+          sourceIds: belief.sourceIds,
+          linkedContextIds: belief.linkedContextIds,
+          validity: belief.validity ?? [],
+          memories: belief.memories.map(({ links, ...memory }) => memory),
+          links: uniqueLinks(belief.memories.flatMap((memory) => memory.links)),
+        })),
+      ),
     );
   };
 

@@ -2,8 +2,8 @@
 
 import { gql } from "../api";
 import type { App, ViewController } from "../app";
-import { field, h, replace, select } from "../dom";
-import { clip, formatDate, formatScore, percent, REASONS } from "../format";
+import { exportButton, field, h, replace, select } from "../dom";
+import { clip, formatDay, formatScore, memoryDate, percent, REASONS, VALIDITY } from "../format";
 import { BUNDLE } from "../queries";
 import { int, num } from "../state";
 import type { State } from "../state";
@@ -11,17 +11,34 @@ import type { Bundle, Capsule, OrderReason } from "../types";
 import { AsOfControls, asOfUsed, asOfVariables } from "./asof";
 import { Loader, facts, meter } from "./common";
 
+/** Whether a capsule's memory is true at the bundle's instant, and until when it was. */
+function validityBadge(capsule: Capsule): HTMLElement | null {
+  const state = capsule.validity ?? "CURRENT";
+  if (state === "CURRENT") {
+    return h("span", { class: "validity current", "data-validity": state }, "current");
+  }
+  const bound = state === "NOT_YET" ? capsule.validFrom : capsule.validUntil;
+  const when = bound ? ` ${state === "NOT_YET" ? "from" : "until"} ${formatDay(bound)}` : "";
+  return h(
+    "span",
+    { class: "validity closed", "data-validity": state, title: "not true at the bundle's instant" },
+    `${VALIDITY[state] ?? state}${when}`,
+  );
+}
+
 function capsuleCard(capsule: Capsule, app: App): HTMLLIElement {
+  const dated = capsule.occurredAt ?? capsule.validFrom;
   return h(
     "li",
-    { class: "capsule card", "data-memory-id": capsule.memoryId },
+    { class: "capsule card", "data-memory-id": capsule.memoryId, "data-validity": capsule.validity ?? "CURRENT" },
     h(
       "div",
       { class: "capsule-head" },
       h("span", { class: "score", title: "composite score in [0, 1]" }, `score ${formatScore(capsule.score)}`),
       h("span", { class: "badge" }, capsule.kind),
       h("span", {}, `${capsule.tokens} tokens`),
-      h("time", capsule.occurredAt ? { datetime: capsule.occurredAt } : {}, formatDate(capsule.occurredAt)),
+      h("time", dated ? { datetime: dated } : {}, memoryDate(capsule)),
+      validityBadge(capsule),
       h("span", { class: "reason", title: REASONS[capsule.reason ?? ""] ?? "" }, capsule.reason ?? ""),
     ),
     h("p", { class: "capsule-text" }, capsule.text),
@@ -135,6 +152,7 @@ export function renderBundle(bundle: Bundle, app: App): HTMLElement {
     h("h3", {}, `Left out (${bundle.excluded.length})`),
     exclusions(bundle.excluded),
     h("details", { class: "rendered" }, h("summary", {}, "The rendered text for a prompt"), h("pre", {}, bundle.rendered || "(empty)")),
+    h("div", { class: "actions-row" }, exportButton("export-bundle", "Export the bundle as JSON", "bundle.json", () => bundle)),
   );
 }
 

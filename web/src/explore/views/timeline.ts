@@ -8,8 +8,9 @@
 
 import { gql } from "../api";
 import type { App, ViewController } from "../app";
-import { field, h, replace } from "../dom";
-import { formatDate } from "../format";
+import { exportButton, field, h, replace } from "../dom";
+import { canWrite, memoryForm } from "../actions";
+import { formatDate, memoryDate } from "../format";
 import { MEMORIES, SEARCH, memoriesById } from "../queries";
 import { dateTime } from "../state";
 import type { State } from "../state";
@@ -18,29 +19,33 @@ import { AsOfControls, asOfInstant, asOfMode, asOfUsed, asOfVariables } from "./
 import { Loader, errorNotice } from "./common";
 
 const PAGE_SIZE = 15;
-/** The most memories a text search ranks (then filtered). */
-const SEARCH_SIZE = 45;
-/** Memories one lookup names (the server's alias limit). */
-const LOOKUP = 15;
+/** The most capsules a search asks for (the API's most; the ranking itself may hold fewer). */
+const SEARCH_SIZE = 200;
 
-interface Capsule {
+interface Ranked {
   memoryId: string;
+  score: number;
 }
 
-/** The memories a bundle ranks for `words`, best first, with their tags and times. */
-async function search(words: string, state: State): Promise<TimelineMemory[]> {
-  const data = await gql<{ bundle: { capsules: Capsule[] } }>(SEARCH, { query: words, maxCapsules: SEARCH_SIZE, ...asOfVariables(state) });
-  const ids = data.bundle.capsules.map((capsule) => capsule.memoryId);
-  const chunks: string[][] = [];
-  for (let start = 0; start < ids.length; start += LOOKUP) {
-    chunks.push(ids.slice(start, start + LOOKUP));
+/** Every memory a bundle ranks for `words` (packed or left out), best first: ids only. */
+async function rankedIds(words: string, state: State): Promise<string[]> {
+  const data = await gql<{ bundle: { capsules: Ranked[]; excluded: Ranked[] } }>(SEARCH, {
+    query: words,
+    maxCapsules: SEARCH_SIZE,
+    ...asOfVariables(state),
+  });
+  const all = [...data.bundle.capsules, ...data.bundle.excluded];
+  all.sort((a, b) => b.score - a.score || a.memoryId.localeCompare(b.memoryId));
+  return [...new Set(all.map((item) => item.memoryId))];
+}
+
+/** The memories with these ids (at most the alias limit, 15), in that order, with tags and times. */
+async function lookup(ids: string[]): Promise<TimelineMemory[]> {
+  if (!ids.length) {
+    return [];
   }
-  const pages = await Promise.all(
-    chunks.map((chunk) =>
-      gql<Record<string, TimelineMemory | null>>(memoriesById(chunk.length), Object.fromEntries(chunk.map((id, i) => [`id${i}`, id]))),
-    ),
-  );
-  return pages.flatMap((page, n) => chunks[n].map((_, i) => page[`m${i}`])).filter((m): m is TimelineMemory => m !== null);
+  const page = await gql<Record<string, TimelineMemory | null>>(memoriesById(ids.length), Object.fromEntries(ids.map((id, i) => [`id${i}`, id])));
+  return ids.map((_, i) => page[`m${i}`]).filter((m): m is TimelineMemory => m !== null && m !== undefined);
 }
 
 /** Whether a memory passes the kind, tag and [since, until) filters (on when it happened). */
@@ -57,13 +62,15 @@ function passes(memory: TimelineMemory, state: State): boolean {
 }
 
 function item(memory: TimelineMemory, app: App): HTMLLIElement {
+  const dated = memory.occurredAt ?? memory.validFrom;
   return h(
     "li",
     { class: "timeline-item", "data-memory-id": memory.id },
     h(
       "div",
       { class: "when" },
-      h("time", memory.occurredAt ? { datetime: memory.occurredAt } : {}, formatDate(memory.occurredAt)),
+      h("time", dated ? { datetime: dated } : {}, memoryDate(memory)),
+      memory.invalidatedAt ? h("span", { class: "validity closed" }, `until ${formatDate(memory.invalidatedAt)}`) : null,
       h("span", { class: "muted" }, `recorded ${formatDate(memory.recordedAt)}`),
     ),
     h(
@@ -105,15 +112,28 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
     ...asOf.fields,
     h("div", { class: "field submit" }, h("button", { type: "submit" }, "Show")),
   );
+  const adding = memoryForm({
+    written: (memory) => {
+      app.go({ view: "belief", q: "", node: memory.id });
+    },
+  });
   replace(
     root,
     h("h2", {}, "Timeline of memories"),
     h("p", { class: "lead" }, "Newest recorded first; since and until filter on when a memory happened (when it was recorded, for undated ones)."),
     form,
+    h(
+      "div",
+      { class: "actions-row" },
+      exportButton("export-timeline", "Export the list as JSON", "timeline.json", () => ({ memories: listed })),
+    ),
+    h("details", { class: "add-memory", id: "add-memory", open: canWrite() ? undefined : undefined }, h("summary", {}, "Add a memory"), adding),
     results,
   );
 
   let shown: string | null = null;
+  /** The memories listed now, in order: what "Export" saves. */
+  let listed: TimelineMemory[] = [];
 
   const load = async (state: State, after: string | null): Promise<MemoryPage> => {
     const data = await gql<{ memories: MemoryPage }>(MEMORIES, {
@@ -132,6 +152,7 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
     for (const memory of page.nodes) {
       list.append(item(memory, app));
     }
+    listed.push(...page.nodes);
     results.querySelector(".more")?.remove();
     if (page.pageInfo.hasNextPage && page.pageInfo.endCursor) {
       const cursor = page.pageInfo.endCursor;
@@ -170,19 +191,45 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
     if (state.q) {
       loader.run(
         "Searching",
-        () => search(state.q, state),
-        (found) => {
-          const kept = found.filter((memory) => passes(memory, state));
-          const filtered = kept.length < found.length ? `, ${found.length - kept.length} left out by the filters` : "";
+        () => rankedIds(state.q, state),
+        (ids) => {
           if (state.asOf) {
             results.append(asOfUsed({ at: asOfInstant(state.asOf) ?? state.asOf, mode: asOfMode(state) }));
           }
-          results.append(h("p", { class: "muted", id: "search-summary" }, `${kept.length} of the ${found.length} best matches for “${state.q}”, best first${filtered}.`));
-          if (!kept.length) {
-            results.append(h("p", { class: "muted" }, "No memory matches these words and filters."));
-            return;
-          }
-          results.append(h("ol", { class: "timeline", id: "timeline-list" }, ...kept.map((memory) => item(memory, app))));
+          const summary = h("p", { class: "muted", id: "search-summary" });
+          const list = h("ol", { class: "timeline", id: "timeline-list" });
+          results.append(summary, list);
+          listed = [];
+          let next = 0;
+          let kept = 0;
+          // A page at a time from the ranking (a lookup of 15 ids), the filters applied to each.
+          const more = (): void => {
+            const chunk = ids.slice(next, next + PAGE_SIZE);
+            next += chunk.length;
+            results.querySelector(".more")?.remove();
+            lookup(chunk).then(
+              (found) => {
+                const passing = found.filter((memory) => passes(memory, state));
+                kept += passing.length;
+                listed.push(...passing);
+                list.append(...passing.map((memory) => item(memory, app)));
+                const filtered = next - kept > 0 ? `, ${next - kept} left out by the filters` : "";
+                summary.textContent = `${kept} of the first ${next} of ${ids.length} memories ranked for “${state.q}”, best first${filtered}.`;
+                if (next < ids.length) {
+                  const button: HTMLButtonElement = h(
+                    "button",
+                    { type: "button", class: "more", id: "search-more", onclick: () => { button.disabled = true; more(); } },
+                    `Load more (${ids.length - next} ranked)`,
+                  );
+                  results.append(button);
+                } else if (!kept) {
+                  list.replaceWith(h("p", { class: "muted" }, "No memory matches these words and filters."));
+                }
+              },
+              (error: unknown) => results.append(errorNotice(error)),
+            );
+          };
+          more();
         },
       );
       return;
@@ -211,6 +258,7 @@ export function timelineView(root: HTMLElement, app: App): ViewController {
           return;
         }
         const list = h("ol", { class: "timeline", id: "timeline-list" });
+        listed = [];
         results.append(list);
         showPage(state, page, list);
       },
