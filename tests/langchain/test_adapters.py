@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from graphsvc.errors import BadInputError, ForbiddenError
-from graphsvc.model import MemoryInput
+from graphsvc.model import AsOfMode, MemoryInput
 from graphsvc_langchain import GraphsvcRetriever, GraphsvcVectorStore
 from tests.langchain.conftest import Tenant, python_env
 
@@ -75,23 +75,15 @@ def test_the_namespace_is_checked_against_the_key(tenant: Tenant) -> None:
         wrong.invoke("checkout deploy")
 
 
-@pytest.mark.skip(
-    reason="graphsvc.client's bundle() takes no as_of/as_of_mode yet (the server does): the "
-    "retriever's as_of pass-through is wired when the client gains them"
-)
 def test_as_of_answers_as_memory_was_then(tenant: Tenant) -> None:
-    retriever = GraphsvcRetriever(
+    before = GraphsvcRetriever(
         url=tenant.url, api_key=tenant.secret, as_of=datetime(2000, 1, 1, tzinfo=UTC)
     )
-    assert retriever.invoke("checkout deploy") == []
-
-
-def test_as_of_is_refused_until_the_client_passes_it(tenant: Tenant) -> None:
-    retriever = GraphsvcRetriever(
-        url=tenant.url, api_key=tenant.secret, as_of=datetime(2000, 1, 1, tzinfo=UTC)
+    assert before.invoke("checkout deploy") == []
+    known_now = GraphsvcRetriever(
+        url=tenant.url, api_key=tenant.secret, as_of=datetime.now(UTC), as_of_mode=AsOfMode.KNOWN
     )
-    with pytest.raises(NotImplementedError, match="as_of"):
-        retriever.invoke("checkout deploy")
+    assert known_now.invoke("checkout deploy")
 
 
 def test_vector_store_metadata_filters_and_collections(tenant: Tenant) -> None:

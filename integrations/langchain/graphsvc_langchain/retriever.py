@@ -30,6 +30,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 from graphsvc.client import DEFAULT_URL
 from graphsvc.errors import ForbiddenError
 from graphsvc.model import AsOfMode, ContextBundle, ContextCapsule
+from graphsvc.requests import BundleQuery
 from graphsvc_langchain import _io
 from graphsvc_langchain._connection import DEFAULT_TIMEOUT, Connection
 
@@ -84,19 +85,16 @@ class GraphsvcRetriever(BaseRetriever):
         return self._connection
 
     def _bundle_call(self, query: str, k: int) -> _io.Call:
-        if self.as_of is not None or self.as_of_mode is not None:
-            # graphsvc's server answers asOf; the Python client it depends on does not pass it.
-            raise NotImplementedError(
-                "as_of/as_of_mode need graphsvc.client's bundle(as_of=..., as_of_mode=...), "
-                "which this graphsvc does not have yet"
-            )
-        kwargs: dict[str, Any] = {
-            "budget_tokens": self.budget_tokens,
-            "stage": self.stage,
-            "min_score": self.min_score,
-            "max_capsules": k,
-        }
-        return _io.Call("bundle", (query,), kwargs)
+        request = BundleQuery(
+            query=query,
+            budget_tokens=self.budget_tokens,
+            stage=self.stage,
+            min_score=self.min_score,
+            max_capsules=k,
+            as_of=self.as_of,
+            as_of_mode=self.as_of_mode,
+        )
+        return _io.Call("bundle", (request,), {})
 
     def _plan(self, query: str, k: int) -> _io.Plan[list[Document]]:
         if self.namespace is not None and not self._checked:
