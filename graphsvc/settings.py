@@ -322,6 +322,20 @@ class Settings(BaseSettings):
         "fields (`links`, `sourceMemory`, `targetMemory`): past it the request stops with "
         "LIMIT_EXCEEDED.",
     )
+    max_cost_in_flight_per_key: int | None = Field(
+        default=None,
+        ge=0,
+        description="Most estimated cost (as GRAPHSVC_MAX_QUERY_COST counts it) one API key's "
+        "GraphQL operations may hold at once; an operation that does not fit waits for room, "
+        "at most half of GRAPHSVC_REQUEST_TIMEOUT, then is refused with LIMIT_EXCEEDED. Unset: "
+        "GRAPHSVC_MAX_QUERY_COST; 0: no budget per key.",
+    )
+    max_cost_in_flight_per_namespace: int | None = Field(
+        default=None,
+        ge=0,
+        description="The same for all the keys of one namespace together. Unset: twice "
+        "GRAPHSVC_MAX_QUERY_COST; 0: no budget per namespace.",
+    )
     default_page_size: int = Field(default=20, ge=1, description="`memories` page size.")
     max_page_size: int = Field(default=100, ge=1, description="Largest `memories` page.")
     api_threads: int = Field(default=16, ge=1, description="Worker threads for store calls.")

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from graphql import (
@@ -55,16 +55,19 @@ from graphql import (
 )
 from strawberry.extensions import SchemaExtension
 
+from graphsvc.api.budget import COST_CAP, CostPlan
 from graphsvc.api.context import RequestContext
+from graphsvc.api.inflight import InFlight, Ticket
 from graphsvc.errors import GraphsvcError, LimitExceededError
 
-#: Above this an estimate stops growing (the refusal says "over" it).
-COST_CAP = 10**15
 #: The estimated length of a list of objects that no argument or limit bounds (the parts of a
 #: prompt bundle, the context events of a run, the steps of a drift report).
 OTHER_LIST_SIZE = 20
 #: Seconds a namespace's links per memory are kept before they are read again.
 COUNTS_TTL = 5.0
+#: The share of GRAPHSVC_REQUEST_TIMEOUT an operation may wait for room in its key's and
+#: namespace's budget in flight; the rest is left for it to run.
+WAIT_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,8 @@ class _Walk:
         self.variables = variables
         self.est = est
         self.counts_links = False  # a list of links was costed
+        # id of each `Memory.links` field node -> the cost of one link's selection under it
+        self.per_link: dict[int, int] = {}
         self._memo: dict[tuple[str, tuple[tuple[str, int], ...]], int] = {}
         self._open: set[str] = set()
 
@@ -229,6 +234,8 @@ class _Walk:
             field_type = field_type.of_type
         inner = _inner_sizes(parent.name, name, args, self.est)
         below = self.selections(node.selection_set, get_named_type(field_type), inner)
+        if (parent.name, name) == ("Memory", "links"):
+            self.per_link[id(node)] = below
         return min(1 + count * below, COST_CAP)
 
 
@@ -242,10 +249,17 @@ def _operation(document: DocumentNode, name: str | None) -> OperationDefinitionN
 @dataclass(frozen=True)
 class Cost:
     """An operation's estimated cost, and whether it counted lists of links (whose length
-    comes from the namespace's counts)."""
+    comes from the namespace's counts).
+
+    Attributes:
+        per_link: for each ``Memory.links`` field of the document (by ``id`` of its node), the
+            cost of one link's selection: what each link more or fewer than the estimate
+            assumed adds to the cost once the links are read (:class:`CostPlan`).
+    """
 
     value: int
     counts_links: bool
+    per_link: Mapping[int, int] = field(default_factory=dict)
 
 
 def operation_cost(
@@ -266,7 +280,7 @@ def operation_cost(
     walk = _Walk(schema, fragments, variables or {}, est)
     root = schema.get_root_type(operation.operation)
     value = walk.selections(operation.selection_set, root, ())
-    return Cost(value, walk.counts_links)
+    return Cost(value, walk.counts_links, walk.per_link)
 
 
 def links_per_memory(memories: int, links: int) -> int:
@@ -333,15 +347,28 @@ def cost_error(cost: Cost, limit: int, est: Estimates) -> GraphQLError:
 
 class QueryCost(SchemaExtension):
     """Refuses, before execution, an operation whose estimated cost is above the context's
-    ``limits.max_cost`` (a validation error, ``code: LIMIT_EXCEEDED``). Runs after the document
-    was prepared and found valid; requests without a caller are left to the resolvers.
+    ``limits.max_cost`` (a validation error, ``code: LIMIT_EXCEEDED``); admits the others into
+    their key's and namespace's budget in flight (:mod:`graphsvc.api.inflight`), waiting for
+    room when there is none, and hands the resolvers the estimate to refine
+    (:attr:`RequestContext.cost`). Runs after the document was prepared and found valid;
+    requests without a caller are left to the resolvers.
 
     Args:
         counts: the schema's links-per-memory cache.
+        inflight: the schema's budgets in flight (``None``: none).
     """
 
-    def __init__(self, *, counts: LinkCounts) -> None:
+    def __init__(self, *, counts: LinkCounts, inflight: InFlight | None = None) -> None:
         self.counts = counts
+        self.inflight = inflight
+        self._ticket: Ticket | None = None
+
+    async def on_operation(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if self._ticket is not None:
+                self._ticket.release()
 
     async def on_validate(self) -> AsyncIterator[None]:
         context = self.execution_context
@@ -354,6 +381,8 @@ class QueryCost(SchemaExtension):
             and ctx.principal is not None
         ):
             error = await self._check(ctx, document)
+            if error is None:
+                error = await self._admit(ctx)
             if error is not None:
                 context.pre_execution_errors = [error]
         yield
@@ -365,16 +394,41 @@ class QueryCost(SchemaExtension):
         cost = operation_cost(schema, document, context.operation_name, context.variables, est)
         if cost.value > ctx.limits.max_cost:
             return cost_error(cost, ctx.limits.max_cost, est)
-        if not cost.counts_links:
+        if cost.counts_links:
+            try:
+                memories, links = await self.counts.of(ctx)
+            except GraphsvcError as exc:  # the store's own error, with its code
+                return GraphQLError(str(exc), original_error=exc)
+            est = estimates(ctx, links, memories)
+            cost = operation_cost(schema, document, context.operation_name, context.variables, est)
+            if cost.value > ctx.limits.max_cost:
+                return cost_error(cost, ctx.limits.max_cost, est)
+        ctx.cost = CostPlan(
+            estimate=cost.value,
+            limit=ctx.limits.max_cost,
+            links_per_memory=est.links_per_memory,
+            per_link=cost.per_link,
+        )
+        return None
+
+    async def _admit(self, ctx: RequestContext) -> GraphQLError | None:
+        plan = ctx.cost
+        if self.inflight is None or plan is None:
             return None
+        budget = ctx.budget
+        wait = (
+            budget.timeout * WAIT_SHARE
+            if budget is not None and budget.timeout is not None
+            else self.inflight.wait
+        )
+        caller = ctx.caller
         try:
-            memories, links = await self.counts.of(ctx)
-        except GraphsvcError as exc:  # the store's own error, with its code
+            self._ticket = await self.inflight.admit(
+                caller.key_id, caller.namespace, plan.estimate, wait
+            )
+        except LimitExceededError as exc:
             return GraphQLError(str(exc), original_error=exc)
-        est = estimates(ctx, links, memories)
-        cost = operation_cost(schema, document, context.operation_name, context.variables, est)
-        if cost.value > ctx.limits.max_cost:
-            return cost_error(cost, ctx.limits.max_cost, est)
+        plan.ticket = self._ticket
         return None
 
 
@@ -382,6 +436,7 @@ __all__ = [
     "COST_CAP",
     "COUNTS_TTL",
     "OTHER_LIST_SIZE",
+    "WAIT_SHARE",
     "Cost",
     "Estimates",
     "LinkCounts",

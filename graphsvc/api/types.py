@@ -28,6 +28,7 @@ from graphsvc import model as m
 from graphsvc import overview as ov
 from graphsvc import prompt as p
 from graphsvc.api.context import Info
+from graphsvc.api.fanout import read_links
 from graphsvc.prompt import type_description
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -159,7 +160,9 @@ class Memory(MemoryFields):
         ctx.take_rows(0)  # a request past its budget or deadline starts no load
         found = await ctx.links_loader.load(root.id)
         links = [link for link in found if kind is None or link.kind.value == kind.name]
+        await read_links(info._raw_info, ctx, root.id, links)
         ctx.take_rows(len(links))
+        await ctx.pace(len(links))
         return links
 
     @resolver(
@@ -174,6 +177,7 @@ class Memory(MemoryFields):
         ctx.take_rows(0)
         found = await ctx.run(ctx.service.history, ctx.namespace, root.id)
         ctx.take_rows(len(found))
+        await ctx.pace(len(found))
         return found
 
 
@@ -181,13 +185,19 @@ class Memory(MemoryFields):
 class Link(LinkFields):
     @resolver(description="The source memory (batched).", graphql_type=Memory | None)
     async def source_memory(self, root: strawberry.Parent[m.Link], info: Info) -> m.Memory | None:
-        info.context.take_rows(1)
-        return await info.context.memory_loader.load(root.source)
+        ctx = info.context
+        ctx.take_rows(1)
+        found = await ctx.memory_loader.load(root.source)
+        await ctx.pace(1)
+        return found
 
     @resolver(description="The target memory (batched).", graphql_type=Memory | None)
     async def target_memory(self, root: strawberry.Parent[m.Link], info: Info) -> m.Memory | None:
-        info.context.take_rows(1)
-        return await info.context.memory_loader.load(root.target)
+        ctx = info.context
+        ctx.take_rows(1)
+        found = await ctx.memory_loader.load(root.target)
+        await ctx.pace(1)
+        return found
 
 
 @derived(m.ValidityInterval)
