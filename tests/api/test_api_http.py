@@ -783,7 +783,7 @@ def test_keys_from_files(tmp_path: Path) -> None:
 
     for content, fragment in [
         ("[1, 2]", "must hold a mapping"),
-        ("{not json", "not valid"),
+        ("{not json", "not JSON"),
         (json.dumps({WRITER: "a:write"}), "expected a table"),
         (json.dumps({WRITER: {"namespace": "a", "role": "write", "extra": 1}}), "unknown field"),
     ]:
