@@ -576,6 +576,13 @@ def test_trusted_proxies_name_the_client(tmp_path: Path, monkeypatch: pytest.Mon
     assert clients.of(scope("10.1.1.1")) == "10.1.1.1"  # no header: the proxy itself
     assert clients.of(scope("10.1.1.1", "198.51.100.2, not-an-address")) == "10.1.1.1"
     assert ClientAddresses().of(scope("127.0.0.1", "198.51.100.2")) == "127.0.0.1"
+    # Entries written with their port (what some proxies send): before, each fell back to the
+    # proxy's address, so one client's bad keys locked out every tenant behind the proxy.
+    assert clients.of(scope("10.1.1.1", "198.51.100.2:54321")) == "198.51.100.2"
+    assert clients.of(scope("10.1.1.1", "[2001:db8::5]:443, 10.2.2.2:80")) == "2001:db8::5"
+    assert clients.of(scope("10.1.1.1", "[2001:db8::6]")) == "2001:db8::6"
+    assert clients.of(scope("10.1.1.1", "198.51.100.2:port")) == "10.1.1.1"  # garbled
+    assert clients.of(scope("10.1.1.1", "[2001:db8::5]x")) == "10.1.1.1"
     monkeypatch.setenv("GRAPHSVC_TRUSTED_PROXIES", "10.0.0.0/33")
     with pytest.raises(ValueError, match=r"'10\.0\.0\.0/33' is not an IP address or network"):
         Settings(data_dir=tmp_path)
