@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "graphsvc_lab.bench:bench",
         "Measure ingest, restart, bundle and reconstruct on a synthetic corpus, beside bm25s.",
     ),
+    "bench-erase": (
+        "graphsvc_lab.bench_erase:bench_erase",
+        "Erase half of a namespace with bundles asked all the while; time both.",
+    ),
     "bench-http": (
         "graphsvc_lab.bench_http:bench_http",
         "Measure bundle and reconstruct over HTTP with concurrent clients, against a fresh server.",
