@@ -409,6 +409,13 @@ class Settings(BaseSettings):
     mcp_max_streams_per_key: int = Field(
         default=4, ge=0, description="Most event streams (GET /mcp) one API key may hold open."
     )
+    mcp_max_streams_per_namespace: int | None = Field(
+        default=None,
+        ge=0,
+        description="Most event streams (GET /mcp) the keys of one namespace may hold open "
+        "together, so that a tenant with many keys leaves streams for the others. Unset: a "
+        "quarter of GRAPHSVC_MCP_MAX_STREAMS (at least GRAPHSVC_MCP_MAX_STREAMS_PER_KEY).",
+    )
     mcp_stream_idle_timeout: float = Field(
         default=60.0,
         gt=0.0,

@@ -588,6 +588,8 @@ def create_app(
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
+        # Anyone who can connect may ask (an orchestrator has no key): the answer names the
+        # kind of store, never its folder or URI; why a store does not answer goes to the log.
         service = state.service
         if service is None:
             return JSONResponse(
@@ -601,14 +603,17 @@ def create_app(
                 )
         except TimeoutError:
             reason = f"the store did not answer within {settings.ready_timeout:g} s"
+            logger.warning("not ready: %s (%s)", reason, state.store_label)
             return JSONResponse({"status": "not ready", "reason": reason}, status_code=503)
         except GraphsvcError as exc:
-            return JSONResponse({"status": "not ready", "reason": str(exc)}, status_code=503)
+            logger.warning("not ready: %s", exc, extra={"fields": {"code": exc.code}})
+            reason = f"the store is unavailable ({exc.code}): the server's log says why"
+            return JSONResponse({"status": "not ready", "reason": reason}, status_code=503)
         recall = service.dense.status()
         return JSONResponse(
             {
                 "status": "ready",
-                "store": state.store_label,
+                "store": service.store.kind,
                 "retrieval": recall.retrieval,
                 "embedModel": recall.model,
                 "retrievalNote": recall.reason,
@@ -638,7 +643,12 @@ def create_app(
             )
         )
     middleware.append(
-        Middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
+        Middleware(
+            BodyLimit,
+            max_bytes=settings.max_body_bytes,
+            timeout=settings.body_timeout,
+            skip=(mcp.path,),  # /mcp limits its bodies itself, behind its key check
+        )
     )
     app = Starlette(
         routes=[

@@ -102,29 +102,39 @@ def client(store: Store, tmp_path: Path, keys: ApiKeys) -> Iterator[httpx.Client
 # -- in process, both stores -------------------------------------------------------------------
 
 
-def test_health_and_readiness(client: httpx.Client) -> None:
+def test_health_and_readiness(client: httpx.Client, store: Store, tmp_path: Path) -> None:
     health = client.get("/healthz")
     assert health.status_code == 200
     assert health.json() == {"status": "ok"}
     ready = client.get("/readyz")
     assert ready.status_code == 200
     assert ready.json()["status"] == "ready"
+    # The kind of store, never where it is (before: the absolute data folder, or the Bolt URI,
+    # to anyone who could connect).
+    assert ready.json()["store"] == store.kind
+    assert str(tmp_path) not in ready.text and "bolt" not in ready.text
 
 
 def test_readiness_says_why_the_store_is_not_ready(
-    store: Store, tmp_path: Path, keys: ApiKeys, monkeypatch: pytest.MonkeyPatch
+    store: Store,
+    tmp_path: Path,
+    keys: ApiKeys,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     def down() -> None:
         raise StoreUnavailableError("Neo4j at bolt://db:7687 is unavailable")
 
     with in_process(app_on(store, tmp_path, keys)) as client:
         monkeypatch.setattr(store, "ping", down)
-        ready = client.get("/readyz")
+        with caplog.at_level(logging.WARNING, logger="graphsvc.api"):
+            ready = client.get("/readyz")
         assert ready.status_code == 503
         assert ready.json() == {
             "status": "not ready",
-            "reason": "Neo4j at bolt://db:7687 is unavailable",
+            "reason": "the store is unavailable (UNAVAILABLE): the server's log says why",
         }
+        assert any("bolt://db:7687" in r.getMessage() for r in caplog.records)  # the log does
         assert client.get("/healthz").status_code == 200
 
 
