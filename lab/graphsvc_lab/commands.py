@@ -12,7 +12,8 @@ from __future__ import annotations
 COMMANDS: dict[str, tuple[str, str]] = {
     "convert": (
         "graphsvc_lab.convert:convert",
-        "Print a public dataset file (LoCoMo JSON, EventStoryLine JSONL) as ingest JSON Lines.",
+        "Print a public dataset file (LoCoMo JSON, EventStoryLine JSONL, a BEAM chat.json) as "
+        "ingest JSON Lines.",
     ),
     "eval": (
         "graphsvc_lab.eval.cli:eval_group",

@@ -100,7 +100,8 @@ def clique_and_ring(service: MemoryService) -> tuple[list[UUID], list[UUID]]:
     ]
     pairs = [(a, b) for a in clique for b in clique if a != b]
     pairs += [(ring[i], ring[(i + 1) % 40]) for i in range(40)]
-    service.link_many("fan", [LinkInput(source=a, target=b, kind=LinkKind.RELATES_TO) for a, b in pairs])
+    inputs = [LinkInput(source=a, target=b, kind=LinkKind.RELATES_TO) for a, b in pairs]
+    service.link_many("fan", inputs)
     return clique, ring
 
 
