@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -137,6 +137,9 @@ class CostPlan:
     ahead: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     #: (``links`` field node, memory) -> places whose count was taken one level ahead.
     prepaid: Counter[tuple[int, UUID]] = field(default_factory=Counter)
+    #: Told the refusal's message when the refined estimate stops the operation (so the same
+    #: operation sent again soon is refused before it runs).
+    refused: Callable[[str], None] | None = None
 
     def prepay(self, node_id: int, memory: UUID) -> None:
         """The count of ``memory``'s ``links`` under the field node was taken one level ahead,
@@ -167,13 +170,17 @@ class CostPlan:
         if self.estimate <= self.limit:
             return None
         value = f"over {COST_CAP}" if self.estimate >= COST_CAP else f"about {self.estimate}"
-        return LimitExceededError(
+        message = (
             f"the operation would resolve {value} fields, counting the links of the memories "
             f"read so far (one has {links} links where the estimate assumed "
             f"{self.links_per_memory}, this namespace's links per memory); the limit is "
             f"{self.limit} (GRAPHSVC_MAX_QUERY_COST): ask for fewer nested `links`, filter them "
             "by `kind`, fewer aliased copies, or split the request"
         )
+        if self.refused is not None:
+            self.refused(message)
+            self.refused = None
+        return LimitExceededError(message)
 
 
 __all__ = ["COST_CAP", "CostPlan", "DeadlinePassedError", "RequestBudget", "deadline_message"]

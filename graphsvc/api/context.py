@@ -145,6 +145,11 @@ class RequestContext:
         """
         self._budget().take(rows)
 
+    @property
+    def stopped(self) -> bool:
+        """Whether the request was stopped by its budget (its failure is the answer)."""
+        return self.budget is not None and self.budget.failure is not None
+
     def refine(self, failure: GraphsvcError | None) -> None:
         """Stop the request with ``failure`` when there is one (a refined estimate over the
         limit, :class:`~graphsvc.api.budget.CostPlan`).

@@ -29,8 +29,11 @@ operation really reads are counted too (:mod:`graphsvc.api.budget`).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -262,6 +265,46 @@ class Cost:
     per_link: Mapping[int, int] = field(default_factory=dict)
 
 
+#: Costs of operations kept (per schema): a client that sends one document again and again
+#: (an agent's loop, or an attacker's) is costed once per estimate.
+COST_MEMO = 512
+
+
+class CostMemo:
+    """Operation costs by document, operation, variables and estimates, least recently used
+    dropped first (:data:`COST_MEMO`). Documents come from the prepared-document cache, so the
+    same document is the same object; the memo holds it, so its id is not reused."""
+
+    def __init__(self, size: int = COST_MEMO) -> None:
+        self.size = size
+        self._kept: OrderedDict[tuple[Any, ...], tuple[DocumentNode, Cost]] = OrderedDict()
+
+    def cost(
+        self,
+        schema: GraphQLSchema,
+        document: DocumentNode,
+        operation_name: str | None,
+        variables: dict[str, Any] | None,
+        est: Estimates,
+    ) -> Cost:
+        """:func:`operation_cost`, from the memo when it holds it."""
+        try:
+            frozen = json.dumps(variables, sort_keys=True) if variables else ""
+        except (TypeError, ValueError):  # not JSON (an in-process caller's objects)
+            return operation_cost(schema, document, operation_name, variables, est)
+        key = (id(schema), id(document), operation_name, frozen, est)
+        found = self._kept.get(key)
+        if found is not None and found[0] is document:
+            self._kept.move_to_end(key)
+            return found[1]
+        cost = operation_cost(schema, document, operation_name, variables, est)
+        if self.size:
+            self._kept[key] = (document, cost)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+        return cost
+
+
 def operation_cost(
     schema: GraphQLSchema,
     document: DocumentNode,
@@ -311,6 +354,49 @@ class LinkCounts:
         return found
 
 
+class Refusals:
+    """Operations their refined estimate stopped (:class:`~graphsvc.api.budget.CostPlan`), per
+    service, namespace, document and variables, kept :data:`COUNTS_TTL` seconds: the same
+    operation sent again meanwhile is refused before it runs, from the degrees the last one
+    read (an agent retrying, or an attacker repeating, costs a lookup, not an execution).
+
+    Args:
+        clock: monotonic seconds (tests pass their own).
+        size: operations kept at most, the oldest dropped first.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, size: int = 1024) -> None:
+        self.clock = clock
+        self.size = size
+        self._kept: OrderedDict[tuple[Any, ...], tuple[float, DocumentNode, str]] = OrderedDict()
+
+    def key(
+        self, ctx: RequestContext, document: DocumentNode, operation: str | None, variables: Any
+    ) -> tuple[Any, ...] | None:
+        """The key of an operation, or ``None`` for variables that are no JSON."""
+        try:
+            frozen = json.dumps(variables, sort_keys=True) if variables else ""
+        except (TypeError, ValueError):
+            return None
+        return (id(ctx.service), ctx.namespace, id(document), operation, frozen)
+
+    def refused(self, key: tuple[Any, ...], document: DocumentNode) -> str | None:
+        """Why the operation was stopped, when it was within :data:`COUNTS_TTL` seconds."""
+        found = self._kept.get(key)
+        if found is None or found[1] is not document:
+            return None
+        if self.clock() - found[0] >= COUNTS_TTL:
+            del self._kept[key]
+            return None
+        return found[2]
+
+    def remember(self, key: tuple[Any, ...], document: DocumentNode, message: str) -> None:
+        self._kept[key] = (self.clock(), document, message)
+        self._kept.move_to_end(key)
+        while len(self._kept) > self.size:
+            self._kept.popitem(last=False)
+
+
 def estimates(ctx: RequestContext, links: int, memories: int | None = None) -> Estimates:
     """The list lengths of the caller's request (limits from its context and service)."""
     settings = ctx.service.settings
@@ -356,11 +442,23 @@ class QueryCost(SchemaExtension):
     Args:
         counts: the schema's links-per-memory cache.
         inflight: the schema's budgets in flight (``None``: none).
+        memo: the schema's operation costs (``None``: none kept).
+        refusals: the operations stopped by their refined estimate lately (``None``: none
+            kept).
     """
 
-    def __init__(self, *, counts: LinkCounts, inflight: InFlight | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        counts: LinkCounts,
+        inflight: InFlight | None = None,
+        memo: CostMemo | None = None,
+        refusals: Refusals | None = None,
+    ) -> None:
         self.counts = counts
         self.inflight = inflight
+        self.memo = memo or CostMemo(0)
+        self.refusals = refusals
         self._ticket: Ticket | None = None
 
     async def on_operation(self) -> AsyncIterator[None]:
@@ -391,7 +489,7 @@ class QueryCost(SchemaExtension):
         context = self.execution_context
         schema = context.schema._schema
         est = estimates(ctx, 1)
-        cost = operation_cost(schema, document, context.operation_name, context.variables, est)
+        cost = self.memo.cost(schema, document, context.operation_name, context.variables, est)
         if cost.value > ctx.limits.max_cost:
             return cost_error(cost, ctx.limits.max_cost, est)
         if cost.counts_links:
@@ -400,15 +498,23 @@ class QueryCost(SchemaExtension):
             except GraphsvcError as exc:  # the store's own error, with its code
                 return GraphQLError(str(exc), original_error=exc)
             est = estimates(ctx, links, memories)
-            cost = operation_cost(schema, document, context.operation_name, context.variables, est)
+            cost = self.memo.cost(schema, document, context.operation_name, context.variables, est)
             if cost.value > ctx.limits.max_cost:
                 return cost_error(cost, ctx.limits.max_cost, est)
-        ctx.cost = CostPlan(
+        plan = ctx.cost = CostPlan(
             estimate=cost.value,
             limit=ctx.limits.max_cost,
             links_per_memory=est.links_per_memory,
             per_link=cost.per_link,
         )
+        refusals = self.refusals
+        if refusals is not None and cost.per_link:
+            key = refusals.key(ctx, document, context.operation_name, context.variables)
+            if key is not None:
+                message = refusals.refused(key, document)
+                if message is not None:
+                    return GraphQLError(message, original_error=LimitExceededError(message))
+                plan.refused = functools.partial(refusals.remember, key, document)
         return None
 
     async def _admit(self, ctx: RequestContext) -> GraphQLError | None:
@@ -434,13 +540,16 @@ class QueryCost(SchemaExtension):
 
 __all__ = [
     "COST_CAP",
+    "COST_MEMO",
     "COUNTS_TTL",
     "OTHER_LIST_SIZE",
     "WAIT_SHARE",
     "Cost",
+    "CostMemo",
     "Estimates",
     "LinkCounts",
     "QueryCost",
+    "Refusals",
     "cost_error",
     "estimates",
     "links_per_memory",

@@ -129,7 +129,7 @@ async def read_links(
         return
     node = info.field_nodes[0]
     ctx.refine(plan.read(id(node), memory, len(links)))
-    if not links:
+    if not links or ctx.stopped:
         return
     ahead = plan.ahead.get(id(node))
     if ahead is None:
@@ -141,7 +141,8 @@ async def read_links(
     ids = list(dict.fromkeys(getattr(link, end) for end in ends for link in links))
     ctx.take_rows(0)  # a request past its deadline reads no more
     found = dict(zip(ids, await ctx.links_loader.load_many(ids), strict=True))
-    ctx.take_rows(0)  # another field of the request may have stopped it meanwhile
+    if ctx.stopped:  # another field of the request stopped it meanwhile
+        return
     delta = 0
     most = 0
     for end, inner, kind in ahead:

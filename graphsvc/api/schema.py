@@ -18,7 +18,7 @@ import functools
 import strawberry
 
 from graphsvc.api.context import Limits, RequestContext, decode_cursor, encode_cursor
-from graphsvc.api.cost import LinkCounts, QueryCost
+from graphsvc.api.cost import CostMemo, LinkCounts, QueryCost, Refusals
 from graphsvc.api.errors import ErrorPolicy, GraphsvcSchema, OperationLog, classify
 from graphsvc.api.execution import PlainExecutor
 from graphsvc.api.inflight import InFlight
@@ -69,7 +69,13 @@ def make_schema(limits: Limits | None = None, settings: Settings | None = None) 
         mutation=Mutation,
         extensions=[
             functools.partial(PreparedDocuments, cache=cache),
-            functools.partial(QueryCost, counts=LinkCounts(), inflight=inflight),
+            functools.partial(
+                QueryCost,
+                counts=LinkCounts(),
+                inflight=inflight,
+                memo=CostMemo(),
+                refusals=Refusals(),
+            ),
             OperationLog,
             ErrorPolicy,
         ],

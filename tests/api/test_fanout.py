@@ -119,6 +119,12 @@ def test_a_clique_hidden_in_the_average_is_stopped_at_its_first_level(
     clique, _ = clique_and_ring(service)
     with app_client(service) as client:
         body = post(client, READER, fanout_document(clique[0]))
+        first_reads = list(service.links_asked)
+        # The same operation again, soon: refused before it runs, from the degrees the first
+        # one read (a client repeating it costs a lookup, not an execution).
+        again = post(client, READER, fanout_document(clique[0]))
+        assert service.links_asked == first_reads
+    assert again["errors"][0]["message"] == body["errors"][0]["message"]
     error = body["errors"][0]
     assert error["extensions"]["code"] == "LIMIT_EXCEEDED", error
     assert "counting the links of the memories read so far" in error["message"], error
