@@ -54,15 +54,25 @@ def decode_utf8(raw: bytes, where: str) -> str:
         ) from None
 
 
-def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+def reject_constant(name: str) -> Any:
+    """``parse_constant`` of :func:`json.loads`: NaN and infinities are not JSON.
+
+    Raises:
+        ValueError: always.
+    """
+    raise ValueError(f"{name} is not JSON: send numbers as finite decimals")
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text[:40]} is out of range for a number")
-    return value
+def finite_float(text: str) -> float:
+    """``parse_float`` of :func:`json.loads`: a number a float can hold.
+
+    Raises:
+        ValueError: it overflows a float (``1e999``).
+    """
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text[:40]} is too large for a float")
+    return number
 
 
 def check_value(value: Any, where: str) -> None:
@@ -111,7 +121,7 @@ def load_json(text: str, where: str) -> Any:
             unpaired surrogate; the message is one line naming ``where``.
     """
     try:
-        value = json.loads(text, parse_constant=_constant, parse_float=_finite)
+        value = json.loads(text, parse_constant=reject_constant, parse_float=finite_float)
     except json.JSONDecodeError as exc:
         raise BadInputError(
             f"{where}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
@@ -175,9 +185,11 @@ __all__ = [
     "MAX_DEPTH",
     "check_value",
     "decode_utf8",
+    "finite_float",
     "kind_of",
     "load_json",
     "load_json_lines",
     "load_toml",
     "read_bytes",
+    "reject_constant",
 ]

@@ -38,7 +38,6 @@ import json
 import os
 import random
 import secrets
-import signal
 import statistics
 import subprocess
 import sys
@@ -50,7 +49,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
 import httpx
+
+from graphsvc_lab.bench_http import ServerProcess, stop_server
+from graphsvc_lab.bench_http import start_server as start_serve
 
 REPO = Path(__file__).resolve().parents[1]
 START_SECONDS = 60.0
@@ -72,27 +75,26 @@ RING = 40
 
 @dataclass
 class Server:
-    """A ``graphsvc.api.serve`` process on a free loopback port."""
+    """``graphsvc serve`` on a free loopback port (the lab's :func:`start_server`)."""
 
-    process: subprocess.Popen[bytes]
-    base_url: str
-    log_path: Path
+    started: ServerProcess
+
+    @property
+    def base_url(self) -> str:
+        return self.started.url.removesuffix("/graphql")
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        return self.started.process
 
     def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        return self.process.returncode
+        stop_server(self.started)
+        return self.started.process.returncode
 
 
 def start_server(root: Path, keys: dict[str, str], extra: dict[str, str] | None = None) -> Server:
     """A server on the embedded store in ``root/data``; ``keys`` is ``key -> namespace:role``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHSVC_")}
-    env.update(extra or {})
     env.update(
         {
             "GRAPHSVC_API_KEYS": ",".join(f"{k}={v}" for k, v in keys.items()),
@@ -101,27 +103,7 @@ def start_server(root: Path, keys: dict[str, str], extra: dict[str, str] | None 
             **(extra or {}),
         }
     )
-    log_path = root / f"server-{secrets.token_hex(4)}.log"
-    command = [sys.executable, "-m", "graphsvc.api.serve", "--port", "0"]
-    command += ["--data-dir", str(root / "data"), "--create"]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + START_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the server exited: {log_path.read_text()[-2000:]}")
-        for raw in log_path.read_text(encoding="utf-8").splitlines():
-            try:
-                message = str(json.loads(raw).get("msg", ""))
-            except ValueError:
-                continue
-            if message.startswith("Uvicorn running on "):
-                base = message.split()[3]
-                if httpx.get(f"{base}/readyz", timeout=10).status_code == 200:
-                    return Server(process, base, log_path)
-        time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"the server did not start in {START_SECONDS:g} s")
+    return Server(start_serve(root, env))
 
 
 def post(client: httpx.Client, key: str, document: str, **variables: Any) -> Any:
@@ -596,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix=f"graphsvc-attack-{name}-") as tmp:
             try:
                 figures = ATTACKS[name](Path(tmp), args)
-            except (RuntimeError, httpx.HTTPError, OSError) as exc:
+            except (RuntimeError, click.ClickException, httpx.HTTPError, OSError) as exc:
                 print(f"attack_faults: {name}: could not run: {exc}", file=sys.stderr)
                 return 2
         results[name] = figures

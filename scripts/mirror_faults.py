@@ -406,13 +406,13 @@ def run_scenario(root: Path, index: int, name: str, expected: str,
             kept = len(set(acknowledged) & set(held))
             if expected == "refused-kept" and kept == len(acknowledged):
                 outcome.result = "refused-kept"
-            lost = ""
+            gone = ""
             if report.lost_seq:
                 first, last = report.lost_seq
-                lost = f", lost seq {first}.." + ("?" if last is None else str(last))
+                gone = f", lost seq {first}.." + ("?" if last is None else str(last))
             outcome.note = (
                 f"repair kept {kept} of {len(acknowledged)} memories, cut {report.cut_bytes} "
-                f"bytes{lost}"
+                f"bytes{gone}"
             )
         except StoreCorruptError as again:
             outcome.repaired = False

@@ -60,6 +60,7 @@ from graphsvc.model import MemoryInput
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.text import analyse
+from graphsvc_lab.bench_http import start_server, stop_server
 from graphsvc_lab.own_neo4j import OwnNeo4j
 
 # Every memory mentions it, so its document frequency must equal the number of memories.
@@ -167,7 +168,8 @@ def service_reader(service: MemoryService, namespace: str) -> Reader:
 
 
 class HttpServer:
-    """``python -m graphsvc.api.serve`` on a free loopback port, on the runner's Neo4j."""
+    """``graphsvc serve`` on a free loopback port, on the runner's Neo4j (the lab's
+    :func:`~graphsvc_lab.bench_http.start_server`)."""
 
     def __init__(self, uri: str, timeout: float, namespace: str, root: Path) -> None:
         self.key = secrets.token_urlsafe(24)
@@ -180,37 +182,17 @@ class HttpServer:
             GRAPHSVC_RATE_LIMIT_PER_KEY="0",
             GRAPHSVC_RATE_LIMIT_PER_CLIENT="0",
         )
-        self.log = root / "serve.log"
-        command = [sys.executable, "-m", "graphsvc.api.serve", "--host", "127.0.0.1"]
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(
-                [*command, "--port", "0"], stdout=out, stderr=subprocess.STDOUT, env=env
-            )
-        self.url = ""
-        deadline = time.monotonic() + 120
-        while not self.url and time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"graphsvc serve exited: {self.log.read_text()[-1500:]}")
-            for line in self.log.read_text(encoding="utf-8").splitlines():
-                try:
-                    message = str(json.loads(line).get("msg", ""))
-                except ValueError:
-                    continue
-                if message.startswith("Uvicorn running on "):
-                    self.url = message.split()[3]
-            time.sleep(0.1)
-        if not self.url:
-            self.stop()
-            raise RuntimeError("graphsvc serve did not start within 120 s")
+        root.mkdir(parents=True, exist_ok=True)
+        self.started = start_server(root, env)
 
     def reader(self) -> Reader:
-        client = httpx.Client(base_url=self.url, timeout=120)
+        client = httpx.Client(timeout=120)
         headers = {"Authorization": f"Bearer {self.key}"}
         document = "query($q: String!) { bundle(query: $q) { usedTokens } }"
 
         def ask() -> str:
             response = client.post(
-                "/graphql",
+                self.started.url,
                 json={"query": document, "variables": {"q": f"{COMMON_WORD} turbine"}},
                 headers=headers,
             )
@@ -220,13 +202,7 @@ class HttpServer:
         return Reader(ask)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        stop_server(self.started)
 
 
 def present_counts(service: MemoryService, namespace: str, batches: list[Batch]) -> list[int]:
@@ -341,7 +317,7 @@ def run(
     readers = {"service": service_reader(service, namespace)}
     http = None
     if not args.no_http:
-        http = HttpServer(server.uri, args.timeout, namespace, server.home)
+        http = HttpServer(server.uri, args.timeout, namespace, server.home / "serve")
         readers["http"] = http.reader()
     threads = [threading.Thread(target=writer.run, name="writer", daemon=True)]
     threads += [

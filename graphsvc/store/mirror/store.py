@@ -44,6 +44,7 @@ from graphsvc.store.base import (
     bad_facet,
     bad_model,
     belief_memory_missing,
+    erase_started,
     link_end_missing,
     memory_missing,
     micros,
@@ -283,16 +284,7 @@ class MirrorStore(MirrorLoader, Store):
         with ``complete=False``, and calling it again with the same filter finishes it. A slice
         examines at most :data:`EXAMINE_PER_SLICE` memories, so a filter that matches few of
         many never holds the lock long either."""
-        receipt = EraseReceipt(
-            namespace=namespace,
-            filter=spec,
-            memories=0,
-            links=0,
-            beliefs=0,
-            events=0,
-            erased_at=at,
-            complete=False,
-        )
+        receipt = erase_started(namespace, spec, at)
         if spec.everything:
             return self._drop(namespace, receipt, progress)
         began = time.monotonic()

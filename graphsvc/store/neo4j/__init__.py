@@ -28,7 +28,7 @@ still answer "database unavailable"); it is never half-applied, and because ever
 idempotent the caller resends it with the same ids. The budget does not cut short a call that a
 live server is working on (a large batch), nor one a starting or stopping server holds while it
 waits for its database; a frozen server (SIGSTOP, a stalled VM), which keeps its connections
-open and answers nothing, is told apart by a ping on a connection of its own from shortly
+open and answers nothing, is told apart by a Bolt handshake on a new connection from shortly
 before the budget (every attempt runs on a thread of its own, so the caller can stop waiting).
 ``ping`` makes one attempt, no retries, on a checked connection.
 

@@ -8,6 +8,7 @@ import functools
 import queue
 import random
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -47,6 +48,15 @@ RETRY_AFTER_BUSY = 1.0
 PING_GRACE = 0.5
 # Server error codes (parts of) that mean "not available now", not "your request is wrong".
 UNAVAILABLE_CODES = ("DatabaseNotFound", "DatabaseUnavailable", "TransactionTimedOut")
+#: Seconds the Bolt handshake that asks whether a server holding a call lives may take
+#: (:meth:`Neo4jBoundary._liveness`): a live server's network threads answer it in
+#: milliseconds, so this tells a frozen one within the store's budget.
+LIVENESS_PROBE = 0.75
+#: Seconds an attempt runs before that is asked at all.
+LIVENESS_AFTER = 0.5
+#: The Bolt handshake: the magic preamble, then four versions proposed (5.4 to 5.1, 4.4). Any
+#: four bytes back, an agreed version or none, say the server is there.
+BOLT_HANDSHAKE = bytes.fromhex("6060b01700030405000004040000010400000003")
 #: Most store calls running at once on the threads a frozen server may hold (see
 #: :class:`_Attempts`); past it, calls wait for one, within their budget.
 MOST_ATTEMPTS = 64
@@ -333,12 +343,15 @@ class Neo4jBoundary:
         :data:`MIN_ACQUIRE`). Between attempts graphsvc pauses with a short capped backoff,
         except once after a stale pooled connection (a fresh one is tried at once). Bad
         credentials, an unknown host or database, and a commit whose outcome is unknown are not
-        retried.
+        retried. A write that meets a uniqueness constraint is tried again once, at once: a
+        concurrent write of the same ids committed first (the one a caller was told to resend,
+        given up on while the server was frozen, finishing after it came back), and the retry
+        finds them and compares their content as any write does.
         """
         driver = self._require()
         deadline = time.monotonic() + self._timeout
         pause = RETRY_FIRST
-        fresh_tried = False
+        fresh_tried = raced = False
         while True:
             acquire = max(deadline - time.monotonic(), MIN_ACQUIRE)
             run = functools.partial(attempt, driver, acquire)
@@ -348,6 +361,9 @@ class Neo4jBoundary:
                 raise
             except Exception as exc:  # translated at this one boundary
                 left = deadline - time.monotonic()
+                if write and not raced and isinstance(exc, neo4j_errors.ConstraintError):
+                    raced = True
+                    continue
                 stale = not fresh_tried and _stale_connection(exc)
                 hopeless = self._cause(exc)[1] is None  # bad credentials, host or database
                 if left <= 0 or hopeless or not _retryable(exc):
@@ -360,10 +376,11 @@ class Neo4jBoundary:
 
     def _await(self, run: Callable[[], T], deadline: float, *, write: bool) -> T:
         """One attempt, on an attempt thread, waited for until it answers, as long as the
-        server is alive: from shortly before ``deadline`` (so that a frozen server is known by
-        then), and again every ping budget after it, a ping on a connection of its own asks;
-        a live server is left to finish a long call (a large batch), one that does not answer
-        the ping is frozen or gone, and the attempt is given up on (UNAVAILABLE).
+        server lives: from shortly before ``deadline`` (so that a frozen server is known by
+        then), and again every :data:`LIVENESS_PROBE` seconds after it, :meth:`_liveness` asks.
+        A live server is left to finish a long call (a large batch, a first query after a
+        restart); one that does not complete a Bolt handshake is frozen or gone, and the
+        attempt is given up on (UNAVAILABLE).
 
         Raises:
             StoreUnavailableError: the server stopped answering.
@@ -373,32 +390,65 @@ class Neo4jBoundary:
         if attempts is None:
             return run()
         future = attempts.submit(run)
-        check = deadline - self._ping_timeout - PING_GRACE
+        # Only of an attempt that has waited a while: one that fails at once (a server that is
+        # down) says why itself.
+        check = max(deadline - LIVENESS_PROBE - PING_GRACE, time.monotonic() + LIVENESS_AFTER)
         while True:
             try:
                 return future.result(timeout=max(check - time.monotonic(), 0.0))
             except FutureTimeout:
                 pass
-            try:
-                self.ping()
-            except StoreUnavailableError as exc:
-                if future.done():
-                    return future.result()
-                future.cancel()  # not started yet: it never will be
-                message = (
-                    f"Neo4j at {self.uri} is unavailable: it holds the call without answering "
-                    f"past GRAPHSVC_STORE_TIMEOUT ({self._timeout:g} s) and does not answer a "
-                    "ping (frozen, or overloaded past answering)"
+            dead = self._liveness(LIVENESS_PROBE)
+            if dead is None:
+                check = time.monotonic() + LIVENESS_PROBE  # alive: working on it
+                continue
+            if future.done():
+                return future.result()
+            future.cancel()  # not started yet: it never will be
+            message = (
+                f"Neo4j at {self.uri} is unavailable: it holds the call without answering past "
+                f"GRAPHSVC_STORE_TIMEOUT ({self._timeout:g} s), and {dead}"
+            )
+            if write:
+                message += (
+                    ". The write may or may not have been applied (it is never half-applied): "
+                    "resend it with the same ids (writes are idempotent)"
                 )
-                if write:
-                    message += (
-                        ". The write may or may not have been applied (it is never "
-                        "half-applied): resend it with the same ids (writes are idempotent)"
-                    )
-                else:
-                    message += f"; retry in {RETRY_AFTER_DOWN:g} s"
-                raise StoreUnavailableError(message, retry_after=RETRY_AFTER_DOWN) from exc
-            check = time.monotonic() + self._ping_timeout  # alive: working on it
+            else:
+                message += f"; retry in {RETRY_AFTER_DOWN:g} s"
+            raise StoreUnavailableError(message, retry_after=RETRY_AFTER_DOWN)
+
+    def _liveness(self, budget: float) -> str | None:
+        """Whether the server lives: ``None`` when it completes a Bolt handshake on a new
+        connection within ``budget`` seconds, else what happened. The handshake is answered by
+        the server's network threads, whatever its queries are doing (a server busy with a
+        large batch, or running its first queries after a restart, answers it at once), and by
+        no process that is frozen (SIGSTOP, a stalled VM), whose kernel still accepts the
+        connection. Nothing is sent but the handshake (no credentials); over TLS
+        (``+s``, ``+ssc``) the certificate is not checked, since nothing is trusted to it."""
+        parts = urlsplit(self.uri)
+        host, port = parts.hostname or "localhost", parts.port or 7687
+        began = time.monotonic()
+        try:
+            with socket.create_connection((host, port), timeout=budget) as raw:
+                conn: socket.socket = raw
+                if (parts.scheme or "").endswith(("+s", "+ssc")):
+                    context = ssl.create_default_context()
+                    context.check_hostname = False
+                    context.verify_mode = ssl.CERT_NONE
+                    conn = context.wrap_socket(raw, server_hostname=host)
+                conn.settimeout(max(budget - (time.monotonic() - began), 0.05))
+                conn.sendall(BOLT_HANDSHAKE)
+                answer = conn.recv(4)
+        except ConnectionRefusedError:
+            return f"connection refused at {host}:{port}"
+        except TimeoutError:
+            return f"it did not complete a Bolt handshake within {budget:g} s (frozen?)"
+        except OSError as exc:
+            return f"{exc.strerror or exc} ({host}:{port})"
+        if not answer:
+            return f"it closed the connection before a Bolt handshake ({host}:{port})"
+        return None
 
     def _read(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         text = query(name)
