@@ -270,6 +270,15 @@ class Cost:
 COST_MEMO = 512
 
 
+def frozen_variables(variables: Any) -> str | None:
+    """An operation's variables as a key (sorted JSON), ``None`` when they are no JSON (an
+    in-process caller's objects)."""
+    try:
+        return json.dumps(variables, sort_keys=True) if variables else ""
+    except (TypeError, ValueError):
+        return None
+
+
 class CostMemo:
     """Operation costs by document, operation, variables and estimates, least recently used
     dropped first (:data:`COST_MEMO`). Documents come from the prepared-document cache, so the
@@ -288,9 +297,8 @@ class CostMemo:
         est: Estimates,
     ) -> Cost:
         """:func:`operation_cost`, from the memo when it holds it."""
-        try:
-            frozen = json.dumps(variables, sort_keys=True) if variables else ""
-        except (TypeError, ValueError):  # not JSON (an in-process caller's objects)
+        frozen = frozen_variables(variables)
+        if frozen is None:
             return operation_cost(schema, document, operation_name, variables, est)
         key = (id(schema), id(document), operation_name, frozen, est)
         found = self._kept.get(key)
@@ -374,9 +382,8 @@ class Refusals:
         self, ctx: RequestContext, document: DocumentNode, operation: str | None, variables: Any
     ) -> tuple[Any, ...] | None:
         """The key of an operation, or ``None`` for variables that are no JSON."""
-        try:
-            frozen = json.dumps(variables, sort_keys=True) if variables else ""
-        except (TypeError, ValueError):
+        frozen = frozen_variables(variables)
+        if frozen is None:
             return None
         return (id(ctx.service), ctx.namespace, id(document), operation, frozen)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from enum import Enum, StrEnum
 from typing import Annotated, Any, TypeVar, cast
+from uuid import UUID
 
 import strawberry
 from pydantic import BaseModel
@@ -191,23 +192,23 @@ class Memory(MemoryFields):
 class Link(LinkFields):
     @resolver(description="The source memory (batched).", graphql_type=Memory | None)
     async def source_memory(self, root: strawberry.Parent[m.Link], info: Info) -> m.Memory | None:
-        ctx = info.context
-        if ctx.stopped:
-            return None
-        ctx.take_rows(1)
-        found = await ctx.memory_loader.load(root.source)
-        await ctx.pace(1)
-        return found
+        return await _end_memory(info, root.source)
 
     @resolver(description="The target memory (batched).", graphql_type=Memory | None)
     async def target_memory(self, root: strawberry.Parent[m.Link], info: Info) -> m.Memory | None:
-        ctx = info.context
-        if ctx.stopped:
-            return None
-        ctx.take_rows(1)
-        found = await ctx.memory_loader.load(root.target)
-        await ctx.pace(1)
-        return found
+        return await _end_memory(info, root.target)
+
+
+async def _end_memory(info: Info, memory: UUID) -> m.Memory | None:
+    """A link's end, from the loader, counted and paced like every nested row (nothing when the
+    request was stopped)."""
+    ctx = info.context
+    if ctx.stopped:
+        return None
+    ctx.take_rows(1)
+    found = await ctx.memory_loader.load(memory)
+    await ctx.pace(1)
+    return found
 
 
 @derived(m.ValidityInterval)
