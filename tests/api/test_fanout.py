@@ -68,7 +68,8 @@ def fanout_document(memory: UUID, aliases: int = 14) -> str:
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[CountingService]:
-    settings = Settings(data_dir=tmp_path / "data", fsync=False, embed="off")
+    # The embedded store, whatever GRAPHSVC_NEO4J_URI says (these tests read what they wrote).
+    settings = Settings(data_dir=tmp_path / "data", fsync=False, embed="off", neo4j_uri=None)
     opened = bootstrap(settings)
     counting = CountingService(opened.store, settings)
     yield counting
@@ -78,6 +79,7 @@ def service(tmp_path: Path) -> Iterator[CountingService]:
 def app_client(service: MemoryService, **overrides: Any) -> Any:
     settings = Settings(
         data_dir=Path("unused"),
+        neo4j_uri=None,
         rate_limit_per_key=0,
         rate_limit_per_client=0,
         embed="off",

@@ -25,7 +25,9 @@ HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "app
 
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[httpx.Client]:
-    settings = Settings(data_dir=tmp_path / "d", fsync=False, embed="off", max_body_bytes=LIMIT)
+    settings = Settings(
+        data_dir=tmp_path / "d", fsync=False, embed="off", max_body_bytes=LIMIT, neo4j_uri=None
+    )
     service = bootstrap(settings)
     app = create_app(settings, ApiKeys.parse(f"{KEY}=edge:write"), open_service=lambda: service)
     with in_process(app) as c:
