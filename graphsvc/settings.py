@@ -322,6 +322,20 @@ class Settings(BaseSettings):
         "fields (`links`, `sourceMemory`, `targetMemory`): past it the request stops with "
         "LIMIT_EXCEEDED.",
     )
+    max_cost_in_flight_per_key: int | None = Field(
+        default=None,
+        ge=0,
+        description="Most estimated cost (as GRAPHSVC_MAX_QUERY_COST counts it) one API key's "
+        "GraphQL operations may hold at once; an operation that does not fit waits for room, "
+        "at most half of GRAPHSVC_REQUEST_TIMEOUT, then is refused with LIMIT_EXCEEDED. Unset: "
+        "GRAPHSVC_MAX_QUERY_COST; 0: no budget per key.",
+    )
+    max_cost_in_flight_per_namespace: int | None = Field(
+        default=None,
+        ge=0,
+        description="The same for all the keys of one namespace together. Unset: twice "
+        "GRAPHSVC_MAX_QUERY_COST; 0: no budget per namespace.",
+    )
     default_page_size: int = Field(default=20, ge=1, description="`memories` page size.")
     max_page_size: int = Field(default=100, ge=1, description="Largest `memories` page.")
     api_threads: int = Field(default=16, ge=1, description="Worker threads for store calls.")
@@ -400,6 +414,13 @@ class Settings(BaseSettings):
     )
     mcp_max_streams_per_key: int = Field(
         default=4, ge=0, description="Most event streams (GET /mcp) one API key may hold open."
+    )
+    mcp_max_streams_per_namespace: int | None = Field(
+        default=None,
+        ge=0,
+        description="Most event streams (GET /mcp) the keys of one namespace may hold open "
+        "together, so that a tenant with many keys leaves streams for the others. Unset: a "
+        "quarter of GRAPHSVC_MCP_MAX_STREAMS (at least GRAPHSVC_MCP_MAX_STREAMS_PER_KEY).",
     )
     mcp_stream_idle_timeout: float = Field(
         default=60.0,

@@ -251,7 +251,9 @@ def crash(data_dir: Path) -> None:
 
 
 def scenarios(root: Path) -> list[tuple[str, str, Callable[[Path], None], bool]]:
-    """(name, expected outcome, damage, with a snapshot)."""
+    """(name, expected outcome, damage, with a snapshot). ``refused-kept``: refused, and repair
+    then keeps every acknowledged memory (the damage is beside intact records, which repair
+    must never set aside)."""
     log = journal.LOG_NAME
 
     def cut_newline(d: Path) -> None:
@@ -331,6 +333,32 @@ def scenarios(root: Path) -> list[tuple[str, str, Callable[[Path], None], bool]]
         del lines[3]
         (d / log).write_bytes(b"\n".join(lines))
 
+    def store_json_alone(d: Path) -> None:
+        # Everything but store.json deleted: before, that opened as an empty store.
+        for name in (log, journal.LOCK_NAME, journal.CLEAN_NAME):
+            (d / name).unlink(missing_ok=True)
+
+    def garbage_old_log(d: Path) -> None:
+        # Garbage beside an intact log: before, repair moved the intact log aside.
+        crash(d)
+        (d / journal.OLD_LOG_NAME).write_bytes(random.Random(3).randbytes(300))
+
+    def foreign_store_json(d: Path) -> None:
+        other = root / f"other-{d.name}"
+        make_store(other, batches=1)
+        shutil.copy(other / journal.STORE_NAME, d / journal.STORE_NAME)
+
+    def rolled_back_snapshot(d: Path) -> None:
+        older = (d / journal.SNAPSHOT_NAME).read_bytes()
+        store = MirrorStore(d, fsync=False)
+        store.open()
+        _service(store, d).remember(NS, MemoryInput(text="after the first snapshot"))
+        store.snapshot()
+        _service(store, d).remember(NS, MemoryInput(text="after the second snapshot"))
+        store.close()
+        crash(d)
+        (d / journal.SNAPSHOT_NAME).write_bytes(older)
+
     return [
         ("final newline removed", "warned", cut_newline, False),
         ("last record cut by 10 bytes, after a clean close", "refused", cut10, False),
@@ -351,6 +379,10 @@ def scenarios(root: Path) -> list[tuple[str, str, Callable[[Path], None], bool]]
         ("log.jsonl replaced by an older generation", "refused", older_generation, True),
         ("snapshot.json deleted", "refused", delete_snapshot, True),
         ("one bit flipped in snapshot.json", "refused", flip_snapshot, True),
+        ("store.json alone (log, LOCK, marker deleted)", "refused", store_json_alone, False),
+        ("garbage log.old.jsonl beside an intact log", "refused-kept", garbage_old_log, False),
+        ("store.json replaced by another store's", "refused-kept", foreign_store_json, True),
+        ("snapshot.json rolled back to an older copy", "refused", rolled_back_snapshot, True),
     ]
 
 
@@ -369,11 +401,18 @@ def run_scenario(root: Path, index: int, name: str, expected: str,
         outcome.note = str(exc).split(";")[0][-90:]
         try:
             report = repair(data_dir)
-            texts_in(data_dir)
+            held = texts_in(data_dir)
             outcome.repaired = True
+            kept = len(set(acknowledged) & set(held))
+            if expected == "refused-kept" and kept == len(acknowledged):
+                outcome.result = "refused-kept"
+            gone = ""
+            if report.lost_seq:
+                first, last = report.lost_seq
+                gone = f", lost seq {first}.." + ("?" if last is None else str(last))
             outcome.note = (
-                f"repair kept {report.kept_records} records, cut {report.cut_bytes} bytes"
-                + (f", lost from seq {report.lost_seq[0]}" if report.lost_seq else "")
+                f"repair kept {kept} of {len(acknowledged)} memories, cut {report.cut_bytes} "
+                f"bytes{gone}"
             )
         except StoreCorruptError as again:
             outcome.repaired = False
@@ -474,7 +513,7 @@ def main() -> int:
             mark = "ok " if o.result == o.expected else "BAD"
             repaired = {True: ", repaired", False: ", not repairable", None: ""}[o.repaired]
             print(f"  {mark} {o.name:58} {o.result}{repaired}: {o.note}")
-        refused = sum(o.result == "refused" for o in outcomes)
+        refused = sum(o.result.startswith("refused") for o in outcomes)
         repaired_count = sum(o.repaired is True for o in outcomes)
         warned = sum(o.result == "warned" for o in outcomes)
         silent = sum(o.result == "loaded-silently" for o in outcomes)

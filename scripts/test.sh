@@ -62,9 +62,14 @@ trap cleanup EXIT
 echo "==> fault runner: the embedded store (kill -9 during writes, corruption scenarios)"
 python scripts/mirror_faults.py --kills 5
 if [ -n "${GRAPHSVC_NEO4J_URI:-}" ]; then
-  echo "==> fault runner: Neo4j (its own server, killed and stopped under a writer)"
+  echo "==> fault runner: Neo4j (its own server, killed, stopped and frozen under a writer)"
   python scripts/neo4j_faults.py --kills 2
 fi
+# The attacks of the hardening reviews, on loopback: concurrent nested reads of one key against
+# /healthz and another key's bundles (loose bounds on a shared machine), and a fuzz of the files
+# the command line reads (exit 2, one line, never a traceback). About 30 s.
+echo "==> attack runner: fan-out of one key, hostile CLI files"
+python scripts/attack_faults.py --ci --seconds 5
 
 # The LangChain and LangGraph adapters: the standard suites of langchain-tests and the adapters'
 # own tests, in a pytest session of their own (integrations/langchain/pyproject.toml).

@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -90,6 +91,9 @@ logger = logging.getLogger("graphsvc.api")
 
 #: Retry-After of a request that ran out of GRAPHSVC_REQUEST_TIMEOUT (the store said nothing).
 TIMEOUT_RETRY_AFTER = 5.0
+#: What uvicorn says when it cancels the requests still running GRAPHSVC_SHUTDOWN_TIMEOUT after
+#: a stop signal.
+SHUTDOWN_CANCEL = "graceful shutdown exceeded"
 
 
 # -- logging --------------------------------------------------------------------------------------
@@ -171,9 +175,22 @@ class RepeatLimit(logging.Filter):
         return True
 
 
+#: The coroutines graphql-core and strawberry leave unawaited when a request's task is cancelled
+#: (its deadline, its rows, a stop): each resolver's coroutine made but never started. Python
+#: warns of each when it is collected, once per location, without saying which request; the
+#: request itself was answered and logged. Only these are silenced (graphsvc's own code is
+#: checked for unused coroutines by mypy).
+ABANDONED_COROUTINES = (
+    r"coroutine '(Executor|GraphQLCoreConverter|StrawberryGraphQLCoreExecutionContext)\."
+    r"[\w.<>]+' was never awaited"
+)
+
+
 def configure_logging(level: str) -> None:
     """JSON lines on stderr for graphsvc, uvicorn and everything else (the server process);
-    repeated warnings and errors are rate-limited (:class:`RepeatLimit`)."""
+    repeated warnings and errors are rate-limited (:class:`RepeatLimit`); the warnings of
+    coroutines abandoned by a cancelled request are dropped (:data:`ABANDONED_COROUTINES`)."""
+    warnings.filterwarnings("ignore", ABANDONED_COROUTINES, RuntimeWarning)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     handler.addFilter(RepeatLimit())
@@ -234,7 +251,8 @@ def _status_of(exc: GraphsvcError) -> int:
 
 
 def _forget(task: asyncio.Future[Response]) -> None:
-    """Retrieve the outcome of a request abandoned at its deadline (so asyncio does not warn)."""
+    """Retrieve the outcome of a request abandoned at its deadline or stopped by its budget
+    (so asyncio does not warn)."""
     if not task.cancelled() and task.exception() is not None:
         logger.debug("an abandoned request ended with %r", task.exception())
 
@@ -403,12 +421,13 @@ class GraphQLView(GraphQL[RequestContext, None]):
         budget.task = task
         if self.request_timeout is None:
             try:
-                return await task
+                response = await task
             except asyncio.CancelledError:
                 current = asyncio.current_task()
                 if budget.failure is None or (current is not None and current.cancelling()):
                     raise  # this request itself is being cancelled
                 return self._stopped(request, budget)
+            return response if budget.failure is None else self._stopped(request, budget)
         woken = loop.create_future()
 
         def wake(_: object = None) -> None:
@@ -425,8 +444,10 @@ class GraphQLView(GraphQL[RequestContext, None]):
         finally:
             timer.cancel()
             task.remove_done_callback(wake)
-        if task.done() and not (task.cancelled() and budget.failure is not None):
+        if task.done() and budget.failure is None:
             return task.result()
+        if task.done():  # stopped by its budget, cancelled or not: its failure is the answer
+            _forget(task)
         if not task.done():
             task.cancel()
             task.add_done_callback(_forget)
@@ -460,6 +481,24 @@ class GraphQLView(GraphQL[RequestContext, None]):
         try:
             await self._decode_body(request)
             response = await self._run_bounded(request)
+        except asyncio.CancelledError as exc:
+            # The server is stopping and this request outlived GRAPHSVC_SHUTDOWN_TIMEOUT:
+            # answer with a code, not uvicorn's bare 500 and a traceback in the log.
+            stopping = error_response(
+                503,
+                "the server is stopping and this request did not finish within "
+                "GRAPHSVC_SHUTDOWN_TIMEOUT: retry it (a write may or may not have been "
+                "applied: resend it with the same ids, writes are idempotent)",
+                "UNAVAILABLE",
+                headers={"Retry-After": retry_after(TIMEOUT_RETRY_AFTER)},
+            )
+            with contextlib.suppress(Exception):
+                await stopping(scope, receive, send)
+            current = asyncio.current_task()
+            if current is None or not any(SHUTDOWN_CANCEL in str(a) for a in exc.args):
+                raise
+            current.uncancel()  # uvicorn's stop: answered, and the request ends here
+            return
         except HTTPException as exc:
             response = error_response(exc.status_code, exc.reason)
         except GraphsvcError as exc:  # the body or the query string, refused by graphsvc.api.body
@@ -549,6 +588,8 @@ def create_app(
         return JSONResponse({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
+        # Anyone who can connect may ask (an orchestrator has no key): the answer names the
+        # kind of store, never its folder or URI; why a store does not answer goes to the log.
         service = state.service
         if service is None:
             return JSONResponse(
@@ -562,14 +603,17 @@ def create_app(
                 )
         except TimeoutError:
             reason = f"the store did not answer within {settings.ready_timeout:g} s"
+            logger.warning("not ready: %s (%s)", reason, state.store_label)
             return JSONResponse({"status": "not ready", "reason": reason}, status_code=503)
         except GraphsvcError as exc:
-            return JSONResponse({"status": "not ready", "reason": str(exc)}, status_code=503)
+            logger.warning("not ready: %s", exc, extra={"fields": {"code": exc.code}})
+            reason = f"the store is unavailable ({exc.code}): the server's log says why"
+            return JSONResponse({"status": "not ready", "reason": reason}, status_code=503)
         recall = service.dense.status()
         return JSONResponse(
             {
                 "status": "ready",
-                "store": state.store_label,
+                "store": service.store.kind,
                 "retrieval": recall.retrieval,
                 "embedModel": recall.model,
                 "retrievalNote": recall.reason,
@@ -599,7 +643,12 @@ def create_app(
             )
         )
     middleware.append(
-        Middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
+        Middleware(
+            BodyLimit,
+            max_bytes=settings.max_body_bytes,
+            timeout=settings.body_timeout,
+            skip=(mcp.path,),  # /mcp limits its bodies itself, behind its key check
+        )
     )
     app = Starlette(
         routes=[

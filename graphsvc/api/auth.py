@@ -6,23 +6,22 @@ be given as ``sha256:<64 hex digits>`` (the SHA-256 of the key), so the file nee
 secret itself. Only SHA-256 digests are kept in memory, and a presented key is compared with every
 digest in constant time.
 
-This module imports nothing beyond the standard library and :mod:`graphsvc.errors`, so the client
-can use its error types without the server's dependencies.
+This module imports nothing beyond the standard library, :mod:`graphsvc.errors` and
+:mod:`graphsvc.files`, so the client can use its error types without the server's dependencies.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from graphsvc import files
 from graphsvc.errors import BadInputError, ForbiddenError, UnauthenticatedError
 from graphsvc.model import NAMESPACE_RE
 
@@ -161,23 +160,26 @@ class ApiKeys:
 
     @classmethod
     def load_file(cls, path: Path) -> ApiKeys:
-        """Keys from a JSON (``.json``) or TOML (any other suffix) file."""
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise BadInputError(
-                f"cannot read the API keys file {path}: {exc.strerror or exc}"
-            ) from exc
-        try:
-            if path.suffix.lower() == ".json":
-                data = json.loads(raw)
-            else:
-                data = tomllib.loads(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BadInputError(f"the API keys file {path} is not valid: {exc}") from exc
+        """Keys from a JSON (``.json``) or TOML (any other suffix) file, read strictly
+        (:mod:`graphsvc.files`: UTF-8, bounded nesting, no NaN, no unpaired surrogate).
+
+        Raises:
+            BadInputError: the file cannot be read or is not a valid keys file (one line).
+        """
+        where = f"the API keys file {path}"
+        text = files.decode_utf8(files.read_bytes(path, "the API keys file"), where)
+        if path.suffix.lower() == ".json":
+            data = files.load_json(text, where)
+        else:
+            data = files.load_toml(text, where)
         if not isinstance(data, Mapping):
+            kind = files.kind_of(data)
+            shape = "a mapping key -> {namespace, role}"
+            raise BadInputError(f"{where} must hold {shape}, not {kind}")
+        if not data:  # else a server would start with no keys at all, open on loopback
             raise BadInputError(
-                f"the API keys file {path} must hold a mapping key -> {{namespace, role}}"
+                f"{where} holds no keys: add entries key -> {{namespace, role}}, or unset "
+                "GRAPHSVC_API_KEYS_FILE"
             )
         return cls.from_mapping(data, str(path))
 

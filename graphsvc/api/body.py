@@ -21,10 +21,10 @@ Refusals are :class:`~graphsvc.errors.BadInputError` (HTTP 400) or
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from graphsvc.errors import BadInputError, LimitExceededError
+from graphsvc.files import finite_float, reject_constant
 from graphsvc.model import invalid_unicode_at
 
 #: Deepest nesting of lists and objects in a request (the body object is level 1).
@@ -46,17 +46,6 @@ _JSON_TYPES = {
 
 def _kind(value: object) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
-
-
-def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON: send numbers as finite decimals")
-
-
-def _finite(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError(f"the number {text[:40]} is too large for a float")
-    return number
 
 
 def _path(parts: tuple[str | int, ...]) -> str:
@@ -134,7 +123,7 @@ def inspect(value: Any, max_values: int, root: tuple[str | int, ...] = ()) -> No
 
 def _loads(text: str, what: str) -> Any:
     try:
-        return json.loads(text, parse_constant=_constant, parse_float=_finite)
+        return json.loads(text, parse_constant=reject_constant, parse_float=finite_float)
     except json.JSONDecodeError as exc:
         raise BadInputError(f"{what} is not valid JSON: {exc}: {_SHAPE_HINT}") from None
     except RecursionError:

@@ -27,8 +27,9 @@ from strawberry.dataloader import DataLoader
 
 from graphsvc import model as m
 from graphsvc.api.auth import Principal, UnauthenticatedError
-from graphsvc.api.budget import RequestBudget
-from graphsvc.errors import BadInputError
+from graphsvc.api.budget import CostPlan, RequestBudget
+from graphsvc.api.pacing import pacer
+from graphsvc.errors import BadInputError, GraphsvcError
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 
@@ -51,12 +52,16 @@ class Limits:
     max_cost: int
     max_rows: int
     document_cache: int = DOCUMENT_CACHE
+    cost_in_flight_per_key: int = 0
+    cost_in_flight_per_namespace: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
         """The limits the settings name (``GRAPHSVC_MAX_QUERY_DEPTH``, ``..._QUERY_TOKENS``,
         ``..._ALIASES``, ``..._DEFAULT_PAGE_SIZE``, ``..._MAX_PAGE_SIZE``, ``..._MAX_QUERY_COST``,
-        ``..._MAX_RESULT_ROWS``)."""
+        ``..._MAX_RESULT_ROWS``, ``..._MAX_COST_IN_FLIGHT_PER_KEY`` and ``..._PER_NAMESPACE``)."""
+        per_key = settings.max_cost_in_flight_per_key
+        per_namespace = settings.max_cost_in_flight_per_namespace
         return cls(
             max_depth=settings.max_query_depth,
             max_tokens=settings.max_query_tokens,
@@ -65,6 +70,10 @@ class Limits:
             max_page_size=settings.max_page_size,
             max_cost=settings.max_query_cost,
             max_rows=settings.max_result_rows,
+            cost_in_flight_per_key=settings.max_query_cost if per_key is None else per_key,
+            cost_in_flight_per_namespace=(
+                2 * settings.max_query_cost if per_namespace is None else per_namespace
+            ),
         )
 
     @classmethod
@@ -94,6 +103,7 @@ class RequestContext:
         log: fields the access log line adds (operation name and type, error codes).
         budget: rows and time left to the request (default: ``limits.max_rows`` rows, no
             deadline); the view gives one with the request's deadline and task.
+        cost: the operation's estimated cost, set when the cost check admits it.
     """
 
     service: MemoryService
@@ -103,6 +113,7 @@ class RequestContext:
     limiter: CapacityLimiter | None = None
     log: dict[str, Any] = field(default_factory=dict)
     budget: RequestBudget | None = None
+    cost: CostPlan | None = None
     _links: DataLoader[UUID, list[m.Link]] | None = field(default=None, init=False, repr=False)
     _memories: DataLoader[UUID, m.Memory | None] | None = field(
         default=None, init=False, repr=False
@@ -132,9 +143,27 @@ class RequestContext:
             LimitExceededError: past ``GRAPHSVC_MAX_RESULT_ROWS``.
             DeadlinePassedError: past the request's deadline.
         """
+        self._budget().take(rows)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the request was stopped by its budget (its failure is the answer)."""
+        return self.budget is not None and self.budget.failure is not None
+
+    def refine(self, failure: GraphsvcError | None) -> None:
+        """Stop the request with ``failure`` when there is one (a refined estimate over the
+        limit, :class:`~graphsvc.api.budget.CostPlan`).
+
+        Raises:
+            GraphsvcError: ``failure``.
+        """
+        if failure is not None:
+            self._budget().fail(failure)
+
+    def _budget(self) -> RequestBudget:
         if self.budget is None:
             self.budget = RequestBudget(self.limits.max_rows)
-        self.budget.take(rows)
+        return self.budget
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Call a synchronous service or store function in a worker thread."""
@@ -156,10 +185,29 @@ class RequestContext:
         return self._memories
 
     async def _load_links(self, ids: list[UUID]) -> list[list[m.Link]]:
-        return await self.run(links_by_id, self.service, self.namespace, ids)
+        return await self._graph_call(links_by_id, ids)
 
     async def _load_memories(self, ids: list[UUID]) -> list[m.Memory | None]:
-        return await self.run(memories_by_id, self.service, self.namespace, ids)
+        return await self._graph_call(memories_by_id, ids)
+
+    async def _graph_call(
+        self, fn: Callable[[MemoryService, str, list[UUID]], T], ids: list[UUID]
+    ) -> T:
+        """A loader's store call, counted as graph work by the loop's pacer (which yields the
+        interpreter to other requests' store calls, not to these)."""
+        paced = pacer()
+        paced.limiter = self.limiter or anyio.to_thread.current_default_thread_limiter()
+        paced.graph_calls += 1
+        try:
+            return await self.run(fn, self.service, self.namespace, ids)
+        finally:
+            paced.graph_calls -= 1
+
+    async def pace(self, rows: int) -> None:
+        """Wait for the turn of the event loop in which this caller may hand ``rows`` rows of
+        a nested graph field to graphql-core (:class:`~graphsvc.api.pacing.Pacer`)."""
+        caller = self.caller
+        await pacer().take(f"{caller.namespace}\x1f{caller.key_id}", max(rows, 1))
 
 
 # The loaders' batch functions, whole in a worker thread: a batch of 500 memories may touch tens

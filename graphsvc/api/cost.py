@@ -29,10 +29,13 @@ operation really reads are counted too (:mod:`graphsvc.api.budget`).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from graphql import (
@@ -55,16 +58,19 @@ from graphql import (
 )
 from strawberry.extensions import SchemaExtension
 
+from graphsvc.api.budget import COST_CAP, CostPlan
 from graphsvc.api.context import RequestContext
+from graphsvc.api.inflight import InFlight, Ticket
 from graphsvc.errors import GraphsvcError, LimitExceededError
 
-#: Above this an estimate stops growing (the refusal says "over" it).
-COST_CAP = 10**15
 #: The estimated length of a list of objects that no argument or limit bounds (the parts of a
 #: prompt bundle, the context events of a run, the steps of a drift report).
 OTHER_LIST_SIZE = 20
 #: Seconds a namespace's links per memory are kept before they are read again.
 COUNTS_TTL = 5.0
+#: The share of GRAPHSVC_REQUEST_TIMEOUT an operation may wait for room in its key's and
+#: namespace's budget in flight; the rest is left for it to run.
+WAIT_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -143,6 +149,8 @@ class _Walk:
         self.variables = variables
         self.est = est
         self.counts_links = False  # a list of links was costed
+        # id of each `Memory.links` field node -> the cost of one link's selection under it
+        self.per_link: dict[int, int] = {}
         self._memo: dict[tuple[str, tuple[tuple[str, int], ...]], int] = {}
         self._open: set[str] = set()
 
@@ -229,6 +237,8 @@ class _Walk:
             field_type = field_type.of_type
         inner = _inner_sizes(parent.name, name, args, self.est)
         below = self.selections(node.selection_set, get_named_type(field_type), inner)
+        if (parent.name, name) == ("Memory", "links"):
+            self.per_link[id(node)] = below
         return min(1 + count * below, COST_CAP)
 
 
@@ -242,10 +252,65 @@ def _operation(document: DocumentNode, name: str | None) -> OperationDefinitionN
 @dataclass(frozen=True)
 class Cost:
     """An operation's estimated cost, and whether it counted lists of links (whose length
-    comes from the namespace's counts)."""
+    comes from the namespace's counts).
+
+    Attributes:
+        per_link: for each ``Memory.links`` field of the document (by ``id`` of its node), the
+            cost of one link's selection: what each link more or fewer than the estimate
+            assumed adds to the cost once the links are read (:class:`CostPlan`).
+    """
 
     value: int
     counts_links: bool
+    per_link: Mapping[int, int] = field(default_factory=dict)
+
+
+#: Costs of operations kept (per schema): a client that sends one document again and again
+#: (an agent's loop, or an attacker's) is costed once per estimate.
+COST_MEMO = 512
+
+
+def frozen_variables(variables: Any) -> str | None:
+    """An operation's variables as a key (sorted JSON), ``None`` when they are no JSON (an
+    in-process caller's objects)."""
+    try:
+        return json.dumps(variables, sort_keys=True) if variables else ""
+    except (TypeError, ValueError):
+        return None
+
+
+class CostMemo:
+    """Operation costs by document, operation, variables and estimates, least recently used
+    dropped first (:data:`COST_MEMO`). Documents come from the prepared-document cache, so the
+    same document is the same object; the memo holds it, so its id is not reused."""
+
+    def __init__(self, size: int = COST_MEMO) -> None:
+        self.size = size
+        self._kept: OrderedDict[tuple[Any, ...], tuple[DocumentNode, Cost]] = OrderedDict()
+
+    def cost(
+        self,
+        schema: GraphQLSchema,
+        document: DocumentNode,
+        operation_name: str | None,
+        variables: dict[str, Any] | None,
+        est: Estimates,
+    ) -> Cost:
+        """:func:`operation_cost`, from the memo when it holds it."""
+        frozen = frozen_variables(variables)
+        if frozen is None:
+            return operation_cost(schema, document, operation_name, variables, est)
+        key = (id(schema), id(document), operation_name, frozen, est)
+        found = self._kept.get(key)
+        if found is not None and found[0] is document:
+            self._kept.move_to_end(key)
+            return found[1]
+        cost = operation_cost(schema, document, operation_name, variables, est)
+        if self.size:
+            self._kept[key] = (document, cost)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+        return cost
 
 
 def operation_cost(
@@ -266,7 +331,7 @@ def operation_cost(
     walk = _Walk(schema, fragments, variables or {}, est)
     root = schema.get_root_type(operation.operation)
     value = walk.selections(operation.selection_set, root, ())
-    return Cost(value, walk.counts_links)
+    return Cost(value, walk.counts_links, walk.per_link)
 
 
 def links_per_memory(memories: int, links: int) -> int:
@@ -295,6 +360,48 @@ class LinkCounts:
             self._kept.clear()
         self._kept[key] = (now, *found)
         return found
+
+
+class Refusals:
+    """Operations their refined estimate stopped (:class:`~graphsvc.api.budget.CostPlan`), per
+    service, namespace, document and variables, kept :data:`COUNTS_TTL` seconds: the same
+    operation sent again meanwhile is refused before it runs, from the degrees the last one
+    read (an agent retrying, or an attacker repeating, costs a lookup, not an execution).
+
+    Args:
+        clock: monotonic seconds (tests pass their own).
+        size: operations kept at most, the oldest dropped first.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, size: int = 1024) -> None:
+        self.clock = clock
+        self.size = size
+        self._kept: OrderedDict[tuple[Any, ...], tuple[float, DocumentNode, str]] = OrderedDict()
+
+    def key(
+        self, ctx: RequestContext, document: DocumentNode, operation: str | None, variables: Any
+    ) -> tuple[Any, ...] | None:
+        """The key of an operation, or ``None`` for variables that are no JSON."""
+        frozen = frozen_variables(variables)
+        if frozen is None:
+            return None
+        return (id(ctx.service), ctx.namespace, id(document), operation, frozen)
+
+    def refused(self, key: tuple[Any, ...], document: DocumentNode) -> str | None:
+        """Why the operation was stopped, when it was within :data:`COUNTS_TTL` seconds."""
+        found = self._kept.get(key)
+        if found is None or found[1] is not document:
+            return None
+        if self.clock() - found[0] >= COUNTS_TTL:
+            del self._kept[key]
+            return None
+        return found[2]
+
+    def remember(self, key: tuple[Any, ...], document: DocumentNode, message: str) -> None:
+        self._kept[key] = (self.clock(), document, message)
+        self._kept.move_to_end(key)
+        while len(self._kept) > self.size:
+            self._kept.popitem(last=False)
 
 
 def estimates(ctx: RequestContext, links: int, memories: int | None = None) -> Estimates:
@@ -333,15 +440,40 @@ def cost_error(cost: Cost, limit: int, est: Estimates) -> GraphQLError:
 
 class QueryCost(SchemaExtension):
     """Refuses, before execution, an operation whose estimated cost is above the context's
-    ``limits.max_cost`` (a validation error, ``code: LIMIT_EXCEEDED``). Runs after the document
-    was prepared and found valid; requests without a caller are left to the resolvers.
+    ``limits.max_cost`` (a validation error, ``code: LIMIT_EXCEEDED``); admits the others into
+    their key's and namespace's budget in flight (:mod:`graphsvc.api.inflight`), waiting for
+    room when there is none, and hands the resolvers the estimate to refine
+    (:attr:`RequestContext.cost`). Runs after the document was prepared and found valid;
+    requests without a caller are left to the resolvers.
 
     Args:
         counts: the schema's links-per-memory cache.
+        inflight: the schema's budgets in flight (``None``: none).
+        memo: the schema's operation costs (``None``: none kept).
+        refusals: the operations stopped by their refined estimate lately (``None``: none
+            kept).
     """
 
-    def __init__(self, *, counts: LinkCounts) -> None:
+    def __init__(
+        self,
+        *,
+        counts: LinkCounts,
+        inflight: InFlight | None = None,
+        memo: CostMemo | None = None,
+        refusals: Refusals | None = None,
+    ) -> None:
         self.counts = counts
+        self.inflight = inflight
+        self.memo = memo or CostMemo(0)
+        self.refusals = refusals
+        self._ticket: Ticket | None = None
+
+    async def on_operation(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if self._ticket is not None:
+                self._ticket.release()
 
     async def on_validate(self) -> AsyncIterator[None]:
         context = self.execution_context
@@ -354,6 +486,8 @@ class QueryCost(SchemaExtension):
             and ctx.principal is not None
         ):
             error = await self._check(ctx, document)
+            if error is None:
+                error = await self._admit(ctx)
             if error is not None:
                 context.pre_execution_errors = [error]
         yield
@@ -362,30 +496,67 @@ class QueryCost(SchemaExtension):
         context = self.execution_context
         schema = context.schema._schema
         est = estimates(ctx, 1)
-        cost = operation_cost(schema, document, context.operation_name, context.variables, est)
+        cost = self.memo.cost(schema, document, context.operation_name, context.variables, est)
         if cost.value > ctx.limits.max_cost:
             return cost_error(cost, ctx.limits.max_cost, est)
-        if not cost.counts_links:
+        if cost.counts_links:
+            try:
+                memories, links = await self.counts.of(ctx)
+            except GraphsvcError as exc:  # the store's own error, with its code
+                return GraphQLError(str(exc), original_error=exc)
+            est = estimates(ctx, links, memories)
+            cost = self.memo.cost(schema, document, context.operation_name, context.variables, est)
+            if cost.value > ctx.limits.max_cost:
+                return cost_error(cost, ctx.limits.max_cost, est)
+        plan = ctx.cost = CostPlan(
+            estimate=cost.value,
+            limit=ctx.limits.max_cost,
+            links_per_memory=est.links_per_memory,
+            per_link=cost.per_link,
+        )
+        refusals = self.refusals
+        if refusals is not None and cost.per_link:
+            key = refusals.key(ctx, document, context.operation_name, context.variables)
+            if key is not None:
+                message = refusals.refused(key, document)
+                if message is not None:
+                    return GraphQLError(message, original_error=LimitExceededError(message))
+                plan.refused = functools.partial(refusals.remember, key, document)
+        return None
+
+    async def _admit(self, ctx: RequestContext) -> GraphQLError | None:
+        plan = ctx.cost
+        if self.inflight is None or plan is None:
             return None
+        budget = ctx.budget
+        wait = (
+            budget.timeout * WAIT_SHARE
+            if budget is not None and budget.timeout is not None
+            else self.inflight.wait
+        )
+        caller = ctx.caller
         try:
-            memories, links = await self.counts.of(ctx)
-        except GraphsvcError as exc:  # the store's own error, with its code
+            self._ticket = await self.inflight.admit(
+                caller.key_id, caller.namespace, plan.estimate, wait
+            )
+        except LimitExceededError as exc:
             return GraphQLError(str(exc), original_error=exc)
-        est = estimates(ctx, links, memories)
-        cost = operation_cost(schema, document, context.operation_name, context.variables, est)
-        if cost.value > ctx.limits.max_cost:
-            return cost_error(cost, ctx.limits.max_cost, est)
+        plan.ticket = self._ticket
         return None
 
 
 __all__ = [
     "COST_CAP",
+    "COST_MEMO",
     "COUNTS_TTL",
     "OTHER_LIST_SIZE",
+    "WAIT_SHARE",
     "Cost",
+    "CostMemo",
     "Estimates",
     "LinkCounts",
     "QueryCost",
+    "Refusals",
     "cost_error",
     "estimates",
     "links_per_memory",

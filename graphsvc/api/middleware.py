@@ -143,38 +143,70 @@ class _BodyTooSlowError(Exception):
     """Raised from ``receive`` once the body has taken longer than the limit to arrive."""
 
 
+#: How a gate answers a refusal: (status, message, code, headers) -> the response. The GraphQL
+#: endpoint answers GraphQL-shaped errors; the MCP endpoint answers its own JSON shape.
+Refusal = Callable[[int, str, str, dict[str, str]], Response]
+
+
+def graphql_refusal(status: int, message: str, code: str, headers: dict[str, str]) -> Response:
+    """A refusal as a GraphQL-shaped error body (``errors[0].extensions.code``)."""
+    return error_response(status, message, code, headers=headers)
+
+
 class BodyLimit:
     """Refuse request bodies over ``max_bytes`` with 413, by Content-Length or while reading, and
     bodies that have not arrived within ``timeout`` seconds of the request with 408.
 
     Both refusals close the connection (``Connection: close``): the rest of the body is never
     read, so the client cannot hold the connection by sending it slowly.
+
+    Args:
+        app: what is behind the limit.
+        max_bytes: ``GRAPHSVC_MAX_BODY_BYTES``.
+        timeout: ``GRAPHSVC_BODY_TIMEOUT`` (``None``: unbounded).
+        refuse: how the refusals are answered (default: GraphQL-shaped errors).
+        hint: how to make a smaller request, for the 413's message.
+        skip: paths passed through untouched (an endpoint that limits its own bodies behind
+            its key check: ``/mcp``).
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int, timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        timeout: float | None = None,
+        *,
+        refuse: Refusal = graphql_refusal,
+        hint: str = "split the request, e.g. rememberMany in smaller batches",
+        skip: tuple[str, ...] = (),
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.timeout = timeout
+        self.refuse = refuse
+        self.hint = hint
+        self.skip = skip
 
-    def _refusal(self) -> JSONResponse:
-        return error_response(
+    def _refusal(self) -> Response:
+        return self.refuse(
             413,
             f"the request body is larger than {self.max_bytes} bytes (GRAPHSVC_MAX_BODY_BYTES): "
-            "split the request, e.g. rememberMany in smaller batches",
-            headers={"Connection": "close"},
+            f"{self.hint}",
+            "LIMIT_EXCEEDED",
+            {"Connection": "close"},
         )
 
-    def _too_slow(self) -> JSONResponse:
-        return error_response(
+    def _too_slow(self) -> Response:
+        return self.refuse(
             408,
             f"the request body did not arrive within {self.timeout:g} s (GRAPHSVC_BODY_TIMEOUT): "
             "send the body right after the headers, or split the request",
             "LIMIT_EXCEEDED",
-            headers={"Connection": "close"},
+            {"Connection": "close"},
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope.get("path") in self.skip:
             await self.app(scope, receive, send)
             return
         declared = Headers(scope=scope).get("content-length")
@@ -234,16 +266,6 @@ def is_ide_request(scope: Scope) -> bool:
         return False
     accept = Headers(scope=scope).get("accept", "")
     return "text/html" in accept or "*/*" in accept
-
-
-#: How a gate answers a refusal: (status, message, code, headers) -> the response. The GraphQL
-#: endpoint answers GraphQL-shaped errors; the MCP endpoint answers its own JSON shape.
-Refusal = Callable[[int, str, str, dict[str, str]], Response]
-
-
-def graphql_refusal(status: int, message: str, code: str, headers: dict[str, str]) -> Response:
-    """A refusal as a GraphQL-shaped error body (``errors[0].extensions.code``)."""
-    return error_response(status, message, code, headers=headers)
 
 
 def _too_many(wait: float, what: str, setting: str, refuse: Refusal) -> Response:

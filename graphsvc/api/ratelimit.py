@@ -115,8 +115,22 @@ MAX_FORWARDED_HOPS = 16
 
 
 def _address(text: str) -> _Address | None:
+    """The address of an ``X-Forwarded-For`` entry: ``198.51.100.2``, ``2001:db8::5``, and the
+    same with a port as some proxies write them (``198.51.100.2:54321``,
+    ``[2001:db8::5]:443``, ``[2001:db8::5]``); ``None`` for anything else."""
+    text = text.strip()
+    if text.startswith("["):
+        host, bracket, port = text[1:].partition("]")
+        if not bracket or (port and not (port[:1] == ":" and port[1:].isdigit())):
+            return None
+    elif text.count(":") == 1:  # IPv4 with a port (a bare IPv6 address has several colons)
+        host, _, port = text.partition(":")
+        if not port.isdigit():
+            return None
+    else:
+        host = text
     try:
-        return ipaddress.ip_address(text.strip().strip("[]"))
+        return ipaddress.ip_address(host)
     except ValueError:
         return None
 

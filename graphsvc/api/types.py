@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from enum import Enum, StrEnum
 from typing import Annotated, Any, TypeVar, cast
+from uuid import UUID
 
 import strawberry
 from pydantic import BaseModel
@@ -28,6 +29,7 @@ from graphsvc import model as m
 from graphsvc import overview as ov
 from graphsvc import prompt as p
 from graphsvc.api.context import Info
+from graphsvc.api.fanout import read_links
 from graphsvc.prompt import type_description
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -164,10 +166,18 @@ class Memory(MemoryFields):
         kind: Annotated[LinkKind | None, arg("Only links of this kind.")] = None,
     ) -> list[m.Link]:
         ctx = info.context
+        # A request already stopped (its failure is what the view answers) does no more work
+        # and makes no more errors: each costs graphql-core more than the field itself.
+        if ctx.stopped:
+            return []
         ctx.take_rows(0)  # a request past its budget or deadline starts no load
         found = await ctx.links_loader.load(root.id)
         links = [link for link in found if kind is None or link.kind.value == kind.name]
+        await read_links(info._raw_info, ctx, root.id, links)
+        if ctx.stopped:
+            return []
         ctx.take_rows(len(links))
+        await ctx.pace(len(links))
         return links
 
     @resolver(
@@ -182,6 +192,7 @@ class Memory(MemoryFields):
         ctx.take_rows(0)
         found = await ctx.run(ctx.service.history, ctx.namespace, root.id)
         ctx.take_rows(len(found))
+        await ctx.pace(len(found))
         return found
 
 
@@ -189,13 +200,23 @@ class Memory(MemoryFields):
 class Link(LinkFields):
     @resolver(description="The source memory (batched).", graphql_type=Memory | None)
     async def source_memory(self, root: strawberry.Parent[m.Link], info: Info) -> m.Memory | None:
-        info.context.take_rows(1)
-        return await info.context.memory_loader.load(root.source)
+        return await _end_memory(info, root.source)
 
     @resolver(description="The target memory (batched).", graphql_type=Memory | None)
     async def target_memory(self, root: strawberry.Parent[m.Link], info: Info) -> m.Memory | None:
-        info.context.take_rows(1)
-        return await info.context.memory_loader.load(root.target)
+        return await _end_memory(info, root.target)
+
+
+async def _end_memory(info: Info, memory: UUID) -> m.Memory | None:
+    """A link's end, from the loader, counted and paced like every nested row (nothing when the
+    request was stopped)."""
+    ctx = info.context
+    if ctx.stopped:
+        return None
+    ctx.take_rows(1)
+    found = await ctx.memory_loader.load(memory)
+    await ctx.pace(1)
+    return found
 
 
 @derived(m.ValidityInterval)

@@ -7,9 +7,10 @@ nor the stores (numpy, the Neo4j driver). Every store command takes ``--data-dir
 Exit status: 0 success, 2 bad input (the message says what to fix), 3 the store is unavailable or
 another error.
 
-Evaluation and benchmarks (``eval``, ``bench``, ``bench-http``, ``convert``) are not part of
-graphsvc: they come with graphsvc-lab (``lab/`` in the checkout), which adds them through the
-``graphsvc.commands`` entry point. Without it, naming one of them says how to install it.
+Evaluation and benchmarks (``eval``, ``bench``, ``bench-erase``, ``bench-http``, ``convert``) are
+not part of graphsvc: they come with graphsvc-lab (``lab/`` in the checkout), which adds them
+through the ``graphsvc.commands`` entry point. Without it, naming one of them says how to install
+it.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # Entry-point group of command tables shaped like COMMANDS (graphsvc-lab declares one).
 PLUGINS = "graphsvc.commands"
 # The commands graphsvc-lab brings, named here so that asking for one without it says what to do.
-LAB_COMMANDS = ("bench", "bench-http", "convert", "eval")
+LAB_COMMANDS = ("bench", "bench-erase", "bench-http", "convert", "eval")
 LAB_INSTALL = "install graphsvc-lab: pip install -e lab (from a graphsvc checkout)"
 
 

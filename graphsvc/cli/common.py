@@ -67,7 +67,9 @@ create_option = click.option(
 )
 
 
-def check_data_dir(settings: Settings, data_dir: Path | None, create: bool) -> None:
+def check_data_dir(
+    settings: Settings, data_dir: Path | None, create: bool, *, read_only: bool = False
+) -> None:
     """Refuse a ``--data-dir`` that does not exist (a typo would open a new, empty store),
     unless ``create``. The default folder (and ``GRAPHSVC_DATA_DIR``) is created as before,
     and nothing is checked when Neo4j is the store.
@@ -79,6 +81,11 @@ def check_data_dir(settings: Settings, data_dir: Path | None, create: bool) -> N
         return
     if data_dir.expanduser().resolve() == default_data_dir().resolve():
         return
+    if read_only:  # nothing to read: an empty store would look like data lost
+        raise BadInputError(
+            f"--data-dir {data_dir}: no such folder, so no store to read. Check the path (an "
+            "existing store's folder holds its log.jsonl)"
+        )
     raise BadInputError(
         f"--data-dir {data_dir}: no such folder. Check the path (an existing store's folder "
         "holds its log.jsonl), or pass --create to start a new, empty store there"
@@ -111,10 +118,17 @@ def make_settings(
 def opened(
     data_dir: Path | None, namespace: str | None, *, read_only: bool = False
 ) -> Iterator[tuple[MemoryService, str]]:
-    """A service on the configured store and the namespace to use; closed afterwards."""
+    """A service on the configured store and the namespace to use; closed afterwards.
+
+    Raises:
+        BadInputError: ``read_only`` and a ``data_dir`` that does not exist (a read of a
+            missing folder printed an empty store, exit 0: a typo looked like data lost).
+    """
     from graphsvc.bootstrap import bootstrap
 
     settings = make_settings(data_dir, namespace)
+    if read_only:
+        check_data_dir(settings, data_dir, create=False, read_only=True)
     service = bootstrap(settings, read_only=read_only)
     try:
         yield service, settings.namespace

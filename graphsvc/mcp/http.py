@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -51,7 +52,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from graphsvc.api.auth import ApiKeys, Principal, UnauthenticatedError
-from graphsvc.api.middleware import PRINCIPAL, AuthGate
+from graphsvc.api.middleware import PRINCIPAL, AuthGate, BodyLimit
 from graphsvc.api.ratelimit import RateLimits, retry_after
 from graphsvc.mcp.server import LimiterSource, ServiceSource, build_server
 from graphsvc.settings import Settings
@@ -155,9 +156,36 @@ _KEPT_HEADERS = {b"allow", b"retry-after", b"mcp-session-id"}
 _MAX_REFUSAL_BYTES = 64 * 1024
 
 
+#: The part of a pydantic error line after its message: the error type, the input value (which
+#: echoes what the client sent) and the input type.
+_PYDANTIC_DETAIL = re.compile(r"\s*\[type=.*$")
+
+
+def plain_message(text: str) -> str:
+    """An SDK refusal's message as graphsvc tells it: one line, and for a message that does
+    not parse (the SDK hands on pydantic's dump, which quotes the input values, names the
+    library's version and links its documentation) the first field and problem only."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return text
+    if "validation error" not in lines[0]:
+        return lines[0][:500]
+    found = "not a JSON-RPC 2.0 message"
+    for number, line in enumerate(lines[1:], start=1):
+        if line.startswith("  ") and not line.startswith("    "):  # a message under its field
+            field = lines[number - 1].strip()
+            found = f"{field}: {_PYDANTIC_DETAIL.sub('', line).strip()}"
+            break
+    return (
+        f"the body is not an MCP message ({found[:200]}): send a JSON-RPC 2.0 object with "
+        "'jsonrpc': '2.0', a 'method' and, for a request, an 'id'"
+    )
+
+
 def _sdk_error(body: bytes, status: int) -> tuple[str, int | None, str | int | None]:
     """The message, JSON-RPC code and request id of an SDK refusal: a JSON-RPC error's, else
-    the text (``Invalid Host header``) or the status, with no code and no id."""
+    the text (``Invalid Host header``) or the status, with no code and no id; the message as
+    :func:`plain_message` tells it."""
     text = body[:_MAX_REFUSAL_BYTES].decode("utf-8", "replace").strip()
     try:
         parsed = json.loads(text)
@@ -169,11 +197,11 @@ def _sdk_error(body: bytes, status: int) -> tuple[str, int | None, str | int | N
             rpc = error.get("code")
             found = parsed.get("id")
             return (
-                str(error["message"]),
+                plain_message(str(error["message"])),
                 rpc if isinstance(rpc, int) and not isinstance(rpc, bool) else None,
                 found if isinstance(found, str | int) and not isinstance(found, bool) else None,
             )
-    return text or f"refused with HTTP {status}", None, None
+    return plain_message(text) if text else f"refused with HTTP {status}", None, None
 
 
 def sdk_refusals(send: Send) -> Send:
@@ -210,38 +238,62 @@ def sdk_refusals(send: Send) -> Send:
     return rewriting
 
 
+#: The share of GRAPHSVC_MCP_MAX_STREAMS one namespace's keys may hold together by default.
+NAMESPACE_STREAM_SHARE = 4
+
+
+def namespace_stream_cap(settings: Settings, total: int) -> int:
+    """Most event streams one namespace's keys may hold: the setting, else a quarter of
+    ``total`` (at least the per-key cap)."""
+    configured = settings.mcp_max_streams_per_namespace
+    if configured is not None:
+        return configured
+    return max(settings.mcp_max_streams_per_key, total // NAMESPACE_STREAM_SHARE)
+
+
 class StreamSlots:
-    """Open event streams, per API key and in total (used on the event loop only).
+    """Open event streams, per API key, per namespace and in total (used on the event loop
+    only). A key's streams count against its namespace's too: a tenant with 25 read keys took
+    all 100 streams, 4 a key, and left none to the others.
 
     Args:
         per_key: most streams one key may hold (``GRAPHSVC_MCP_MAX_STREAMS_PER_KEY``).
         total: most streams in all (``GRAPHSVC_MCP_MAX_STREAMS``, after :func:`stream_cap`).
+        per_namespace: most streams one namespace's keys may hold together
+            (``GRAPHSVC_MCP_MAX_STREAMS_PER_NAMESPACE``, :func:`namespace_stream_cap`).
     """
 
-    def __init__(self, per_key: int, total: int) -> None:
+    def __init__(self, per_key: int, total: int, per_namespace: int | None = None) -> None:
         self.per_key = per_key
         self.total = total
+        self.per_namespace = total if per_namespace is None else per_namespace
         self.open = 0
         self._by_key: dict[str, int] = {}
+        self._by_namespace: dict[str, int] = {}
 
-    def take(self, key: str) -> str | None:
-        """Take a slot for ``key``: ``None`` when taken, else the setting that refuses it."""
+    def take(self, key: str, namespace: str = "") -> str | None:
+        """Take a slot for ``key`` of ``namespace``: ``None`` when taken, else the setting that
+        refuses it."""
         if self._by_key.get(key, 0) >= self.per_key:
             return "GRAPHSVC_MCP_MAX_STREAMS_PER_KEY"
+        if self._by_namespace.get(namespace, 0) >= self.per_namespace:
+            return "GRAPHSVC_MCP_MAX_STREAMS_PER_NAMESPACE"
         if self.open >= self.total:
             return "GRAPHSVC_MCP_MAX_STREAMS"
         self._by_key[key] = self._by_key.get(key, 0) + 1
+        self._by_namespace[namespace] = self._by_namespace.get(namespace, 0) + 1
         self.open += 1
         return None
 
-    def give_back(self, key: str) -> None:
-        """Return a slot :meth:`take` gave ``key``."""
+    def give_back(self, key: str, namespace: str = "") -> None:
+        """Return a slot :meth:`take` gave ``key`` of ``namespace``."""
         self.open -= 1
-        left = self._by_key.get(key, 1) - 1
-        if left > 0:
-            self._by_key[key] = left
-        else:
-            self._by_key.pop(key, None)
+        for counts, name in ((self._by_key, key), (self._by_namespace, namespace)):
+            left = counts.get(name, 1) - 1
+            if left > 0:
+                counts[name] = left
+            else:
+                counts.pop(name, None)
 
 
 def descriptor_limit() -> int | None:
@@ -303,13 +355,26 @@ class McpHttp:
         self.server = build_server(service_of, request_principal, limiter_of)
         self.settings = settings
         self.path = path
-        # The same gate as /graphql: rate limits, failed-authentication limits, keys.
-        self.gate = AuthGate(self._endpoint, keys, settings.namespace, limits, refuse=mcp_refusal)
+        # The same gate as /graphql: rate limits, failed-authentication limits, keys; then the
+        # body's size and time limits, answered in this endpoint's shape (the app's own limit
+        # passes /mcp through: a caller without a key is told so first).
+        limited = BodyLimit(
+            self._endpoint,
+            settings.max_body_bytes,
+            settings.body_timeout,
+            refuse=mcp_refusal,
+            hint="send less in one call (remember_many with fewer memories, or several calls)",
+        )
+        self.gate = AuthGate(limited, keys, settings.namespace, limits, refuse=mcp_refusal)
         #: The route to add to the app (every method: POST, GET, DELETE).
         self.route = Route(path, endpoint=self.gate)
         self._manager: StreamableHTTPSessionManager | None = None
         #: The open event streams (the total is set by :meth:`run`).
-        self.streams = StreamSlots(settings.mcp_max_streams_per_key, settings.mcp_max_streams)
+        self.streams = StreamSlots(
+            settings.mcp_max_streams_per_key,
+            settings.mcp_max_streams,
+            namespace_stream_cap(settings, settings.mcp_max_streams),
+        )
 
     async def _endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
@@ -330,19 +395,28 @@ class McpHttp:
     ) -> None:
         """One event stream, within the caps, ended after the idle timeout."""
         principal = scope.get(PRINCIPAL)
-        key = principal.key_id if isinstance(principal, Principal) else "anonymous"
+        if isinstance(principal, Principal):
+            namespace = principal.namespace
+            key = f"{namespace}\x1f{principal.key_id}"
+        else:
+            namespace, key = "", "anonymous"
         idle = self.settings.mcp_stream_idle_timeout
-        refused = self.streams.take(key)
+        refused = self.streams.take(key, namespace)
         if refused is not None:
-            per_key = refused.endswith("_PER_KEY")
-            limit = self.streams.per_key if per_key else self.streams.total
-            whose = "this API key holds" if per_key else "the server holds"
+            whose, limit = {
+                "GRAPHSVC_MCP_MAX_STREAMS_PER_KEY": ("this API key holds", self.streams.per_key),
+                "GRAPHSVC_MCP_MAX_STREAMS_PER_NAMESPACE": (
+                    "this namespace's keys hold",
+                    self.streams.per_namespace,
+                ),
+            }.get(refused, ("the server holds", self.streams.total))
             message = (
-                f"{whose} {limit} open event streams, the most it may ({refused}): close one, "
-                "or retry after the Retry-After seconds (idle streams are ended)"
+                f"{whose} {limit} open event streams, the most they may ({refused}): close "
+                "one, or retry after the Retry-After seconds (idle streams are ended)"
             )
             headers = {"Retry-After": retry_after(idle), "Connection": "close"}
-            status, code = (429, "LIMIT_EXCEEDED") if per_key else (503, "UNAVAILABLE")
+            mine = refused != "GRAPHSVC_MCP_MAX_STREAMS"
+            status, code = (429, "LIMIT_EXCEEDED") if mine else (503, "UNAVAILABLE")
             await mcp_refusal(status, message, code, headers)(scope, receive, send)
             return
         started = ended = False
@@ -373,13 +447,14 @@ class McpHttp:
                 # the stream's end: the client sees it close, and the connection is reusable
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
-            self.streams.give_back(key)
+            self.streams.give_back(key, namespace)
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
         """Serve ``/mcp`` while inside (enter it in the app's lifespan)."""
         configured = self.settings.mcp_max_streams
         self.streams.total = stream_cap(configured, descriptor_limit())
+        self.streams.per_namespace = namespace_stream_cap(self.settings, self.streams.total)
         if self.streams.total < configured:
             logger.warning(
                 "at most %d MCP event streams (GRAPHSVC_MCP_MAX_STREAMS is %d): half of the "
@@ -417,12 +492,15 @@ def mcp_http(
 __all__ = [
     "MCP_CHALLENGE",
     "MCP_PATH",
+    "NAMESPACE_STREAM_SHARE",
     "PRINCIPAL",
     "McpHttp",
     "StreamSlots",
     "descriptor_limit",
     "mcp_http",
     "mcp_refusal",
+    "namespace_stream_cap",
+    "plain_message",
     "request_principal",
     "sdk_refusals",
     "stream_cap",

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from graphsvc.dense import with_given
-from graphsvc.errors import GraphsvcError
+from graphsvc.errors import GraphsvcError, StoreUnavailableError
 from graphsvc.model import AsOf, LinkKind, Memory
 from graphsvc.recall.conversation import answer_seeds, attribute, expand_answers, unlinked_seeds
 from graphsvc.recall.fusion import calibrate, fuse
@@ -161,6 +161,8 @@ class EarlyWalk:
             if held:
                 try:
                     return future.result()
+                except StoreUnavailableError:
+                    raise  # the store spent its outage budget on it: again would double it
                 except GraphsvcError:
                     pass  # asked again below, as the walk would have been without it
             else:

@@ -755,6 +755,20 @@ def redact(detail: str, erased: Callable[[str], bool]) -> str:
     return _UUID_RE.sub(lambda found: ERASED if erased(found.group(0)) else found.group(0), detail)
 
 
+def erase_started(namespace: str, spec: EraseFilter, at: datetime) -> EraseReceipt:
+    """The receipt of an erase before its first batch: nothing removed, not complete."""
+    return EraseReceipt(
+        namespace=namespace,
+        filter=spec,
+        memories=0,
+        links=0,
+        beliefs=0,
+        events=0,
+        erased_at=at,
+        complete=False,
+    )
+
+
 def nothing_to_erase() -> BadInputError:
     return BadInputError(
         "say what to erase: everything=true for the whole namespace, or a tag, a source, or a "
@@ -850,6 +864,7 @@ __all__ = [
     "bad_model",
     "belief_memory_missing",
     "describe_model",
+    "erase_started",
     "facet_deltas",
     "facet_order",
     "link_end_missing",

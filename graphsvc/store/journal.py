@@ -18,10 +18,12 @@ newline. A reader tells three things apart:
 **A data directory** holds:
 
 - ``store.json``: the store's identity, one frame (``op: store``, ``store``: a random id),
-  written once, before the store's first log. Every segment header and snapshot header carries
-  the id (``store``), and one that names another store is refused. Stores made before it have
-  no ``store.json`` and headers without ``store``: a writer gives them an id at its first open,
-  and the headers it writes from then on carry it (a header without one is not checked).
+  written once, just after the store's first log (so ``store.json`` without a log is a store
+  whose log is gone, refused like any other trace of an earlier store, never opened empty).
+  Every segment header and snapshot header carries the id (``store``), and one that names
+  another store is refused. Stores made before it have no ``store.json`` and headers without
+  ``store``: a writer gives them an id at its first open, and the headers it writes from then
+  on carry it (a header without one is not checked).
 - ``log.jsonl``: the active log segment, a header frame (``op: header``: a random log id, the
   store's id, the generation, ``base``, the sequence number the segment continues from, and
   ``prev``, the id of the segment before it) then one frame per acknowledged write, ``seq``
@@ -39,9 +41,10 @@ newline. A reader tells three things apart:
   is damage. It is renamed into place whole, so one that does not verify is damage too.
 - ``LOCK``: the writer's ``flock``.
 
-A missing ``log.jsonl`` where the directory says there was one (a snapshot, a marker or a lock
-file), an empty one (0 bytes: every segment this format writes starts with its header, so an empty
-log lost its header and whatever followed it), a log that is not the one the snapshot names, or a
+A missing ``log.jsonl`` where the directory says there was one (a snapshot, a marker,
+``store.json``, ``log.old.jsonl`` or a lock file), an empty one (0 bytes: every segment this
+format writes starts with its header, so an empty log lost its header and whatever followed
+it), a log that is not the one the snapshot names, or a
 log that continues a snapshot that is missing, are refused (:attr:`Chain.refusal`); ``graphsvc
 repair`` accepts them explicitly. The one empty log that is not refused is beside a version-1
 snapshot (graphsvc before checksums emptied its log after each snapshot).
@@ -756,11 +759,11 @@ def inspect(root: Path, *, lock_existed: bool) -> Chain:
         theirs = chain.snapshot.head.store
         if store is not None and theirs is not None and theirs != store:
             raise LogError(
-                snapshot_path,
+                root / STORE_NAME,
                 1,
                 0,
-                f"the snapshot is of store {theirs}, but {STORE_NAME} says this directory is "
-                f"store {store}: it was replaced by another store's",
+                f"{STORE_NAME} says this directory is store {store}, but {snapshot_path} is of "
+                f"store {theirs}: one of them was replaced by another store's",
             )
     log_path, old_path, new_path = root / LOG_NAME, root / OLD_LOG_NAME, root / NEW_LOG_NAME
     active_path: Path | None = log_path if log_path.exists() else None
@@ -781,6 +784,9 @@ def inspect(root: Path, *, lock_existed: bool) -> Chain:
             evidence.append(f"{CLEAN_NAME} (closed at seq {chain.marker.seq})")
         if old_path.exists():
             evidence.append(OLD_LOG_NAME)
+        if store is not None:
+            # Written only after the store's first log: a store that had a log.
+            evidence.append(f"{STORE_NAME} (store {store})")
         if lock_existed and not evidence:
             evidence.append(f"{LOCK_NAME} (a writer has used this directory)")
         if evidence:

@@ -11,8 +11,14 @@ openable again, losing as little as the files allow and saying exactly what:
   log that belongs to another store or generation), so nothing is deleted;
 - a missing, foreign or emptied (0 bytes) log is replaced by a new one that continues the
   snapshot (the records after the snapshot, if there were any, are lost: the report says from
-  which ``seq``);
-- it reports what it found, kept and cut: records, bytes and ``seq`` ranges.
+  which ``seq``, and to which when a file shows it);
+- it never sets aside a log whose records verify and replay: a damaged ``log.old.jsonl`` that
+  the log does not continue goes aside alone, and a ``store.json`` that names another store
+  than the log (and the snapshot) is the one set aside and rewritten
+  (:meth:`_Repair.settle_store_id`);
+- it reports what it found in each file before changing anything (:func:`survey`: identities
+  and the ``seq`` ranges of the records that verify), and what it kept and cut: records, bytes
+  and ``seq`` ranges.
 
 It refuses what it cannot fix: a damaged snapshot, or a log that continues a snapshot that is
 gone (restore ``snapshot.json`` from a backup). It takes the writer's lock, so it never runs beside
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,12 +45,15 @@ from graphsvc.store import journal
 from graphsvc.store.journal import (
     CLEAN_NAME,
     LOG_NAME,
+    NEW_LOG_NAME,
     OLD_LOG_NAME,
     SNAPSHOT_NAME,
+    STORE_NAME,
     Chain,
     Frame,
     LogError,
     LogHead,
+    Scan,
 )
 from graphsvc.store.mirror import MirrorStore, Replayed, lock_data_dir, lock_used
 
@@ -70,6 +79,8 @@ class RepairReport:
             (a log cut short after a clean close, a missing log), or None; ``(first, None)`` when
             the end is unknown.
         moved_aside: the files moved aside, unchanged.
+        files: what repair found in each file before it changed anything, one line each
+            (its identity, and the ``seq`` range of the records that verify).
     """
 
     data_dir: Path
@@ -84,6 +95,7 @@ class RepairReport:
     cut_seq: tuple[int, int] | None = None
     lost_seq: tuple[int, int | None] | None = None
     moved_aside: tuple[Path, ...] = ()
+    files: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -110,13 +122,16 @@ class RepairReport:
             },
             "lostSeq": list(self.lost_seq) if self.lost_seq else None,
             "movedAside": [str(p) for p in self.moved_aside],
+            "files": list(self.files),
         }
 
     def describe(self) -> str:
         """The report for people."""
         if not self.problems:
             return f"{self.data_dir}: nothing to repair (every record verifies)."
-        lines = [f"Repair of {self.data_dir}", "found:"]
+        lines = [f"Repair of {self.data_dir}", "files:"]
+        lines += [f"  - {f}" for f in self.files]
+        lines.append("found:")
         lines += [f"  - {p}" for p in self.problems]
         lines.append("did:")
         lines += [f"  - {a}" for a in self.actions] or ["  - nothing"]
@@ -159,7 +174,8 @@ def repair(data_dir: Path) -> RepairReport:
     lock_existed = lock_used(data_dir)
     lock = lock_data_dir(data_dir)
     try:
-        report = _Repair(data_dir, lock_existed).run()
+        files = survey(data_dir)
+        report = replace(_Repair(data_dir, lock_existed).run(), files=files)
     except OSError as exc:
         raise StoreUnavailableError(f"cannot repair {data_dir}: {exc}") from exc
     finally:
@@ -184,6 +200,12 @@ class _Repair:
         self.moved: list[Path] = []
         self.lost: tuple[int, int | None] | None = None
         self.installed_bytes = 0
+        #: The last seq of verified records set aside because they cannot be replayed (they
+        #: continue a segment or snapshot that is gone), when there were any.
+        self.unreplayable_end: int | None = None
+        self.cut_records = 0
+        self.cut_bytes = 0
+        self.cut_seq: tuple[int, int] | None = None
 
     # -- files -----------------------------------------------------------------------------------
 
@@ -256,6 +278,11 @@ class _Repair:
             report["kept_bytes"] = self.installed_bytes
             if replayed.first_seq is not None and replayed.last_seq is not None:
                 report["kept_seq"] = (replayed.first_seq, replayed.last_seq)
+        if self.cut_records:  # logs set aside whole because they cannot be replayed here
+            ranges = [r for r in (report.get("cut_seq"), self.cut_seq) if r is not None]
+            report["cut_records"] = report.get("cut_records", 0) + self.cut_records
+            report["cut_bytes"] = report.get("cut_bytes", 0) + self.cut_bytes
+            report["cut_seq"] = (min(r[0] for r in ranges), max(r[1] for r in ranges))
         marker = chain.marker
         last_seq = store.seq
         problem = replayed.problem
@@ -296,6 +323,7 @@ class _Repair:
         """
         root = self.root
         log_path, old_path = root / LOG_NAME, root / OLD_LOG_NAME
+        self.settle_store_id()
         for _ in range(4):
             try:
                 chain = journal.inspect(root, lock_existed=self.lock_existed)
@@ -308,7 +336,7 @@ class _Repair:
                 self.problems.append(str(exc))
                 self.set_aside(exc.path, "damaged")
                 if exc.path.name == OLD_LOG_NAME and log_path.exists():
-                    self.set_aside(log_path, "cut")  # it continues the segment just lost
+                    self.cut_if_continuing(log_path)
                 self.drop_marker()
                 continue
             if chain.refusal_kind == "missing-snapshot":
@@ -320,6 +348,7 @@ class _Repair:
             assert chain.refusal is not None
             self.problems.append(chain.refusal)
             if chain.refusal_kind == "foreign-log" and log_path.exists():
+                self.note_unreplayable(log_path, chain, chain.start_seq)
                 self.set_aside(log_path, "foreign")
                 continue  # the old segment, if any, may now be the log to keep
             if chain.refusal_kind == "empty-log":
@@ -342,12 +371,120 @@ class _Repair:
                 + (f"the snapshot at seq {head.base}" if chain.snapshot else "an empty store")
             )
             marker = chain.marker
-            if marker is None:
+            ends = [self.unreplayable_end, None if marker is None else marker.seq]
+            end = max((e for e in ends if e is not None), default=None)
+            if end is None:
                 self.lost = (head.base + 1, None)
-            elif marker.seq > head.base:
-                self.lost = (head.base + 1, marker.seq)
+            elif end > head.base:
+                self.lost = (head.base + 1, end)
             self.drop_marker()
         raise StoreCorruptError(f"cannot make sense of the files in {root}; restore a backup")
+
+    def settle_store_id(self) -> None:
+        """``store.json`` names one store, and the log (and the snapshot, when there is one)
+        agree on another: ``store.json`` is the stranger (replaced by another store's), so it
+        is moved aside and rewritten with the id the other files carry. A log whose records
+        verify is never set aside for it."""
+        path = self.root / STORE_NAME
+        try:
+            mine = journal.read_store_id(path)
+        except LogError:
+            return  # unreadable: inspect reports it and it is set aside as damaged
+        if mine is None:
+            return
+        theirs: set[str | None] = set()
+        logs: set[str | None] = set()
+        for name in (LOG_NAME, OLD_LOG_NAME):
+            segment = self.root / name
+            if segment.exists():
+                try:
+                    head = journal.log_head(journal.scan_file(segment))
+                except LogError:
+                    continue
+                theirs.add(head.store)
+                logs.add(head.log)
+        if not logs:
+            return
+        snapshot = self.root / SNAPSHOT_NAME
+        if snapshot.exists():
+            try:
+                snap = journal.read_snapshot(snapshot).head
+            except LogError:
+                return
+            if snap.log not in logs:
+                return  # the snapshot and the log disagree: not a matter of store.json
+            theirs.add(snap.store)
+        try:
+            marker = journal.read_marker(self.root / CLEAN_NAME)
+        except LogError:
+            marker = None
+        if marker is not None and marker.log not in logs:
+            return  # the marker names another log: the log is the stranger
+        known = theirs - {None}
+        if len(known) != 1 or mine in known:
+            return
+        store = known.pop()
+        assert store is not None
+        self.problems.append(
+            f"{STORE_NAME} says this directory is store {mine}, but the log"
+            + (" and the snapshot are" if snapshot.exists() else " is")
+            + f" of store {store}: {STORE_NAME} was replaced by another store's (if the log is "
+            "the stranger instead, restore this store's log from a backup)"
+        )
+        self.set_aside(path, "foreign")
+        journal.write_store_id(self.root, store)
+        self.actions.append(f"wrote {STORE_NAME} for store {store}, the store of the log")
+
+    def cut_if_continuing(self, log_path: Path) -> None:
+        """``log.old.jsonl`` was set aside as damaged: move ``log.jsonl`` aside too only when it
+        continues that segment (its records cannot be replayed without it); a log that starts
+        its store, or continues the snapshot, stays where it is."""
+        try:
+            head = journal.log_head(journal.scan_file(log_path))
+        except LogError:
+            return  # inspect will report it
+        snapshot = self.root / SNAPSHOT_NAME
+        snap_log = None
+        if snapshot.exists():
+            try:
+                snap_log = journal.read_snapshot(snapshot).head.log
+            except LogError:
+                return  # inspect will refuse the snapshot
+        if head.prev is None or head.log == snap_log:
+            return
+        start = 0
+        if snapshot.exists():
+            start = journal.read_snapshot(snapshot).head.seq
+        self.note_unreplayable(log_path, None, start)
+        self.set_aside(log_path, "cut")
+
+    def note_unreplayable(self, path: Path, chain: Chain | None, start: int) -> None:
+        """A log whose records verify but cannot be replayed here is about to be set aside:
+        count those past ``start`` (the state the directory keeps) as cut, with their ``seq``
+        range, when they are this store's."""
+        try:
+            scan = journal.scan_file(path)
+            head = journal.log_head(scan)
+        except LogError:
+            return
+        store = chain.store if chain is not None else None
+        if head.store is not None and store is not None and head.store != store:
+            return  # another store's records: not this store's loss
+        records = scan.frames[1:] if scan.version == journal.FORMAT_VERSION else scan.frames
+        seqs = [seq for seq in _seqs(records) if seq > start]
+        if seqs:
+            self.cut_records += len(seqs)
+            self.cut_bytes += scan.size
+            low, high = min(seqs), max(seqs)
+            self.cut_seq = (
+                (low, high)
+                if self.cut_seq is None
+                else (
+                    min(low, self.cut_seq[0]),
+                    max(high, self.cut_seq[1]),
+                )
+            )
+            self.unreplayable_end = max(high, self.unreplayable_end or 0)
 
     def old_continues(self, chain: Chain) -> bool:
         """Whether ``log.old.jsonl`` is the segment the snapshot continues into (or the first
@@ -410,6 +547,63 @@ class _Repair:
         if replayed.first_seq is not None and replayed.last_seq is not None:
             out["kept_seq"] = (replayed.first_seq, replayed.last_seq)
         return out
+
+
+def survey(root: Path) -> tuple[str, ...]:
+    """What each file of a data directory holds, one line each, read before repair changes
+    anything: identities (store, log, generation) and the ``seq`` ranges of the records that
+    verify, before and after the first problem."""
+    found = []
+    for name in (STORE_NAME, SNAPSHOT_NAME, OLD_LOG_NAME, LOG_NAME, NEW_LOG_NAME, CLEAN_NAME):
+        path = root / name
+        if path.exists():
+            found.append(f"{name}: {_describe(path)}")
+    return tuple(found)
+
+
+def _describe(path: Path) -> str:
+    name = path.name
+    try:
+        if name == STORE_NAME:
+            return f"store {journal.read_store_id(path)}"
+        if name == CLEAN_NAME:
+            marker = journal.read_marker(path)
+            assert marker is not None
+            return f"closed cleanly at seq {marker.seq}, log {marker.log}"
+        if name == SNAPSHOT_NAME:
+            head = journal.read_snapshot(path).head
+            store = f", store {head.store}" if head.store else ""
+            follows = f", continued by log {head.log}" if head.log else ""
+            return f"generation {head.gen}, the state at seq {head.seq}{follows}{store}"
+    except LogError as exc:
+        return f"does not verify: line {exc.line} (byte {exc.offset}): {exc.reason}"
+    scan = journal.scan_file(path)
+    return _describe_log(scan)
+
+
+def _describe_log(scan: Scan) -> str:
+    if scan.size == 0:
+        return "empty (0 bytes)"
+    try:
+        head = journal.log_head(scan)
+    except LogError:
+        return f"no valid header ({scan.size} bytes)"
+    records = scan.frames[1:] if scan.version == journal.FORMAT_VERSION else scan.frames
+    store = f" of store {head.store}" if head.store else ""
+    text = f"{head.describe()}{store}: {_count(_seqs(records))} verify"
+    problem = scan.problem
+    if problem is not None:
+        text += (
+            f"; line {problem.line} (byte {problem.offset}) does not ({problem.reason}), and "
+            f"{_count(_seqs(scan.after))} verify after it"
+        )
+    return text
+
+
+def _count(seqs: list[int]) -> str:
+    if not seqs:
+        return "0 records"
+    return f"{len(seqs)} record{'s' if len(seqs) != 1 else ''} (seq {min(seqs)}..{max(seqs)})"
 
 
 def _seqs(frames: list[Frame]) -> list[int]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 COMMANDS: dict[str, tuple[str, str]] = {
     "convert": (
         "graphsvc_lab.convert:convert",
-        "Print a public dataset file (LoCoMo JSON, EventStoryLine JSONL) as ingest JSON Lines.",
+        "Print a public dataset file (LoCoMo JSON, EventStoryLine JSONL, a BEAM chat.json) as "
+        "ingest JSON Lines.",
     ),
     "eval": (
         "graphsvc_lab.eval.cli:eval_group",
@@ -22,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": (
         "graphsvc_lab.bench:bench",
         "Measure ingest, restart, bundle and reconstruct on a synthetic corpus, beside bm25s.",
+    ),
+    "bench-erase": (
+        "graphsvc_lab.bench_erase:bench_erase",
+        "Erase half of a namespace with bundles asked all the while; time both.",
     ),
     "bench-http": (
         "graphsvc_lab.bench_http:bench_http",

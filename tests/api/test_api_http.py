@@ -102,29 +102,39 @@ def client(store: Store, tmp_path: Path, keys: ApiKeys) -> Iterator[httpx.Client
 # -- in process, both stores -------------------------------------------------------------------
 
 
-def test_health_and_readiness(client: httpx.Client) -> None:
+def test_health_and_readiness(client: httpx.Client, store: Store, tmp_path: Path) -> None:
     health = client.get("/healthz")
     assert health.status_code == 200
     assert health.json() == {"status": "ok"}
     ready = client.get("/readyz")
     assert ready.status_code == 200
     assert ready.json()["status"] == "ready"
+    # The kind of store, never where it is (before: the absolute data folder, or the Bolt URI,
+    # to anyone who could connect).
+    assert ready.json()["store"] == store.kind
+    assert str(tmp_path) not in ready.text and "bolt" not in ready.text
 
 
 def test_readiness_says_why_the_store_is_not_ready(
-    store: Store, tmp_path: Path, keys: ApiKeys, monkeypatch: pytest.MonkeyPatch
+    store: Store,
+    tmp_path: Path,
+    keys: ApiKeys,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     def down() -> None:
         raise StoreUnavailableError("Neo4j at bolt://db:7687 is unavailable")
 
     with in_process(app_on(store, tmp_path, keys)) as client:
         monkeypatch.setattr(store, "ping", down)
-        ready = client.get("/readyz")
+        with caplog.at_level(logging.WARNING, logger="graphsvc.api"):
+            ready = client.get("/readyz")
         assert ready.status_code == 503
         assert ready.json() == {
             "status": "not ready",
-            "reason": "Neo4j at bolt://db:7687 is unavailable",
+            "reason": "the store is unavailable (UNAVAILABLE): the server's log says why",
         }
+        assert any("bolt://db:7687" in r.getMessage() for r in caplog.records)  # the log does
         assert client.get("/healthz").status_code == 200
 
 
@@ -576,6 +586,13 @@ def test_trusted_proxies_name_the_client(tmp_path: Path, monkeypatch: pytest.Mon
     assert clients.of(scope("10.1.1.1")) == "10.1.1.1"  # no header: the proxy itself
     assert clients.of(scope("10.1.1.1", "198.51.100.2, not-an-address")) == "10.1.1.1"
     assert ClientAddresses().of(scope("127.0.0.1", "198.51.100.2")) == "127.0.0.1"
+    # Entries written with their port (what some proxies send): before, each fell back to the
+    # proxy's address, so one client's bad keys locked out every tenant behind the proxy.
+    assert clients.of(scope("10.1.1.1", "198.51.100.2:54321")) == "198.51.100.2"
+    assert clients.of(scope("10.1.1.1", "[2001:db8::5]:443, 10.2.2.2:80")) == "2001:db8::5"
+    assert clients.of(scope("10.1.1.1", "[2001:db8::6]")) == "2001:db8::6"
+    assert clients.of(scope("10.1.1.1", "198.51.100.2:port")) == "10.1.1.1"  # garbled
+    assert clients.of(scope("10.1.1.1", "[2001:db8::5]x")) == "10.1.1.1"
     monkeypatch.setenv("GRAPHSVC_TRUSTED_PROXIES", "10.0.0.0/33")
     with pytest.raises(ValueError, match=r"'10\.0\.0\.0/33' is not an IP address or network"):
         Settings(data_dir=tmp_path)
@@ -783,7 +800,7 @@ def test_keys_from_files(tmp_path: Path) -> None:
 
     for content, fragment in [
         ("[1, 2]", "must hold a mapping"),
-        ("{not json", "not valid"),
+        ("{not json", "not JSON"),
         (json.dumps({WRITER: "a:write"}), "expected a table"),
         (json.dumps({WRITER: {"namespace": "a", "role": "write", "extra": 1}}), "unknown field"),
     ]:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -393,8 +394,8 @@ def test_a_large_erase_goes_in_batches_each_exact(store: Store, ns: str, tmp_pat
 
     assert counts(receipt) == expected(seeded, erased)
     assert receipt.complete
-    # Neo4j: ceil(40 / 7) batches, each at most 7 memories; the mirror erases in one step.
-    batches = 1 if store.kind == "embedded" else -(-len(erased) // 7)
+    # ceil(40 / 7) batches, each at most 7 memories (before, the mirror erased in one step).
+    batches = -(-len(erased) // 7)
     assert len(seen) == batches
     assert [r.memories for r in seen] == sorted(r.memories for r in seen)
     assert seen[-1].model_copy(update={"complete": True}) == receipt  # in progress: False
@@ -418,8 +419,7 @@ def test_an_interrupted_erase_leaves_exact_state_and_finishes_when_run_again(
     with pytest.raises(RuntimeError):
         service.erase(ns, tag="bulk", progress=crash)
     (first,) = done
-    if store.kind == "neo4j":
-        assert first.memories == 5  # one batch committed before the crash
+    assert first.memories == 5  # one batch committed before the crash (both stores)
     live = check_state(service, ns, seeded.memories, seeded.links)
     assert len(live) == len(seeded.memories) - first.memories
 
@@ -449,6 +449,51 @@ def test_an_erase_past_its_time_budget_answers_incomplete_and_resumes(
     assert total.events == 1  # the run's one memory_write event
     assert (service.stats(ns).memories, service.stats(ns).events) == (0, 0)
     check_state(service, ns, seeded.memories, seeded.links)
+
+
+def test_a_filtered_erase_past_its_time_budget_answers_incomplete_and_resumes(
+    store: Store, ns: str, tmp_path: Path
+) -> None:
+    # A budget spent at once: each call erases one batch and answers complete=False; calling
+    # again finishes it (before, the embedded store erased a filter in one step, past any
+    # budget, holding every read for its whole length).
+    service = custom(store, tmp_path, erase_batch=4, erase_time_budget=1e-6)
+    seeded = bulk(service, ns, 30)
+    erased = {m.id for m in seeded.memories if "bulk" in m.tags}
+    receipts = [service.erase(ns, tag="bulk")]
+    while not receipts[-1].complete:
+        assert receipts[-1].memories == 4
+        check_state(service, ns, seeded.memories, seeded.links)
+        receipts.append(service.erase(ns, tag="bulk"))
+        assert len(receipts) < 100
+    assert len(receipts) >= len(erased) // 4
+    total = receipts[0]
+    for more in receipts[1:]:
+        total = total.plus(more)
+    assert counts(total) == expected(seeded, erased)
+    live = check_state(service, ns, seeded.memories, seeded.links)
+    assert {m.id for m in live} == {m.id for m in seeded.memories} - erased
+
+
+def test_reads_are_answered_between_the_batches_of_an_erase(
+    store: Store, ns: str, tmp_path: Path
+) -> None:
+    service = custom(store, tmp_path, erase_batch=5)
+    seeded = bulk(service, ns, 40)
+    erased = {m.id for m in seeded.memories if "bulk" in m.tags}
+    kept = next(m for m in seeded.memories if m.id not in erased)
+    answered: list[tuple[int, bool]] = []
+
+    def progress(so_far: EraseReceipt) -> None:
+        # A read from another thread, while the erase is still going: answered at once.
+        if so_far.memories < len(erased) and not answered:
+            with ThreadPoolExecutor(1) as pool:
+                read = pool.submit(service.get_memory, ns, kept.id)
+                answered.append((so_far.memories, read.result(timeout=30) == kept))
+
+    receipt = service.erase(ns, tag="bulk", progress=progress)
+    assert receipt.complete and receipt.memories == len(erased)
+    assert answered == [(5, True)]  # before: one step, and no receipt until it was all done
 
 
 # -- a real crash: kill -9 between batches (Neo4j) --------------------------------------------

@@ -418,7 +418,8 @@ def test_a_write_that_a_concurrent_one_overtook_still_keeps_the_cap(
 
     def pausing(tx: Any, name: str, /, **params: Any) -> Any:
         rows = original(tx, name, **params)
-        if name == "bump_term_stats" and threading.current_thread().name == "writer-a":
+        # Writer A's transaction (it runs on the store's attempt thread, not writer A's own).
+        if name == "bump_term_stats" and "appl" in params.get("terms", ()):
             a_counted.set()
             assert b_done.wait(30), "writer B did not finish"
         return rows

@@ -65,8 +65,7 @@ def test_the_service_runs_on_a_routing_uri(tmp_path: Path, routed: str) -> None:
     )
     try:
         ready = httpx.get(f"{server.base_url}/readyz", timeout=10).json()
-        store = f"Neo4j at {routed} (database neo4j)"
-        assert (ready["status"], ready["store"]) == ("ready", store)
+        assert (ready["status"], ready["store"]) == ("ready", "neo4j")
         key = server.keys["w"]
         written = server.gql(
             key,

@@ -530,7 +530,7 @@ def test_a_deleted_log_is_refused_then_repair_accepts_the_loss(
     evidence = {
         "clean-close": "clean-close.json",
         "crash-with-snapshot": "snapshot.json",
-        "crash-without-snapshot": "LOCK",
+        "crash-without-snapshot": "store.json",
     }[how]
     assert evidence in message
     refuses(data_dir, r"log\.jsonl is missing", read_only=True)
@@ -697,7 +697,7 @@ def _crashed_store(path: Path, tmp_path: Path, texts: list[str]) -> None:
     as_if_crashed(path)
 
 
-def test_a_log_from_another_store_without_snapshot_or_marker_is_refused(
+def test_a_log_from_another_store_without_snapshot_or_marker_is_refused_then_kept(
     data_dir: Path, tmp_path: Path
 ) -> None:
     _crashed_store(data_dir, tmp_path, ["the kettle of store A", "the boiler of store A"])
@@ -713,13 +713,149 @@ def test_a_log_from_another_store_without_snapshot_or_marker_is_refused(
     refuses(data_dir, r"is a log of store [0-9a-f]{32}, but .*store\.json says .*another store")
     refuses(data_dir, r"another store", read_only=True)
 
+    # store.json and the log disagree and nothing else says which one is the stranger: repair
+    # keeps the log, whose records verify, and moves store.json aside (before: the log, and
+    # the store opened empty). A's own log, if it was the one lost, is restored from a backup.
+    store_json = (data_dir / journal.STORE_NAME).read_bytes()
     report = repair(data_dir)
     aside = [p for p in report.moved_aside if ".foreign-" in p.name]
-    assert len(aside) == 1 and aside[0].read_bytes() == foreign
+    assert len(aside) == 1 and aside[0].read_bytes() == store_json
+    assert (data_dir / journal.LOG_NAME).read_bytes() == foreign
+    assert report.lost_seq is None
+    assert [m.text for m in _memories(data_dir)] == ["the kettle of store B"]
+
+
+def test_store_json_alone_is_refused_never_opened_empty(data_dir: Path, tmp_path: Path) -> None:
+    # The reproduction: a store whose log, lock and clean-close marker are deleted keeps
+    # its store.json. Before, that opened as an empty store (export: 0 rows), and the next
+    # writer made the loss permanent.
+    _crashed_store(data_dir, tmp_path, ["x"])
+    for name in (journal.LOG_NAME, journal.LOCK_NAME):
+        (data_dir / name).unlink()
+    assert {p.name for p in data_dir.iterdir()} == {journal.STORE_NAME}
+    message = refuses(data_dir, r"log\.jsonl is missing, but store\.json \(store [0-9a-f]{32}\)")
+    assert "Put it back, or accept the loss" in message
+    refuses(data_dir, r"store\.json", read_only=True)
+    assert {p.name for p in data_dir.iterdir()} == {journal.STORE_NAME}  # nothing left behind
+    done = subprocess.run(
+        [sys.executable, "-m", "graphsvc.cli", "export", "--data-dir", str(data_dir)],
+        capture_output=True,
+        text=True,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("GRAPHSVC_")}},
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert f"{REPAIR} {data_dir}" in done.stderr and "Traceback" not in done.stderr
+
+    report = repair(data_dir)  # accepting the loss is explicit
     assert report.lost_seq == (1, None)
+    assert any(f.startswith("store.json: store ") for f in report.files), report.files
     store = open_store(data_dir)
     try:
-        assert store.stats("alpha").memories == 0  # A's records are lost; B's are not loaded
+        assert store.stats("alpha").memories == 0
+    finally:
+        store.close()
+
+
+def test_repair_never_moves_aside_a_log_whose_records_verify(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    # The reproduction: garbage in log.old.jsonl beside an intact log of 40 records.
+    # The open is refused (good); before, repair then moved the intact log aside, started an
+    # empty store and reported "log.jsonl is missing", "cut: 0 records", "lost: unknown".
+    _crashed_store(data_dir, tmp_path, [f"memory {i} of forty" for i in range(40)])
+    intact = (data_dir / journal.LOG_NAME).read_bytes()
+    garbage = random.Random(4).randbytes(300)
+    (data_dir / journal.OLD_LOG_NAME).write_bytes(garbage)
+    refuses(data_dir, r"log\.old\.jsonl:1 .*no valid header")
+
+    report = repair(data_dir)
+    assert (data_dir / journal.LOG_NAME).read_bytes() == intact
+    assert [p.read_bytes() for p in report.moved_aside] == [garbage]  # kept, unchanged
+    assert report.lost_seq is None and report.cut_records == 0
+    assert any(
+        f.startswith("log.jsonl: log ") and "40 records (seq 1..40) verify" in f
+        for f in report.files
+    ), report.files
+    assert any(f.startswith("log.old.jsonl: no valid header") for f in report.files)
+    text = report.describe()
+    assert "40 records (seq 1..40) verify" in text and "lost" not in text
+    store = open_store(data_dir)
+    try:
+        assert store.stats("alpha").memories == 40
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("snapshot", [False, True], ids=["log-only", "snapshot-and-log"])
+def test_another_stores_store_json_is_set_aside_not_the_log(
+    data_dir: Path, tmp_path: Path, snapshot: bool
+) -> None:
+    # store.json replaced by another store's, beside a log (and snapshot) that agree with each
+    # other: the odd one out is store.json. Before, repair moved the log aside as foreign.
+    if snapshot:
+        _compacted_store(data_dir, tmp_path, "the kettle of store A")
+        as_if_crashed(data_dir)
+    else:
+        _crashed_store(data_dir, tmp_path, [f"memory {i} of store A" for i in range(5)])
+    expected = sorted(m.id for m in _memories(data_dir))
+    other = tmp_path / "other"
+    _crashed_store(other, tmp_path, ["the kettle of store B"])
+    foreign = (other / journal.STORE_NAME).read_bytes()
+    (data_dir / journal.STORE_NAME).write_bytes(foreign)
+    logs = {p.name: p.read_bytes() for p in data_dir.iterdir() if p.name.endswith(".json")}
+    refuses(data_dir, r"store")
+
+    report = repair(data_dir)
+    assert [p.read_bytes() for p in report.moved_aside] == [foreign]
+    assert report.lost_seq is None
+    assert any("store.json" in p for p in report.problems), report.problems
+    for name, content in logs.items():
+        if name != journal.STORE_NAME:
+            assert (data_dir / name).read_bytes() == content
+    assert sorted(m.id for m in _memories(data_dir)) == expected
+    assert not repair(data_dir).changed
+
+
+def test_a_rolled_back_snapshot_reports_the_sequence_numbers_it_loses(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    store = open_store(data_dir, fsync=False)
+    service = service_on(store, tmp_path)
+    for i in range(3):
+        service.remember("alpha", MemoryInput(text=f"before the first snapshot {i}"))
+    store.snapshot()  # at seq 3
+    older = (data_dir / journal.SNAPSHOT_NAME).read_bytes()
+    for i in range(4):
+        service.remember("alpha", MemoryInput(text=f"between the snapshots {i}"))
+    store.snapshot()  # at seq 7: the log continues it
+    for i in range(2):
+        service.remember("alpha", MemoryInput(text=f"after the second snapshot {i}"))  # 8, 9
+    store.close()
+    as_if_crashed(data_dir)
+    (data_dir / journal.SNAPSHOT_NAME).write_bytes(older)  # a restored copy, rolled back
+    refuses(data_dir, r"continues into log")
+
+    report = repair(data_dir)
+    assert report.lost_seq == (4, 9)  # before: (4, None), "unknown"
+    assert any("generation 1, the state at seq 3" in f for f in report.files), report.files
+    assert any(
+        f.startswith("log.jsonl: ") and "continuing from seq 7" in f and "(seq 8..9)" in f
+        for f in report.files
+    ), report.files
+    assert "lost: acknowledged records from seq 4 to 9" in report.describe()
+    assert len(report.moved_aside) == 1
+    assert [m.text for m in _memories(data_dir)] == [
+        f"before the first snapshot {i}" for i in range(3)
+    ]
+
+
+def _memories(data_dir: Path) -> list[Memory]:
+    store = open_store(data_dir, read_only=True)
+    try:
+        return [m for m in store.export("alpha") if isinstance(m, Memory)]
     finally:
         store.close()
 

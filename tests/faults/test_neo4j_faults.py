@@ -154,6 +154,58 @@ def test_ping_of_a_frozen_server_times_out_within_its_bound(running: OwnServer) 
         store.close()
 
 
+def test_a_frozen_server_answers_calls_in_flight_unavailable_within_the_budget(
+    running: OwnServer,
+) -> None:
+    # SIGSTOP keeps every connection open and answers nothing: before, a read on a pooled
+    # connection waited until the server came back (the driver has no read timeout), so an
+    # HTTP request waited GRAPHSVC_REQUEST_TIMEOUT (30 s), not GRAPHSVC_STORE_TIMEOUT.
+    ns = f"fault{uuid.uuid4().hex[:10]}"
+    with closing(service_on(running.uri)) as service:
+        kept = service.remember(ns, MemoryInput(text="the turbine ran hot", kind="event"))
+        service.bundle(ns, "turbine")  # pooled connections, warm
+        late = MemoryInput(id=uuid.uuid4(), text="written while frozen", kind="event")
+        calls: dict[str, Callable[[], object]] = {
+            "read": lambda: service.bundle(ns, "turbine"),
+            "get": lambda: service.get_memory(ns, kept.id),
+            "write": lambda: service.remember(ns, late),
+        }
+        answers: dict[str, tuple[BaseException | None, float]] = {}
+
+        def call(name: str) -> None:
+            began = time.monotonic()
+            try:
+                calls[name]()
+                answers[name] = (None, time.monotonic() - began)
+            except BaseException as exc:  # recorded for the main thread
+                answers[name] = (exc, time.monotonic() - began)
+
+        pid = running.pid()
+        threads = [threading.Thread(target=call, args=(name,)) for name in calls]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=4 * STORE_TIMEOUT)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert set(answers) == set(calls), f"no answer within {4 * STORE_TIMEOUT:g} s: {answers}"
+        for name, (error, took) in answers.items():
+            print(
+                f"{name} on a frozen server answered in {took:.2f} s (budget {STORE_TIMEOUT:g} s)"
+            )
+            assert isinstance(error, StoreUnavailableError), (name, error)
+            assert took <= STORE_TIMEOUT + 1.0, (name, took)
+            assert "Bolt handshake" in str(error) or "timed out" in str(error), str(error)
+            assert error.retry_after is not None
+        assert WRITE_WORDING in str(answers["write"][0])
+        # Back: the same service answers, and the write is resent with the same id.
+        assert service.get_memory(ns, kept.id) == kept
+        service.remember(ns, late)
+        assert service.stats(ns).memories == 2
+
+
 def test_a_killed_server_answers_unavailable_fast_and_honestly_then_recovers(
     running: OwnServer,
 ) -> None:

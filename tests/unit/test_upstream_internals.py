@@ -157,3 +157,21 @@ def test_uvicorns_protocols_have_what_the_deadline_protocols_use(
         f"{module}.RequestResponseCycle no longer sets response_complete; "
         + UPGRADE.format(user=PROTOCOL)
     )
+
+
+# -- what graphsvc/api/fanout.py and graphsvc/api/app.py read -------------------------------------
+
+
+def test_strawberrys_info_holds_graphql_cores_and_uvicorn_names_its_stop() -> None:
+    info = _upstream("strawberry.types.info", "Info", "graphsvc/api/types.py")
+    assert "_raw_info" in getattr(info, "__annotations__", {}), (
+        "strawberry's Info no longer holds graphql-core's resolve info as _raw_info; "
+        + UPGRADE.format(user="graphsvc/api/types.py (Memory.links)")
+    )
+    server = _upstream("uvicorn.server", "Server", "graphsvc/api/app.py")
+    from graphsvc.api.app import SHUTDOWN_CANCEL
+
+    assert SHUTDOWN_CANCEL in inspect.getsource(server.shutdown), (
+        "uvicorn no longer cancels the requests left at shutdown with the message graphsvc "
+        "answers them by; " + UPGRADE.format(user="graphsvc/api/app.py (GraphQLView.__call__)")
+    )

@@ -8,12 +8,18 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable
 from datetime import date, timedelta
+from typing import Any
 
 from graphsvc.store.base import FacetCounts, bad_facet, facet_order
 from graphsvc.store.mirror.table import NO_TIME, MemoryTable
 
 _DAY_US = 86_400_000_000
 _EPOCH_DAY = date(1970, 1, 1)
+
+
+def _drop_spent(counter: Counter[Any], value: Any) -> None:
+    if counter[value] <= 0:
+        del counter[value]
 
 
 class Facets:
@@ -34,23 +40,35 @@ class Facets:
         kinds, tags, sources, days = self.kinds, self.tags, self.sources, self.days
         recorded, valid, until = self.recorded, self.valid, table.valid_until
         for row in rows:
-            kinds[table.kinds[row]] += step
-            for tag in dict.fromkeys(table.tags[row]):
+            kind = table.kinds[row]
+            kinds[kind] += step
+            row_tags = dict.fromkeys(table.tags[row])
+            for tag in row_tags:
                 tags[tag] += step
             source = table.sources[row]
             if source is not None:
                 sources[source] += step
-            days[table.when(row) // _DAY_US] += step
-            recorded[table.recorded[row] // _DAY_US] += step
+            day = table.when(row) // _DAY_US
+            days[day] += step
+            known = table.recorded[row] // _DAY_US
+            recorded[known] += step
             start = table.valid_start(row) // _DAY_US
             valid[start] += step
             end = until[row]
-            if end != NO_TIME and end // _DAY_US != start:
-                valid[end // _DAY_US] += step
-        if step < 0:
-            for counter in (kinds, tags, sources, days, recorded, valid):
-                for value in [v for v, n in counter.items() if n <= 0]:
-                    del counter[value]
+            end_day = end // _DAY_US if end != NO_TIME and end // _DAY_US != start else None
+            if end_day is not None:
+                valid[end_day] += step
+            if step < 0:  # drop what reached 0: only the row's own values can have
+                _drop_spent(kinds, kind)
+                for tag in row_tags:
+                    _drop_spent(tags, tag)
+                if source is not None:
+                    _drop_spent(sources, source)
+                _drop_spent(days, day)
+                _drop_spent(recorded, known)
+                _drop_spent(valid, start)
+                if end_day is not None:
+                    _drop_spent(valid, end_day)
 
     def add(self, table: MemoryTable, rows: Iterable[int]) -> None:
         """Count live rows just added."""

@@ -590,7 +590,10 @@ class MirrorLoader(MirrorWriter):
             if chain.snapshot is not None:
                 heads.append(chain.snapshot.head.store)
             store = next((s for s in heads if s is not None), None) or journal.new_log_id()
-            journal.write_store_id(root, store)
+            if chain.segments or chain.snapshot is not None:
+                journal.write_store_id(root, store)
+            # A brand-new store writes it after its first log (below): store.json without a log
+            # is then always a store whose log is gone.
         self._store_id = store
         if chain.marker is not None:
             (root / CLEAN_NAME).unlink()
@@ -618,6 +621,8 @@ class MirrorLoader(MirrorWriter):
         if not chain.segments:  # a brand-new store
             head = LogHead(journal.new_log_id(), gen=0, base=0, prev=None, store=store)
             self._install_segment(head)
+            if chain.store is None and chain.snapshot is None:
+                journal.write_store_id(root, store)
             return
         active = chain.segments[-1]
         scan = active.scan

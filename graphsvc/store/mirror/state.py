@@ -188,7 +188,15 @@ class MirrorState:
             posting.rows.frombytes(posted_bytes[low:high])
             posting.tfs.frombytes(tf_bytes[low:high])
 
-    def _remove_memory(self, space: MirrorNamespace, key: int) -> None:
+    def _remove_memory(
+        self,
+        space: MirrorNamespace,
+        key: int,
+        postings: dict[int, list[int]] | None = None,
+    ) -> None:
+        """Remove a memory. ``postings``: instead of leaving its postings now, add its row under
+        each of its term numbers, for the caller to remove them all at once
+        (:meth:`_remove_postings`)."""
         table = space.memories
         row = table.row_of.get(key)
         if row is None:
@@ -199,19 +207,28 @@ class MirrorState:
         table.remove(key)
         space.order.remove((table.recorded[row], key))
         space.graph.remove_node(key)
-        names = table.term_names
-        for number in counts:
-            term = names[number]
-            posting = space.postings[term]
-            posting.remove(row)
-            if not posting:
-                del space.postings[term]
+        if postings is None:
+            self._remove_postings(space, {number: [row] for number in counts})
+        else:
+            for number in counts:
+                postings.setdefault(number, []).append(row)
         space.total_length -= length
         for belief_id in space.beliefs_of.pop(key, set()):
             MirrorState._remove_belief(space, belief_id)
         self._remove_vector(space, key)
         if space.by_id is not None:
             space.by_id.remove(key)
+
+    @staticmethod
+    def _remove_postings(space: MirrorNamespace, rows_by_term: dict[int, list[int]]) -> None:
+        """Remove rows from the postings of the terms they are under (term number -> rows)."""
+        names = space.memories.term_names
+        for number, rows in rows_by_term.items():
+            term = names[number]
+            posting = space.postings[term]
+            posting.remove_many(sorted(rows))
+            if not posting:
+                del space.postings[term]
 
     @staticmethod
     def _put_vectors(space: MirrorNamespace, vectors: Sequence[tuple[UUID, bytes]]) -> None:
@@ -252,25 +269,30 @@ class MirrorState:
         if table is not None and table.remove(key) and not len(table):
             space.vectors = None
 
-    def _erase_memories(self, space: MirrorNamespace, keys: Sequence[int]) -> tuple[int, int, int]:
+    def _erase_memories(
+        self, space: MirrorNamespace, keys: Sequence[int]
+    ) -> tuple[int, int, set[tuple[str, int]]]:
         """Remove memories with their links and beliefs, and put ``[erased]`` in place of their
-        ids in the details of context events; return how many links, beliefs and events."""
+        ids in the details of context events; return how many links and beliefs, and which
+        events (run, position) were rewritten."""
         graph = space.graph
         links: set[tuple[int, int, str]] = set()
         beliefs: set[UUID] = set()
         for key in keys:
             links.update((lk[0], lk[1], lk[2]) for lk in graph.touching(key))
             beliefs.update(space.beliefs_of.get(key, ()))
+        postings: dict[int, list[int]] = {}
         for key in keys:
-            self._remove_memory(space, key)
+            self._remove_memory(space, key, postings)
+        self._remove_postings(space, postings)
         erased = {str(UUID(int=key)) for key in keys}
-        rewritten = 0
-        for events in space.events.values():
+        rewritten: set[tuple[str, int]] = set()
+        for run, events in space.events.items():
             for index, event in enumerate(events):
                 if event.detail is not None and uuids_in(event.detail) & erased:
                     detail = redact(event.detail, erased.__contains__)
                     events[index] = event.model_copy(update={"detail": detail})
-                    rewritten += 1
+                    rewritten.add((run, index))
         return len(links), len(beliefs), rewritten
 
     @staticmethod

@@ -15,7 +15,7 @@ import re
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from itertools import accumulate, chain, compress, repeat
 from operator import attrgetter, is_
@@ -25,7 +25,7 @@ from uuid import UUID, SafeUUID
 import numpy as np
 from numpy.typing import NDArray
 
-from graphsvc.model import Link, LinkKind, Memory, construct, uuid_of_int
+from graphsvc.model import EraseFilter, Link, LinkKind, Memory, construct, uuid_of_int
 from graphsvc.store.base import EPOCH, micros
 
 #: Stands for "no time" in a column of microseconds (before any datetime Python can hold).
@@ -96,6 +96,35 @@ def _iso_or_none(value: int) -> str | None:
 OLD_ROW_FIELDS = 11
 
 
+def row_matcher(spec: EraseFilter) -> Callable[[MemoryTable, int], bool]:
+    """Whether a live row of a table matches an erase filter, read from its columns: what
+    :meth:`EraseFilter.matches` says of the row's memory, without building the memory."""
+    tag, source = spec.tag, spec.source
+    since = None if spec.since is None else micros(spec.since)
+    until = None if spec.until is None else micros(spec.until)
+    everything = spec.everything
+
+    def match(table: MemoryTable, row: int) -> bool:
+        if everything:
+            return True
+        if tag is not None and tag not in table.tags[row]:
+            return False
+        if source is not None and table.sources[row] != source:
+            return False
+        if since is None and until is None:
+            return True
+        occurred = table.occurred[row]
+        when = table.recorded[row] if occurred == NO_TIME else occurred
+        return (since is None or when >= since) and (until is None or when < until)
+
+    return match
+
+
+#: Rows (or a posting of under eight times as many) that :meth:`Posting.remove_many` removes
+#: one by one.
+_REMOVE_ONE_BY_ONE = 4
+
+
 class Posting:
     """One term's postings: ascending rows and the term's count in each."""
 
@@ -113,6 +142,25 @@ class Posting:
         at = bisect_left(self.rows, row)
         del self.rows[at]
         del self.tfs[at]
+
+    def remove_many(self, rows: Sequence[int]) -> None:
+        """Remove ascending rows (each must be there), in one pass over a long posting:
+        removing them one by one moves the rest of the posting once per row (an erase of half
+        a namespace of a million memories moved the postings of its common terms half a
+        million times). A few rows, or a short posting, go one by one (cheaper than numpy's
+        setup)."""
+        if len(rows) <= _REMOVE_ONE_BY_ONE or len(self.rows) <= _REMOVE_ONE_BY_ONE * 8:
+            for row in reversed(rows):  # ascending rows, removed from the end: nothing moves twice
+                self.remove(row)
+            return
+        mine = np.frombuffer(self.rows, dtype=np.int32)
+        keep = np.ones(len(mine), dtype=bool)
+        keep[np.searchsorted(mine, np.asarray(rows, dtype=np.int32))] = False
+        kept_rows = mine[keep].tobytes()
+        kept_tfs = np.frombuffer(self.tfs, dtype=np.int32)[keep].tobytes()
+        del mine  # no view of the arrays may outlive their replacement
+        self.rows = array("i", kept_rows)
+        self.tfs = array("i", kept_tfs)
 
     def tf_of(self, rows: NDArray[np.int64]) -> NDArray[np.int64]:
         """The term's count in each of ``rows`` (ascending or not; 0 where it is absent)."""

@@ -27,7 +27,10 @@ server committed but before it answered, and a server shutting down has been see
 still answer "database unavailable"); it is never half-applied, and because every write is
 idempotent the caller resends it with the same ids. The budget does not cut short a call that a
 live server is working on (a large batch), nor one a starting or stopping server holds while it
-waits for its database. ``ping`` makes one attempt, no retries, on a checked connection.
+waits for its database; a frozen server (SIGSTOP, a stalled VM), which keeps its connections
+open and answers nothing, is told apart by a Bolt handshake on a new connection from shortly
+before the budget (every attempt runs on a thread of its own, so the caller can stop waiting).
+``ping`` makes one attempt, no retries, on a checked connection.
 
 This package is the only code that imports ``neo4j``; driver errors become graphsvc errors at
 one boundary, :mod:`~graphsvc.store.neo4j.boundary` (the drivers, the retry loop, the

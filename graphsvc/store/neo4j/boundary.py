@@ -4,11 +4,15 @@ the translation of driver errors into graphsvc errors (``raise ... from`` the dr
 
 from __future__ import annotations
 
+import functools
+import queue
 import random
 import socket
+import ssl
+import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -44,6 +48,72 @@ RETRY_AFTER_BUSY = 1.0
 PING_GRACE = 0.5
 # Server error codes (parts of) that mean "not available now", not "your request is wrong".
 UNAVAILABLE_CODES = ("DatabaseNotFound", "DatabaseUnavailable", "TransactionTimedOut")
+#: Seconds the Bolt handshake that asks whether a server holding a call lives may take
+#: (:meth:`Neo4jBoundary._liveness`): a live server's network threads answer it in
+#: milliseconds, so this tells a frozen one within the store's budget.
+LIVENESS_PROBE = 0.75
+#: Seconds an attempt runs before that is asked at all.
+LIVENESS_AFTER = 0.5
+#: The Bolt handshake: the magic preamble, then four versions proposed (5.4 to 5.1, 4.4). Any
+#: four bytes back, an agreed version or none, say the server is there.
+BOLT_HANDSHAKE = bytes.fromhex("6060b01700030405000004040000010400000003")
+#: Most store calls running at once on the threads a frozen server may hold (see
+#: :class:`_Attempts`); past it, calls wait for one, within their budget.
+MOST_ATTEMPTS = 64
+
+
+class _Attempts:
+    """Daemon threads that run the attempts of store calls, so that the caller can stop waiting
+    for one: a frozen server (SIGSTOP, a stalled VM) keeps its connections open and never
+    answers, and the driver has no read timeout, so an attempt on a pooled connection waited
+    until the server came back. The caller gives up at its budget (:meth:`Neo4jBoundary._await`);
+    the thread finishes when the server answers or the connection breaks. Daemon threads: one
+    stuck on a server that never comes back does not keep the process from exiting.
+
+    Args:
+        most: threads at most (made when needed, kept while the store is open).
+    """
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self._tasks: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        future: Future[T] = Future()
+        with self._lock:
+            if self._idle == 0 and self._threads < self.most:
+                self._threads += 1
+                threading.Thread(target=self._work, name="graphsvc-neo4j", daemon=True).start()
+            else:
+                self._idle = max(self._idle - 1, 0)
+        self._tasks.put((future, fn))
+        return future
+
+    def _work(self) -> None:
+        while True:
+            task = self._tasks.get()
+            if task is None:
+                return
+            future, fn = task
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:  # handed to the caller, who translates it
+                    future.set_exception(exc)
+            with self._lock:
+                self._idle += 1
+
+    def close(self) -> None:
+        """Let the idle threads end (one stuck on a frozen server ends when it returns)."""
+        with self._lock:
+            threads, self._threads, self._idle = self._threads, 0, 0
+        for _ in range(threads):
+            self._tasks.put(None)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -149,6 +219,7 @@ class Neo4jBoundary:
     # consistency; on a single server it costs nothing).
     _bookmarks: neo4j.BookmarkManager | None = None
     _ping_pool: ThreadPoolExecutor | None = None  # made by the first ping
+    _attempts: _Attempts | None = None  # made by open()
 
     # -- the boundary: driver errors become graphsvc errors --------------------------------------
 
@@ -272,19 +343,27 @@ class Neo4jBoundary:
         :data:`MIN_ACQUIRE`). Between attempts graphsvc pauses with a short capped backoff,
         except once after a stale pooled connection (a fresh one is tried at once). Bad
         credentials, an unknown host or database, and a commit whose outcome is unknown are not
-        retried.
+        retried. A write that meets a uniqueness constraint is tried again once, at once: a
+        concurrent write of the same ids committed first (the one a caller was told to resend,
+        given up on while the server was frozen, finishing after it came back), and the retry
+        finds them and compares their content as any write does.
         """
         driver = self._require()
         deadline = time.monotonic() + self._timeout
         pause = RETRY_FIRST
-        fresh_tried = False
+        fresh_tried = raced = False
         while True:
+            acquire = max(deadline - time.monotonic(), MIN_ACQUIRE)
+            run = functools.partial(attempt, driver, acquire)
             try:
-                return attempt(driver, max(deadline - time.monotonic(), MIN_ACQUIRE))
+                return self._await(run, deadline, write=write)
             except GraphsvcError:
                 raise
             except Exception as exc:  # translated at this one boundary
                 left = deadline - time.monotonic()
+                if write and not raced and isinstance(exc, neo4j_errors.ConstraintError):
+                    raced = True
+                    continue
                 stale = not fresh_tried and _stale_connection(exc)
                 hopeless = self._cause(exc)[1] is None  # bad credentials, host or database
                 if left <= 0 or hopeless or not _retryable(exc):
@@ -294,6 +373,82 @@ class Neo4jBoundary:
             else:
                 time.sleep(min(pause * random.uniform(0.8, 1.2), left))
                 pause = min(pause * RETRY_GROWTH, RETRY_CAP)
+
+    def _await(self, run: Callable[[], T], deadline: float, *, write: bool) -> T:
+        """One attempt, on an attempt thread, waited for until it answers, as long as the
+        server lives: from shortly before ``deadline`` (so that a frozen server is known by
+        then), and again every :data:`LIVENESS_PROBE` seconds after it, :meth:`_liveness` asks.
+        A live server is left to finish a long call (a large batch, a first query after a
+        restart); one that does not complete a Bolt handshake is frozen or gone, and the
+        attempt is given up on (UNAVAILABLE).
+
+        Raises:
+            StoreUnavailableError: the server stopped answering.
+            Exception: what the attempt raised (the caller translates or retries it).
+        """
+        attempts = self._attempts
+        if attempts is None:
+            return run()
+        future = attempts.submit(run)
+        # Only of an attempt that has waited a while: one that fails at once (a server that is
+        # down) says why itself.
+        check = max(deadline - LIVENESS_PROBE - PING_GRACE, time.monotonic() + LIVENESS_AFTER)
+        while True:
+            try:
+                return future.result(timeout=max(check - time.monotonic(), 0.0))
+            except FutureTimeout:
+                pass
+            dead = self._liveness(LIVENESS_PROBE)
+            if dead is None:
+                check = time.monotonic() + LIVENESS_PROBE  # alive: working on it
+                continue
+            if future.done():
+                return future.result()
+            future.cancel()  # not started yet: it never will be
+            message = (
+                f"Neo4j at {self.uri} is unavailable: it holds the call without answering past "
+                f"GRAPHSVC_STORE_TIMEOUT ({self._timeout:g} s), and {dead}"
+            )
+            if write:
+                message += (
+                    ". The write may or may not have been applied (it is never half-applied): "
+                    "resend it with the same ids (writes are idempotent)"
+                )
+            else:
+                message += f"; retry in {RETRY_AFTER_DOWN:g} s"
+            raise StoreUnavailableError(message, retry_after=RETRY_AFTER_DOWN)
+
+    def _liveness(self, budget: float) -> str | None:
+        """Whether the server lives: ``None`` when it completes a Bolt handshake on a new
+        connection within ``budget`` seconds, else what happened. The handshake is answered by
+        the server's network threads, whatever its queries are doing (a server busy with a
+        large batch, or running its first queries after a restart, answers it at once), and by
+        no process that is frozen (SIGSTOP, a stalled VM), whose kernel still accepts the
+        connection. Nothing is sent but the handshake (no credentials); over TLS
+        (``+s``, ``+ssc``) the certificate is not checked, since nothing is trusted to it."""
+        parts = urlsplit(self.uri)
+        host, port = parts.hostname or "localhost", parts.port or 7687
+        began = time.monotonic()
+        try:
+            with socket.create_connection((host, port), timeout=budget) as raw:
+                conn: socket.socket = raw
+                if (parts.scheme or "").endswith(("+s", "+ssc")):
+                    context = ssl.create_default_context()
+                    context.check_hostname = False
+                    context.verify_mode = ssl.CERT_NONE
+                    conn = context.wrap_socket(raw, server_hostname=host)
+                conn.settimeout(max(budget - (time.monotonic() - began), 0.05))
+                conn.sendall(BOLT_HANDSHAKE)
+                answer = conn.recv(4)
+        except ConnectionRefusedError:
+            return f"connection refused at {host}:{port}"
+        except TimeoutError:
+            return f"it did not complete a Bolt handshake within {budget:g} s (frozen?)"
+        except OSError as exc:
+            return f"{exc.strerror or exc} ({host}:{port})"
+        if not answer:
+            return f"it closed the connection before a Bolt handshake ({host}:{port})"
+        return None
 
     def _read(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         text = query(name)
@@ -388,6 +543,9 @@ class Neo4jBoundary:
         except GraphsvcError:
             self.close()
             raise
+        # Watched from now on: a server that has just started answers its first queries (and
+        # pings, on a connection of their own) slowly while it warms up, which is no freeze.
+        self._attempts = _Attempts(MOST_ATTEMPTS)
 
     def _ensure_schema(self) -> None:
         def attempt(driver: neo4j.Driver, acquire: float) -> None:
@@ -407,6 +565,9 @@ class Neo4jBoundary:
             if driver is not None:
                 driver.close()
         self._driver = self._ping_driver = None
+        if self._attempts is not None:
+            self._attempts.close()
+            self._attempts = None
         if self._ping_pool is not None:
             self._ping_pool.shutdown(wait=False, cancel_futures=True)
             self._ping_pool = None

@@ -50,6 +50,7 @@ from graphsvc.store.base import (
     WindowGuess,
     bad_facet,
     belief_memory_missing,
+    erase_started,
     facet_deltas,
     link_end_missing,
     memory_facets,
@@ -510,16 +511,7 @@ class Neo4jStore(Neo4jVectors, Store):
         idempotent (it selects what is still there), so after an interruption the same call
         finishes the work; no transaction grows with the namespace."""
         started = time.monotonic()
-        receipt = EraseReceipt(
-            namespace=namespace,
-            filter=spec,
-            memories=0,
-            links=0,
-            beliefs=0,
-            events=0,
-            erased_at=at,
-            complete=False,
-        )
+        receipt = erase_started(namespace, spec, at)
 
         def done(**more: int) -> None:
             nonlocal receipt
