@@ -17,12 +17,8 @@ from graphsvc.embed import MINILM_INT8, ModelUnavailableError, OnnxEmbedder, Vec
 from graphsvc.ingest import ingest, parse_jsonl
 from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
-from graphsvc.settings import Settings
-from graphsvc.store.base import Store
-from graphsvc.store.mirror import MirrorStore
 from graphsvc_lab.datasets import esc_rows, load_esc, load_locomo, locomo_rows
-from tests.helpers import fixed_clock
-from tests.neo4j_server import neo4j_store_factory
+from tests.parity import both_stores, canonical
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
@@ -39,10 +35,6 @@ def esc_path() -> Path:
     return eval_data("esc", "eventstoryline_v1.5_normalized.jsonl")
 
 
-def canonical(data: dict[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, sort_keys=False)
-
-
 def lines(rows: Iterator[dict[str, Any]]) -> list[str]:
     return [json.dumps(r) for r in rows]
 
@@ -52,32 +44,22 @@ def loaded(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[MemoryService, MemoryService, list[str], str]]:
     locomo, esc = locomo_path(), esc_path()
-    settings = Settings(data_dir=tmp_path_factory.mktemp("mirror"), fsync=False)
-    neo: Store = neo4j_store_factory()()
-    neo.open()
-    mirror = MirrorStore(None)
-    mirror.open()
-    services = (
-        MemoryService(mirror, settings, clock=fixed_clock()),
-        MemoryService(neo, settings, clock=fixed_clock()),
-    )
     run = uuid.uuid4().hex[:8]
     namespaces = []
-    for index, conversation in enumerate(load_locomo(locomo)):
-        ns = f"parity{run}locomo{index}"
-        plan = parse_jsonl(lines(locomo_rows(conversation, str(index), run)))
+    with both_stores(tmp_path_factory.mktemp("mirror")) as services:
+        for index, conversation in enumerate(load_locomo(locomo)):
+            ns = f"parity{run}locomo{index}"
+            plan = parse_jsonl(lines(locomo_rows(conversation, str(index), run)))
+            for service in services:
+                ingest(service, ns, plan, progress=False)
+            namespaces.append(ns)
+        esc_ns = f"parity{run}esc"
+        esc_plan = parse_jsonl(
+            [line for doc in load_esc(esc) for line in lines(esc_rows(doc, run))], "esc.jsonl"
+        )
         for service in services:
-            ingest(service, ns, plan, progress=False)
-        namespaces.append(ns)
-    esc_ns = f"parity{run}esc"
-    esc_plan = parse_jsonl(
-        [line for doc in load_esc(esc) for line in lines(esc_rows(doc, run))], "esc.jsonl"
-    )
-    for service in services:
-        ingest(service, esc_ns, esc_plan, progress=False)
-    yield services[0], services[1], namespaces, esc_ns
-    neo.close()
-    mirror.close()
+            ingest(service, esc_ns, esc_plan, progress=False)
+        yield services[0], services[1], namespaces, esc_ns
 
 
 def test_term_statistics_agree(loaded: tuple[MemoryService, MemoryService, list[str], str]) -> None:
@@ -172,26 +154,16 @@ def hybrid_loaded(
     except ModelUnavailableError as exc:  # pragma: no cover - the weights are a CI install step
         pytest.fail(f"the embedding model is not installed ({exc}): bash scripts/install_model.sh")
     dense = DenseRecall(RepeatFree(encoder))
-    settings = Settings(data_dir=tmp_path_factory.mktemp("mirror"), fsync=False)
-    neo: Store = neo4j_store_factory()()
-    neo.open()
-    mirror = MirrorStore(None)
-    mirror.open()
-    services = (
-        MemoryService(mirror, settings, clock=fixed_clock(), dense=dense),
-        MemoryService(neo, settings, clock=fixed_clock(), dense=dense),
-    )
     run = uuid.uuid4().hex[:8]
     namespaces = []
-    for index, conversation in enumerate(load_locomo(locomo)[:HYBRID_CONVERSATIONS]):
-        ns = f"hybrid{run}locomo{index}"
-        plan = parse_jsonl(lines(locomo_rows(conversation, str(index), run)))
-        for service in services:
-            ingest(service, ns, plan, progress=False)
-        namespaces.append(ns)
-    yield services[0], services[1], namespaces
-    neo.close()
-    mirror.close()
+    with both_stores(tmp_path_factory.mktemp("mirror"), dense=dense) as services:
+        for index, conversation in enumerate(load_locomo(locomo)[:HYBRID_CONVERSATIONS]):
+            ns = f"hybrid{run}locomo{index}"
+            plan = parse_jsonl(lines(locomo_rows(conversation, str(index), run)))
+            for service in services:
+                ingest(service, ns, plan, progress=False)
+            namespaces.append(ns)
+        yield services[0], services[1], namespaces
 
 
 def test_hybrid_bundles_and_beliefs_are_byte_identical(

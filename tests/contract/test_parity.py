@@ -11,17 +11,12 @@ import uuid
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from graphsvc.ingest import ingest, parse_jsonl
 from graphsvc.service import MemoryService
-from graphsvc.settings import Settings
-from graphsvc.store.base import Store
-from graphsvc.store.mirror import MirrorStore
-from tests.helpers import fixed_clock
-from tests.neo4j_server import neo4j_store_factory
+from tests.parity import both_stores, canonical
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
@@ -44,10 +39,6 @@ CUES = (
 Loaded = tuple[MemoryService, MemoryService, dict[str, list[str]]]
 
 
-def canonical(data: dict[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, sort_keys=False)
-
-
 def texts(lines: list[str]) -> list[str]:
     return [row["text"] for row in map(json.loads, lines) if row["type"] == "memory"]
 
@@ -59,26 +50,16 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loaded]:
         "demo": demo.splitlines(),
         "conversation": CONVERSATION.read_text(encoding="utf-8").splitlines(),
     }
-    settings = Settings(data_dir=tmp_path_factory.mktemp("mirror"), fsync=False)
-    neo: Store = neo4j_store_factory()()
-    neo.open()
-    mirror = MirrorStore(None)
-    mirror.open()
-    services = (
-        MemoryService(mirror, settings, clock=fixed_clock()),
-        MemoryService(neo, settings, clock=fixed_clock()),
-    )
     run = uuid.uuid4().hex[:8]
     namespaces: dict[str, list[str]] = {}
-    for name, lines in files.items():
-        ns = f"parity{run}{name}"
-        plan = parse_jsonl(lines, f"{name}.jsonl")
-        for service in services:
-            ingest(service, ns, plan, progress=False)
-        namespaces[ns] = texts(lines)
-    yield services[0], services[1], namespaces
-    neo.close()
-    mirror.close()
+    with both_stores(tmp_path_factory.mktemp("mirror")) as services:
+        for name, lines in files.items():
+            ns = f"parity{run}{name}"
+            plan = parse_jsonl(lines, f"{name}.jsonl")
+            for service in services:
+                ingest(service, ns, plan, progress=False)
+            namespaces[ns] = texts(lines)
+        yield services[0], services[1], namespaces
 
 
 def test_term_statistics_agree(loaded: Loaded) -> None:
