@@ -270,13 +270,6 @@ class Settings(BaseSettings):
         description="Compact the embedded store's log into a snapshot past this size.",
     )
 
-    eval_data: Path | None = Field(
-        default=None,
-        description="Folder of the public evaluation datasets (locomo/, beam/, esc/) that "
-        "`graphsvc eval` and the dataset tests read; unset: ../shared/data beside the checkout "
-        "or the working directory, when it exists.",
-    )
-
     # -- the HTTP server (graphsvc serve) -------------------------------------------------------
     host: str = Field(default="127.0.0.1", description="Interface `graphsvc serve` binds.")
     port: int = Field(default=8000, ge=0, le=65535, description="TCP port (0: any free one).")

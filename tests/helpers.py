@@ -29,21 +29,6 @@ def make_settings(tmp_path: Path, **overrides: object) -> Settings:
     return Settings(**values)  # type: ignore[arg-type]
 
 
-def eval_data(*parts: str) -> Path:
-    """A file or folder of the public evaluation datasets (``GRAPHSVC_EVAL_DATA``), or a loud skip
-    that says what is missing and how to provide it (CI has the data and runs these tests).
-    Where the data lives is graphsvc-lab's (lab/) knowledge; only the dataset tests import it."""
-    from graphsvc_lab.datasets import eval_data_root
-
-    path = eval_data_root().joinpath(*parts)
-    if not path.exists():
-        pytest.skip(
-            f"DATASET TEST NOT RUN: {path} is missing. Set GRAPHSVC_EVAL_DATA to the folder of the "
-            "public datasets (see the README, section Datasets)"
-        )
-    return path
-
-
 def installed_model(what: str) -> OnnxEmbedder:
     """The default packaged embedding model, loaded; else a loud skip saying ``what`` was not run
     (a failure under ``CI=true``: CI installs the weights)."""

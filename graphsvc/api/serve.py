@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import ipaddress
 import logging
 import multiprocessing
 import os
@@ -49,6 +48,7 @@ import uvicorn
 
 from graphsvc.api.app import configure_logging, create_app
 from graphsvc.api.auth import ApiKeys
+from graphsvc.api.loopback import is_loopback
 from graphsvc.api.protocol import ServerConfig, protocol_class
 from graphsvc.bootstrap import store_label
 from graphsvc.cli.common import (
@@ -79,16 +79,6 @@ FULL_COLLECTION_AFTER = 1000
 #: Seconds with no request in flight after which the server runs a full collection.
 QUIET_SECONDS = 1.0
 _READY = "ready"
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class Server(uvicorn.Server):

@@ -52,6 +52,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from graphsvc.api.auth import ApiKeys, Principal, UnauthenticatedError
+from graphsvc.api.loopback import is_loopback
 from graphsvc.api.middleware import PRINCIPAL, AuthGate, BodyLimit
 from graphsvc.api.ratelimit import RateLimits, retry_after
 from graphsvc.mcp.server import LimiterSource, ServiceSource, build_server
@@ -77,9 +78,6 @@ def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = No
 def transport_security(settings: Settings) -> TransportSecuritySettings:
     """Host/Origin checks for a loopback bind (the browser origins of GRAPHSVC_CORS_ORIGINS are
     allowed too); none otherwise, where API keys are required anyway."""
-    # Imported here: graphsvc.api.serve imports graphsvc.api.app, which mounts this module.
-    from graphsvc.api.serve import is_loopback
-
     if not is_loopback(settings.host):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     hosts = [*_LOOPBACK_HOSTS, *(f"{h}:*" for h in _LOOPBACK_HOSTS)]

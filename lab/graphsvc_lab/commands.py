@@ -8,7 +8,7 @@ imports nothing: ``graphsvc --help`` stays instant with the lab installed.
 from __future__ import annotations
 
 # name -> (module:attribute, one-line help shown by --help without importing the module).
-# tests/e2e/test_cli.py checks each line against the command's own help.
+# lab/tests/test_lab_commands.py checks each line against the command's own help.
 COMMANDS: dict[str, tuple[str, str]] = {
     "convert": (
         "graphsvc_lab.convert:convert",

@@ -1,9 +1,9 @@
 """Public benchmark data as graphsvc ingest rows (the JSON Lines format of :mod:`graphsvc.ingest`).
 
-The data is never bundled: it is read from the folder the ``GRAPHSVC_EVAL_DATA`` setting names
-(:func:`eval_data_root`), or from a path the caller gives. These converters are the same path users
-take: they produce ingest rows, and ``graphsvc ingest`` or :func:`graphsvc.ingest.ingest` writes
-them.
+The data is never bundled: it is read from the folder the lab's ``GRAPHSVC_EVAL_DATA`` setting
+names (:func:`eval_data_root`), or from a path the caller gives. These converters are the same path
+users take: they produce ingest rows, and ``graphsvc ingest`` or :func:`graphsvc.ingest.ingest`
+writes them.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from graphsvc.recall import speaker_tag
-from graphsvc.settings import Settings
+from graphsvc_lab.settings import LabSettings
 
 # Where the datasets are found when GRAPHSVC_EVAL_DATA is unset: a ``shared/data`` folder beside
 # the working directory or beside the checkout (the layout the project's CI machines have).
 FALLBACK_EVAL_DATA = Path("..") / "shared" / "data"
 
 
-def eval_data_root(settings: Settings | None = None) -> Path:
+def eval_data_root(settings: LabSettings | None = None) -> Path:
     """The folder of the evaluation datasets (``locomo/``, ``beam/``, ``esc/``).
 
     ``GRAPHSVC_EVAL_DATA`` when set; otherwise the documented fallback, ``../shared/data`` beside
@@ -33,7 +33,7 @@ def eval_data_root(settings: Settings | None = None) -> Path:
     setting's path (or the fallback beside the working directory) is returned, so the caller's
     "missing" message names a real place.
     """
-    chosen = (settings or Settings()).eval_data
+    chosen = (settings or LabSettings()).eval_data
     if chosen is not None:
         return chosen
     checkout = Path(__file__).resolve().parents[2]

@@ -46,9 +46,10 @@ from graphsvc.api.auth import (
 from graphsvc.api.context import Limits
 from graphsvc.api.errors import classify
 from graphsvc.api.limits import DocumentLimits, prepare
+from graphsvc.api.loopback import is_loopback
 from graphsvc.api.ratelimit import ClientAddresses, Rate, TokenBuckets, retry_after
 from graphsvc.api.schema import make_schema, schema
-from graphsvc.api.serve import is_loopback, serve
+from graphsvc.api.serve import serve
 from graphsvc.embed import DEFAULT_MODEL
 from graphsvc.errors import BadInputError, StoreUnavailableError
 from graphsvc.service import MemoryService

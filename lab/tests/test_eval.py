@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
+from lab_support import eval_data
 
 from graphsvc.model import MemoryInput
 from graphsvc.recall.policy import RecallPolicy
@@ -36,7 +37,6 @@ from graphsvc_lab.eval.metrics import (
 )
 from graphsvc_lab.eval.qa import run_questions
 from graphsvc_lab.eval.report import Table, fmt
-from tests.helpers import eval_data
 
 LOCOMO = ("locomo", "locomo_dev.json")
 BEAM = ("beam", "100K")

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from lab_support import lab_cli
 
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from tests.helpers import STORES
-from tests.lab_support import lab_cli
 from tests.neo4j_server import neo4j_store_factory
 
 pytestmark = pytest.mark.slow
