@@ -625,8 +625,14 @@ class MemoryService:
             self.policy.bundle.relative_floor,
             ranking.retrieval,
         )
-        lexical_top = ranking.lexical_top if ranking.retrieval == HYBRID else None
-        result = build_bundle(request, ranking.terms, ranking.stats, ranking.ranked, lexical_top)
+        result = build_bundle(
+            request,
+            ranking.terms,
+            ranking.stats,
+            ranking.ranked,
+            ranking.top_score,
+            ranking.evidence,
+        )
         if when is not None:
             result = result.model_copy(update={"as_of": when})
         if run_id is not None:

@@ -228,6 +228,11 @@ class ContextCapsule:
     pass
 
 
+@derived(m.AnswerEvidence)
+class AnswerEvidence:
+    pass
+
+
 @derived(m.ContextBundle)
 class ContextBundle:
     order_reason: OrderReason | None  # the GraphQL enum
@@ -364,6 +369,7 @@ class Viewer:
 
 
 __all__ = [
+    "AnswerEvidence",
     "AsOf",
     "AsOfMode",
     "CausalComponent",

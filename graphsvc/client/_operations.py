@@ -63,8 +63,10 @@ MEMORY_FIELDS = (
 )
 LINK_FIELDS = "source target kind weight createdAt note"
 CAPSULE_FIELDS = "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason"
+ANSWER_EVIDENCE_FIELDS = "coverage unseen bm25 cosine agreement attribution margin"
 BUNDLE_FIELDS = (
     "query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage "
+    f"answerEvidence {{ {ANSWER_EVIDENCE_FIELDS} }} "
     "uncoveredTerms uncoveredWords chronological orderReason rendered "
     f"capsules {{ {CAPSULE_FIELDS} }} "
     f"excluded {{ {CAPSULE_FIELDS} }}"

@@ -550,8 +550,9 @@ async def report_tokens(call: Call, args: ReportTokensArgs) -> Reply:
 _WRITES = "Needs an API key with role 'write'."
 _ABSTENTION = (
     "Before trusting the result read its honesty fields. `skipped` true means memory ABSTAINS: "
-    "its best match (`topScore`, an absolute score in [0, 1]) is below `minScore`, so no capsule "
-    "is offered: answer without memory, or say memory does not know. Without `minScore` each "
+    "`topScore` (the probability, in [0, 1], that memory holds the answer, made of the named "
+    "evidence in `answerEvidence`) is below `minScore`, so no capsule is offered: answer "
+    "without memory, or say memory does not know. Without `minScore` each "
     f"stage has its own threshold ({default_thresholds()}), set so that memory rarely abstains "
     "on a question it can answer; `minScore: 0` turns abstention off. `evidenceCoverage` in "
     "[0, 1] is the IDF-weighted share of the question's discriminating terms that the offered "
