@@ -40,6 +40,9 @@ FEATURES = ("coverage", "unseen", "bm25", "cosine", "agreement", "attribution", 
 LEXICAL_FEATURES = ("coverage", "unseen", "bm25", "attribution")
 STRENGTHS = (0.3, 1.0, 3.0, 10.0)
 MAX_FALSE_ABSTENTION = 0.05
+# A foreign question weighs a tenth of a dataset's own: on a grid of 0, 0.1, 0.3 and 1, the most
+# that kept the held-out AUROC on the datasets' own unanswerable questions (docs/quality.md).
+FOREIGN_WEIGHT = 0.1
 GRID = tuple(round(0.01 * i, 2) for i in range(1, 100))
 
 
@@ -85,18 +88,22 @@ def load_rows(runs: Sequence[Path], system: str | None = None) -> tuple[list[Row
     return rows, chosen or "lexical"
 
 
-def _matrix(rows: Sequence[Row], features: Sequence[str], by_dataset: bool) -> tuple[Any, Any, Any]:
+def _matrix(
+    rows: Sequence[Row], features: Sequence[str], by_dataset: bool, foreign_weight: float
+) -> tuple[Any, Any, Any]:
     """Features, labels (1: unanswerable, "abstain") and sample weights: every question the
-    same, or with ``by_dataset`` each dataset the same in total."""
+    same, or with ``by_dataset`` each dataset the same in total; a foreign question weighs
+    ``foreign_weight`` times one of its dataset's own."""
     x = np.array([[r.features.get(f, 0.0) for f in features] for r in rows], dtype=np.float64)
     y = np.array([0 if r.answerable else 1 for r in rows])
     count: dict[str, int] = {}
     for r in rows:
         count[r.dataset] = count.get(r.dataset, 0) + 1
-    if not by_dataset:
-        return x, y, np.ones(len(rows))
-    w = np.array([len(rows) / (len(count) * count[r.dataset]) for r in rows])
-    return x, y, w
+    weights = []
+    for r in rows:
+        weight = len(rows) / (len(count) * count[r.dataset]) if by_dataset else 1.0
+        weights.append(weight * (foreign_weight if r.foreign else 1.0))
+    return x, y, np.array(weights)
 
 
 @dataclass(frozen=True)
@@ -117,13 +124,17 @@ class Fitted:
 
 
 def fit(
-    rows: Sequence[Row], features: Sequence[str], strength: float, by_dataset: bool = False
+    rows: Sequence[Row],
+    features: Sequence[str],
+    strength: float,
+    by_dataset: bool = False,
+    foreign_weight: float = 1.0,
 ) -> Fitted:
     """A logistic regression of "answerable" on ``features`` (L2, inverse strength
     ``strength``), every question weighing the same (``by_dataset``: each dataset)."""
     from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped]
 
-    x, y, w = _matrix(rows, features, by_dataset)
+    x, y, w = _matrix(rows, features, by_dataset, foreign_weight)
     model = LogisticRegression(C=strength, max_iter=10_000)
     # Fitted on "unanswerable"; the service's z is the log-odds of "answerable": negate.
     model.fit(x, y, sample_weight=w)
@@ -151,14 +162,18 @@ class HeldOut:
 
 
 def leave_one_conversation_out(
-    rows: Sequence[Row], features: Sequence[str], strength: float, by_dataset: bool = False
+    rows: Sequence[Row],
+    features: Sequence[str],
+    strength: float,
+    by_dataset: bool = False,
+    foreign_weight: float = 1.0,
 ) -> HeldOut:
     """Each conversation held out in turn, the model fitted on every other question."""
     p: dict[int, float] = {}
     folds: dict[str, list[float]] = {}
     for held in sorted({r.conversation for r in rows}):
         train = [r for r in rows if r.conversation != held]
-        model = fit(train, features, strength, by_dataset)
+        model = fit(train, features, strength, by_dataset, foreign_weight)
         test = [i for i, r in enumerate(rows) if r.conversation == held]
         for i in test:
             p[i] = model.probability(rows[i])
@@ -170,7 +185,11 @@ def leave_one_conversation_out(
 
 
 def leave_one_dataset_out(
-    rows: Sequence[Row], features: Sequence[str], strength: float, by_dataset: bool = False
+    rows: Sequence[Row],
+    features: Sequence[str],
+    strength: float,
+    by_dataset: bool = False,
+    foreign_weight: float = 1.0,
 ) -> dict[str, float]:
     """Each dataset held out, the model fitted on the others: its AUROC there."""
     out: dict[str, float] = {}
@@ -178,7 +197,8 @@ def leave_one_dataset_out(
     if len(datasets) < 2:
         return out
     for held in datasets:
-        model = fit([r for r in rows if r.dataset != held], features, strength, by_dataset)
+        train = [r for r in rows if r.dataset != held]
+        model = fit(train, features, strength, by_dataset, foreign_weight)
         test = [r for r in rows if r.dataset == held]
         out[held] = _auroc(test, {i: model.probability(r) for i, r in enumerate(test)})
     return out
@@ -240,14 +260,23 @@ _system = click.option(
     show_default=True,
     help="Every question weighs the same in the fit, or every dataset in total.",
 )
-def fit_command(runs: tuple[Path, ...], system: str | None, weigh: str) -> None:
+@click.option(
+    "--foreign-weight",
+    type=click.FloatRange(0.0),
+    default=FOREIGN_WEIGHT,
+    show_default=True,
+    help="What a foreign question (eval --foreign) weighs beside one of its dataset's own.",
+)
+def fit_command(
+    runs: tuple[Path, ...], system: str | None, weigh: str, foreign_weight: float
+) -> None:
     """Fit the coefficients on every question of RUNS, held out two ways."""
     rows, chosen = load_rows(runs, system)
     features = FEATURES if chosen == "hybrid" else LEXICAL_FEATURES
     by_dataset = weigh == "datasets"
     scores = {}
     for strength in STRENGTHS:
-        held = leave_one_conversation_out(rows, features, strength, by_dataset)
+        held = leave_one_conversation_out(rows, features, strength, by_dataset, foreign_weight)
         per = _by_dataset(rows, held.probability)
         scores[strength] = (mean(per.values()), per)
     strength = max(STRENGTHS, key=lambda s: (scores[s][0], -s))
@@ -266,10 +295,10 @@ def fit_command(runs: tuple[Path, ...], system: str | None, weigh: str) -> None:
     variants: list[tuple[str, tuple[str, ...]]] = [("all features", tuple(features))]
     variants += [(f"without {f}", tuple(g for g in features if g != f)) for f in features]
     for label, used in variants:
-        model = fit(rows, used, strength, by_dataset)
+        model = fit(rows, used, strength, by_dataset, foreign_weight)
         inside = _by_dataset(rows, {i: model.probability(r) for i, r in enumerate(rows)})
-        lodo = leave_one_dataset_out(rows, used, strength, by_dataset)
-        held = leave_one_conversation_out(rows, used, strength, by_dataset)
+        lodo = leave_one_dataset_out(rows, used, strength, by_dataset, foreign_weight)
+        held = leave_one_conversation_out(rows, used, strength, by_dataset, foreign_weight)
         per = _by_dataset(rows, held.probability)
         cells = [
             ", ".join(f"{d} {v:.3f}" for d, v in inside.items()),
@@ -281,7 +310,7 @@ def fit_command(runs: tuple[Path, ...], system: str | None, weigh: str) -> None:
             or "n/a",
         ]
         click.echo(f"| {label} | " + " | ".join(cells) + " |")
-    final = fit(rows, features, strength, by_dataset)
+    final = fit(rows, features, strength, by_dataset, foreign_weight)
     click.echo("\nCoefficients (fitted on every question; the registry entry's Answerability):\n")
     args = ", ".join(
         f"{f}={c:.3f}" for f, c in zip(final.features, final.coefficients, strict=True)
