@@ -327,6 +327,17 @@ E5_SMALL_V2_FP32 = PackagedModel(
     query_prefix="query: ",
     passage_prefix="passage: ",
     unrelated_cosine=0.75,
+    # graphsvc eval answerability fit (docs/quality.md, 2026-12-04).
+    answerability=Answerability(
+        intercept=-4.128,
+        coverage=4.670,
+        unseen=0.744,
+        bm25=-3.725,
+        cosine=5.893,
+        agreement=-0.103,
+        attribution=3.623,
+        margin=-5.433,
+    ),
 )
 
 BGE_SMALL_EN_V15_FP32 = PackagedModel(
