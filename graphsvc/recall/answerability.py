@@ -43,7 +43,9 @@ MARGIN_RANK = 10
 #: Answerability when recall is lexical (no encoder, a namespace answered lexically, or an
 #: encoder without fitted coefficients): coverage, unseen words and BM25 only. Fitted with
 #: ``graphsvc eval answerability`` (docs/quality.md).
-LEXICAL = Answerability(intercept=-3.0, coverage=6.0, unseen=-2.0, bm25=2.0)
+LEXICAL = Answerability(
+    intercept=-2.509, coverage=4.564, unseen=0.045, bm25=-2.696, attribution=3.404
+)
 
 
 def unseen_share(terms: Sequence[str], stats: TermStats) -> float:
