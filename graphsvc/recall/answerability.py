@@ -44,7 +44,7 @@ MARGIN_RANK = 10
 #: encoder without fitted coefficients): coverage, unseen words and BM25 only. Fitted with
 #: ``graphsvc eval answerability`` (docs/quality.md).
 LEXICAL = Answerability(
-    intercept=-2.509, coverage=4.564, unseen=0.045, bm25=-2.696, attribution=3.404
+    intercept=-2.198, coverage=5.230, unseen=-0.305, bm25=-2.518, attribution=2.395
 )
 
 
