@@ -255,6 +255,17 @@ MINILM_INT8 = PackagedModel(
         ),
     ),
     unrelated_cosine=0.07,
+    # graphsvc eval answerability fit (docs/quality.md, 2026-12-04).
+    answerability=Answerability(
+        intercept=-7.428,
+        coverage=3.706,
+        unseen=-1.056,
+        bm25=-1.894,
+        cosine=10.297,
+        agreement=-0.480,
+        attribution=3.661,
+        margin=-6.192,
+    ),
 )
 
 # intfloat/e5-small-v2 (MIT) as langchain4j ships it: an int8 ONNX export and its tokenizer in one
