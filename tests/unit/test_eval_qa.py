@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from graphsvc_lab.datasets import dataset_id
-from graphsvc_lab.eval.common import run_context
+from graphsvc_lab.eval.common import Tuning, run_context
 from graphsvc_lab.eval.qa import (
     FOREIGN,
     Conversation,
@@ -167,7 +167,7 @@ def test_a_tiny_conversation_through_lexical_and_plain_loadings() -> None:
         assert ctx.hybrid is None and ctx.embedder is None
         assert ctx.notes == ("dense-only and hybrid skipped: --embed off",)
         results = run_questions(ctx, "tiny", [_tiny()], 0.3, None, plain=True)
-    declared: dict[str, float | int | bool] = {"NEXT_RECORDED_FOLLOWS": False}
+    declared: Tuning = {"NEXT_RECORDED_FOLLOWS": False}
     with run_context(None, embed="off", neo4j_uri=None, tuning=declared) as ctx:
         declared_only = run_questions(ctx, "tiny", [_tiny()], 0.3, None, plain=True)
     assert systems_of(results) == ["bm25", "lexical", "plain lexical"]
@@ -192,7 +192,7 @@ def test_hybrid_and_dense_run_beside_lexical_with_the_real_model(tmp_path: Path)
     sweep re-reads hybrid, and a second run reads every vector back from the cache."""
     installed_model("hybrid eval test")
     cache = tmp_path / "vectors"
-    configs = [{"dense_weight": 0.0}, {"dense_weight": 0.5}]
+    configs: list[Tuning] = [{"dense_weight": 0.0}, {"dense_weight": 0.5}]
     with run_context(None, embed="on", vector_cache=cache, neo4j_uri=None) as ctx:
         assert ctx.embedder is not None and ctx.notes == ()
         results = run_questions(ctx, "tiny", [_tiny()], 0.3, None, plain=True, configs=configs)

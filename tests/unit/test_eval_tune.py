@@ -12,6 +12,7 @@ from graphsvc_lab.eval.common import (
     SETTINGS_TUNABLE,
     TUNABLE,
     TuneRequest,
+    Tuning,
     _current,
     describe_config,
     parse_tune,
@@ -57,7 +58,7 @@ def test_settings_are_checked_against_their_range() -> None:
 
 
 def test_every_name_tunes_a_field_of_the_recall_policy() -> None:
-    tuning = {"ANSWER_SHARE": 0.0, "dense_weight": 0.2}
+    tuning: Tuning = {"ANSWER_SHARE": 0.0, "dense_weight": 0.2}
     assert recall_part(tuning) == {"ANSWER_SHARE": 0.0}
     assert settings_part(tuning) == {"dense_weight": 0.2}
     base = RecallPolicy()

@@ -284,10 +284,9 @@ def fit_command(
     click.echo(f"### Answerability of {chosen} recall ({len(rows)} questions)\n")
     click.echo("Regularisation (inverse strength C) by joint leave-one-conversation-out AUROC:\n")
     for s in STRENGTHS:
-        per = ", ".join(f"{d} {v:.3f}" for d, v in scores[s][1].items())
-        click.echo(
-            f"- C {s:g}: mean {scores[s][0]:.3f} ({per})" + (" <- chosen" if s == strength else "")
-        )
+        shown = ", ".join(f"{d} {v:.3f}" for d, v in scores[s][1].items())
+        chosen_mark = " <- chosen" if s == strength else ""
+        click.echo(f"- C {s:g}: mean {scores[s][0]:.3f} ({shown}){chosen_mark}")
     click.echo(
         "\n| model | in-sample AUROC | leave-one-dataset-out | joint leave-one-conversation-out "
         "(fold std) | foreign questions, held out |"
