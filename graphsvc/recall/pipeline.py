@@ -272,14 +272,10 @@ class RecallPipeline:
             if nearest is not None:
                 nearest.cancel()  # the namespace is lexical: its answer (empty) is not needed
             evidence = evidence_of(terms, stats, scored, unattributed)
-        return Ranking(
-            terms,
-            stats,
-            apply_supersessions(scored, pairs),
-            retrieval,
-            evidence,
-            probability(evidence, model),
-        )
+        # Memory that offers nothing cannot hold the answer, whatever the model would make of
+        # the evidence of an empty ranking.
+        top = probability(evidence, model) if scored else 0.0
+        return Ranking(terms, stats, apply_supersessions(scored, pairs), retrieval, evidence, top)
 
     def hits_and_walk(
         self, namespace: str, cue: str, k: int, depth: int, as_of: AsOf | None = None
