@@ -290,6 +290,17 @@ E5_SMALL_V2_INT8 = PackagedModel(
     passage_prefix="passage: ",
     alone=True,
     unrelated_cosine=0.75,
+    # graphsvc eval answerability fit (docs/quality.md, 2026-12-04).
+    answerability=Answerability(
+        intercept=-4.263,
+        coverage=4.625,
+        unseen=0.783,
+        bm25=-3.760,
+        cosine=6.201,
+        agreement=0.018,
+        attribution=3.669,
+        margin=-6.007,
+    ),
 )
 
 # BAAI/bge-small-en-v1.5 (MIT) as langchain4j ships it. The first token's vector; queries carry
@@ -314,6 +325,17 @@ BGE_SMALL_EN_V15_INT8 = PackagedModel(
     query_prefix="Represent this sentence for searching relevant passages: ",
     alone=True,
     unrelated_cosine=0.45,
+    # graphsvc eval answerability fit (docs/quality.md, 2026-12-04).
+    answerability=Answerability(
+        intercept=-3.654,
+        coverage=4.764,
+        unseen=0.554,
+        bm25=-3.111,
+        cosine=4.075,
+        agreement=-0.217,
+        attribution=3.313,
+        margin=-4.503,
+    ),
 )
 
 # The same two models unquantised (float32 weights and activations), from langchain4j's jars of
