@@ -392,6 +392,17 @@ BGE_SMALL_EN_V15_FP32 = PackagedModel(
     pooling="cls",
     query_prefix="Represent this sentence for searching relevant passages: ",
     unrelated_cosine=0.47,
+    # graphsvc eval answerability fit (docs/quality.md, 2026-12-04).
+    answerability=Answerability(
+        intercept=-3.553,
+        coverage=4.825,
+        unseen=0.600,
+        bm25=-3.197,
+        cosine=3.982,
+        agreement=-0.150,
+        attribution=3.321,
+        margin=-4.492,
+    ),
 )
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {
