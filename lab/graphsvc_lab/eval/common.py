@@ -215,8 +215,10 @@ def _tuned_value(current: Value, raw: str) -> Value:
 
 
 def _current(name: str) -> Value:
-    """What ``name`` is by default: the policy's field, or the setting's default."""
-    if name in TUNABLE:
+    """What ``name`` is by default: the policy's field, or the setting's default. The deprecated
+    dense_spread and dense_relative are read off the default fusion mode, which decides, not off
+    their own settings' defaults (read only when GRAPHSVC_FUSION_MODE is not set)."""
+    if name in TUNABLE or name in ("dense_spread", "dense_relative"):
         return tuning_value(RecallPolicy(), name)
     default: Value = Settings.model_fields[name].default
     return default
