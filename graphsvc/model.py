@@ -424,6 +424,44 @@ ORDER_REASON_DESCRIPTIONS: Mapping[OrderReason, str] = {
 }
 
 
+class AnswerEvidence(Model):
+    """The evidence that memory holds the answer, which `topScore` is made of (a logistic model
+    per encoder, docs/design.md): each value in [0, 1]."""
+
+    coverage: float = Field(
+        default=0.0,
+        description="Best IDF-weighted share of the query one ranked memory covers, a word no "
+        "memory holds weighing the most, after answers and speaker attribution.",
+    )
+    unseen: float = Field(
+        default=0.0,
+        description="Share of the query's IDF weight on words no memory of the namespace holds.",
+    )
+    bm25: float = Field(
+        default=0.0, description="Best lexical-graph ranking score (BM25, before fusion)."
+    )
+    cosine: float = Field(
+        default=0.0,
+        description="Best cosine of a memory found by meaning, above the encoder's cosine for "
+        "unrelated texts (0 there and with lexical recall).",
+    )
+    agreement: float = Field(
+        default=0.0,
+        description="1 / r for the least r at which the first r of the lexical-graph ranking and "
+        "of the ranking by meaning share a memory (0: none, or lexical recall).",
+    )
+    attribution: float = Field(
+        default=1.0,
+        description="Share of the best coverage that survives speaker attribution (1 when the "
+        "query names no declared speaker): low when the best match is another speaker's.",
+    )
+    margin: float = Field(
+        default=0.0,
+        description="How far the best cosine stands above the tenth best (cosines as in "
+        "`cosine`; 0 with lexical recall): a match by meaning that stands out.",
+    )
+
+
 class ContextBundle(Model):
     """What memory offers a prompt under a token budget, and what it does not cover."""
 
@@ -444,8 +482,12 @@ class ContextBundle(Model):
     )
     skipped: bool = Field(description="True when topScore is below minScore: memory abstains.")
     top_score: float = Field(
-        description="Best lexical-graph score before any cut: the abstention signal minScore is "
-        "compared with (with hybrid recall, capsule scores also weigh the cosine)."
+        description="The probability that memory holds the answer, from `answerEvidence`: what "
+        "minScore is compared with (capsule scores rank; they are not probabilities)."
+    )
+    answer_evidence: AnswerEvidence = Field(
+        default_factory=AnswerEvidence,
+        description="The evidence topScore is made of.",
     )
     evidence_coverage: float = Field(
         description="IDF-weighted share of the discriminating query terms the capsules cover."

@@ -22,10 +22,12 @@ from typing import Any, Literal
 
 from graphsvc.dense import VectorModel, quantize, to_bytes
 from graphsvc.embed import (
+    Answerability,
     Embedder,
     ModelUnavailableError,
     OnnxEmbedder,
     Vectors,
+    answerability,
     open_embedder,
     tokenizes_apart,
     unrelated_cosine,
@@ -298,6 +300,12 @@ class DenseRecall:
         or the model is not a packaged one): :func:`graphsvc.embed.unrelated_cosine`."""
         model = self.model()
         return unrelated_cosine(model.model_id) if model is not None else 0.0
+
+    def answerability(self) -> Answerability | None:
+        """The answerability coefficients of this encoder's model (None when recall is
+        lexical-only or the model has none): :func:`graphsvc.embed.answerability`."""
+        model = self.model()
+        return answerability(model.model_id) if model is not None else None
 
     def codes(self, texts: Sequence[str], *, query: bool = False) -> list[bytes]:
         """The stored codes of each memory's text, or of each query with ``query`` (the

@@ -784,10 +784,15 @@ class MemoryService:
             ranking.retrieval,
             when,
         )
-        lexical_top = ranking.lexical_top if ranking.retrieval == HYBRID else None
         valid = self._validities(namespace, [item.memory for item in ranking.ranked], when)
         result = build_bundle(
-            spec, ranking.terms, ranking.stats, ranking.ranked, lexical_top, valid
+            spec,
+            ranking.terms,
+            ranking.stats,
+            ranking.ranked,
+            ranking.top_score,
+            ranking.evidence,
+            valid,
         )
         if run_id is not None:
             self._recall_event(namespace, run_id, step, result)

@@ -7,6 +7,7 @@ environment at import time. Every field is documented in docs/configuration.md.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 from pathlib import Path
 from typing import Annotated, Literal
@@ -90,10 +91,10 @@ class Settings(BaseSettings):
         "lexical-only (said by /readyz, stats and every bundle) when it is not.",
     )
     embed_model: str = Field(
-        default="all-minilm-l6-v2-int8",
+        default="e5-small-v2-fp32",
         description="Embedding model of the registry to use (`graphsvc model list`; "
-        "scripts/install_model.sh installs it). Chosen on LoCoMo and BEAM side by side "
-        "(docs/quality.md).",
+        "`graphsvc model install` with no name installs it). Chosen on LoCoMo, BEAM and "
+        "EventStoryLine side by side (docs/quality.md).",
     )
     embed_model_home: Path | None = Field(
         default=None,
@@ -125,18 +126,34 @@ class Settings(BaseSettings):
         "usable CPU. Each call is the same one-thread computation, so the vectors are the same "
         "bits whatever the number; 1 keeps the encoder on one core.",
     )
+    fusion_mode: Literal["minmax", "zscore", "relative", "raw", "rrf"] = Field(
+        default="minmax",
+        description="How hybrid recall puts the lexical-graph score and the cosine on one scale "
+        "before weighing them: `minmax` (the cosine mapped to [0, 1] over the query's memories, "
+        "the lexical part divided by its best), `zscore` (each standardised), `relative` (each "
+        "divided by its best), `raw`, or `rrf` (reciprocal ranks). "
+        "Chosen by leave-one-dataset-out over LoCoMo and BEAM (docs/quality.md). Replaces "
+        "GRAPHSVC_DENSE_SPREAD and GRAPHSVC_DENSE_RELATIVE, still read when this is not set.",
+    )
     dense_weight: float = Field(
-        default=0.5,
+        default=0.6,
         ge=0.0,
         le=1.0,
-        description="Share of the cosine in the fused score: (1 - w) * lexical-graph score + "
-        "w * max(cosine, 0), each part relative to its best for the query (dense_relative). "
-        "Chosen on LoCoMo and BEAM dev side by side for the default model (docs/quality.md).",
+        description="Share of the cosine in the fused score: (1 - w) * lexical-graph part + "
+        "w * dense part, each put on one scale by fusion_mode. Chosen on LoCoMo and BEAM dev "
+        "side by side for the default model (docs/quality.md).",
+    )
+    rrf_k: int = Field(
+        default=60,
+        ge=1,
+        le=1_000,
+        description="Reciprocal-rank fusion (fusion_mode rrf): a part's rank r counts "
+        "1 / (rrf_k + r).",
     )
     dense_relative: bool = Field(
         default=True,
-        description="Divide each part of the fused score by its best value for the query before "
-        "weighing them (else the absolute lexical-graph score and cosine are weighed).",
+        description="Deprecated (fusion_mode relative / raw): divide each part of the fused score "
+        "by its best value for the query before weighing them.",
     )
     dense_k: int = Field(
         default=10,
@@ -154,17 +171,15 @@ class Settings(BaseSettings):
     )
     dense_spread: bool = Field(
         default=False,
-        description="Min-max fusion: map the cosine to [0, 1] between its lowest and best value "
-        "among the query's memories, the lexical part divided by its best (overrides "
-        "dense_relative), in a namespace of at least dense_k vectors; smaller ones are fused "
-        "relatively. Chosen with the encoder across datasets (docs/quality.md).",
+        description="Deprecated (fusion_mode minmax): min-max fusion, overriding dense_relative.",
     )
     bm25_b: float = Field(
-        default=0.75,
+        default=1.0,
         ge=0.0,
         le=1.0,
-        description="BM25 length normalisation of the lexical score (0: length does not matter, "
-        "1: relevance per average length). Chosen by leave-one-conversation-out (docs/quality.md).",
+        description="BM25 length normalisation of the lexical ranking (0: length does not "
+        "matter, 1: term frequencies per average length). Chosen with the fusion across "
+        "datasets (docs/quality.md).",
     )
     fused_length_b: float = Field(
         default=0.25,
@@ -172,8 +187,8 @@ class Settings(BaseSettings):
         le=1.0,
         description="Hybrid recall: a length prior on the lexical part of the fused score, for "
         "ranking only: a memory longer than average keeps 1 / (1 - b + b * length / average "
-        "length) of it (0: off; topScore, which minScore is compared with, never changes). "
-        "Chosen by leave-one-conversation-out (docs/quality.md).",
+        "length) of it, so its cosine weighs more (0: off; topScore, which minScore is compared "
+        "with, never reads it). Chosen with the fusion across datasets (docs/quality.md).",
     )
     query_cache: int = Field(
         default=1_024, ge=0, description="Query vectors kept for repeated queries (0: no cache)."
@@ -210,7 +225,8 @@ class Settings(BaseSettings):
         default=0.3,
         ge=0.0,
         le=1.0,
-        description="Capsules scoring below this fraction of the top score are 'below_floor'.",
+        description="Capsules scoring below this fraction of the best capsule score are "
+        "'below_floor'.",
     )
     default_max_capsules: int = Field(default=20, ge=1)
     max_capsules_limit: int = Field(default=200, ge=1)
@@ -242,6 +258,23 @@ class Settings(BaseSettings):
     prompt_context_file_max_tokens: int = Field(
         default=8_000, ge=1, description="maxContextFileTokens (size cap of one context file)."
     )
+
+    @model_validator(mode="after")
+    def _legacy_fusion(self) -> Settings:
+        """GRAPHSVC_DENSE_SPREAD and GRAPHSVC_DENSE_RELATIVE, when set and GRAPHSVC_FUSION_MODE
+        is not, choose the fusion mode as they did (with a deprecation line in the log)."""
+        legacy = {"dense_spread", "dense_relative"} & self.model_fields_set
+        if legacy and "fusion_mode" not in self.model_fields_set:
+            mode = "minmax" if self.dense_spread else "relative" if self.dense_relative else "raw"
+            object.__setattr__(self, "fusion_mode", mode)
+            names = " and ".join(f"GRAPHSVC_{name.upper()}" for name in sorted(legacy))
+            logging.getLogger("graphsvc.settings").warning(
+                "%s %s deprecated: set GRAPHSVC_FUSION_MODE=%s instead",
+                names,
+                "are" if len(legacy) > 1 else "is",
+                mode,
+            )
+        return self
 
     @model_validator(mode="after")
     def _defaults_within_limits(self) -> Settings:

@@ -262,6 +262,11 @@ class ContextCapsule:
     validity: Validity  # the GraphQL enum
 
 
+@derived(m.AnswerEvidence)
+class AnswerEvidence:
+    pass
+
+
 @derived(m.ContextBundle)
 class ContextBundle:
     order_reason: OrderReason | None  # the GraphQL enum
@@ -398,6 +403,7 @@ class Viewer:
 
 
 __all__ = [
+    "AnswerEvidence",
     "AsOf",
     "AsOfMode",
     "CausalComponent",

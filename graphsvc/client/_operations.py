@@ -70,8 +70,10 @@ CAPSULE_FIELDS = (
     "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason validFrom "
     "validUntil supersededBy validity"
 )
+ANSWER_EVIDENCE_FIELDS = "coverage unseen bm25 cosine agreement attribution margin"
 BUNDLE_FIELDS = (
     "query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage "
+    f"answerEvidence {{ {ANSWER_EVIDENCE_FIELDS} }} "
     "uncoveredTerms uncoveredWords chronological orderReason rendered "
     f"capsules {{ {CAPSULE_FIELDS} }} "
     f"excluded {{ {CAPSULE_FIELDS} }}"

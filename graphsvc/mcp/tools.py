@@ -528,8 +528,9 @@ async def report_tokens(call: Call, args: ReportTokensArgs) -> Reply:
 
 _WRITES = "Needs a write key."
 _ABSTENTION = (
-    "Read the honesty fields first: `skipped` true means memory abstains (its best match "
-    "`topScore` is below `minScore`): answer without memory or say it does not know. "
+    "Read the honesty fields first: `skipped` true means memory abstains (`topScore`, the "
+    "probability that memory holds the answer, made of `answerEvidence`, is below `minScore`): "
+    "answer without memory or say it does not know. "
     f"`minScore` defaults to the stage's threshold ({default_thresholds()}); 0 turns "
     "abstention off. `evidenceCoverage` (0-1) and `uncoveredWords` (the question's words no "
     "capsule mentions) say what may be missing. A capsule whose `validity` is not CURRENT is "

@@ -12,6 +12,7 @@ from datetime import datetime
 from uuid import UUID
 
 from graphsvc.model import (
+    AnswerEvidence,
     AsOf,
     ContextBundle,
     ContextCapsule,
@@ -241,33 +242,31 @@ def build_bundle(
     terms: Sequence[str],
     stats: TermStats,
     ranked: Sequence[Scored],
-    lexical_top: float | None = None,
+    top_score: float,
+    evidence: AnswerEvidence | None = None,
     validity: Mapping[UUID, MemoryValidity] | None = None,
 ) -> ContextBundle:
     """Abstain, de-duplicate, pack, measure coverage and render (docs/design.md, the bundle).
 
     ``ranked`` is the ranked window (after :func:`apply_supersessions`); each of its items ends in
-    ``capsules`` or in ``excluded`` with a reason. With hybrid recall ``ranked`` holds fused scores
-    and ``lexical_top`` is the best lexical-graph score: it alone decides abstention (the lexical
-    core measures best for that), and the relative floor is taken from the best fused score.
-    ``validity`` holds each ranked memory's validity at the instant the bundle answers for
-    (:func:`graphsvc.validity.validities`): capsules carry it, and a memory that is not true
-    then is marked in its text (``[until 2024-06-01, superseded]``).
+    ``capsules`` or in ``excluded`` with a reason. ``top_score`` is the probability that memory
+    holds the answer (:mod:`graphsvc.recall.answerability`), made of ``evidence``: it alone
+    decides abstention against ``minScore``. Capsules are floored relative to the best ranking
+    score, which lives on another scale. ``validity`` holds each ranked memory's validity at the
+    instant the bundle answers for (:func:`graphsvc.validity.validities`): capsules carry it, and
+    a memory that is not true then is marked in its text (``[until 2024-06-01, superseded]``).
     """
     valid = validity or {}
     # The user's own word for each term ("Mars" for "mar"): what the frontends show.
     words = dict(query_words(request.query))
     best = max((item.score for item in ranked), default=0.0)
-    top_score = best if lexical_top is None else lexical_top
     # Nothing ranked abstains too, unless abstention is off (minScore 0): then the bundle is
     # simply empty, and says that nothing matched.
     skipped = top_score < request.min_score or (not ranked and request.min_score > 0.0)
     # Capsules far below the best one add noise, not evidence: they are excluded as below_floor.
-    # Fused scores live on another scale than minScore's, so hybrid recall floors them only
-    # relative to the best fused score.
+    # Ranking scores live on another scale than minScore's (a probability), so they are floored
+    # only relative to the best one.
     floor = request.relative_floor * best
-    if lexical_top is None:
-        floor = max(request.min_score, floor)
     decided: list[tuple[Scored, str]] = []
     packed_items: list[Scored] = []
     packed_terms = _PackedTerms()
@@ -360,6 +359,7 @@ def build_bundle(
         excluded=tuple(excluded),
         skipped=skipped,
         top_score=top_score,
+        answer_evidence=evidence if evidence is not None else AnswerEvidence(),
         evidence_coverage=coverage,
         uncovered_terms=uncovered_terms,
         uncovered_words=uncovered_words,

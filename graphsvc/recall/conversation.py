@@ -114,20 +114,26 @@ def _inherit_over_precedes(
     terms: Sequence[str],
 ) -> None:
     """In place: a memory a seed precedes (``edges``: ``(source, target)``) scores ``share``
-    times the seed's score when that is more than its own (from several seeds, the best); one
-    not in ``items`` joins from ``joinable``. Its matched terms stay the query terms it holds."""
-    seed_score = {item.memory.id: item.score for item in seeds}
+    times the seed's score when that is more than its own (from several seeds, the best), and
+    likewise for its evidence; one not in ``items`` joins from ``joinable``. Its matched terms
+    stay the query terms it holds."""
+    by_seed = {item.memory.id: item for item in seeds}
     for source, target in edges:
-        if source not in seed_score:
+        seed = by_seed.get(source)
+        if seed is None:
             continue
         current = items.get(target)
         memory = current.memory if current is not None else joinable.get(target)
         if memory is None:
             continue
-        inherited = round(seed_score[source] * share, PLACES)
-        if inherited > (current.score if current is not None else 0.0):
+        inherited = round(seed.score * share, PLACES)
+        evidence = round(seed.evidence * share, PLACES)
+        own, own_evidence = (current.score, current.evidence) if current is not None else (0, 0)
+        if inherited > own or evidence > own_evidence:
             matched = current.matched if current is not None else matched_terms(memory, terms)
-            items[target] = Scored(memory, inherited, matched)
+            items[target] = Scored(
+                memory, max(inherited, own), matched, max(evidence, own_evidence)
+            )
 
 
 def attribute(
@@ -161,19 +167,29 @@ def attribute(
         key = item.memory.id.int
         return bool(declared[key]) and not names[key] & named
 
-    competitor = max(
-        (it.score for it in ranked if by_other(it) and not is_question(it.memory.text)),
-        default=0.0,
+    competitors = [it for it in ranked if by_other(it) and not is_question(it.memory.text)]
+    common = 1.0 - policy.competition_weight * max((it.score for it in competitors), default=0.0)
+    # The same check on the evidence answerability reads, with its own best competitor.
+    common_evidence = 1.0 - policy.competition_weight * max(
+        (it.evidence for it in competitors), default=0.0
     )
-    common = 1.0 - policy.competition_weight * competitor
     out = []
     for item in ranked:
-        factor = common
+        factor, factor_evidence = common, common_evidence
         if declared[item.memory.id.int] and is_question(item.memory.text):
             factor *= policy.question_factor
+            factor_evidence *= policy.question_factor
         if by_other(item):
             factor *= policy.other_speaker_factor
-        out.append(Scored(item.memory, round(item.score * factor, PLACES), item.matched))
+            factor_evidence *= policy.other_speaker_factor
+        out.append(
+            Scored(
+                item.memory,
+                round(item.score * factor, PLACES),
+                item.matched,
+                round(item.evidence * factor_evidence, PLACES),
+            )
+        )
     return out
 
 

@@ -5,6 +5,7 @@ Pure functions.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from uuid import UUID
 
@@ -23,6 +24,7 @@ def fuse(
     mode: FusionMode = "raw",
     length_b: float = 0.0,
     avg_length: float = 0.0,
+    rrf_k: int = 60,
 ) -> list[Scored]:
     """Lexical-graph scores and dense cosines in one score (docs/design.md, hybrid recall).
 
@@ -56,31 +58,46 @@ def fuse(
                 it.memory,
                 it.score * length_prior(len(it.memory.terms), avg_length, length_b),
                 it.matched,
+                it.evidence,
             )
             for it in ranked
         ]
-    lexical_low = cosine_low = 0.0
-    lexical_scale = cosine_scale = 1.0
-    if mode == "minmax":
-        lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0
-        similar = [
-            max(cosine.get(m_id, 0.0), 0.0)
-            for m_id in [it.memory.id for it in ranked] + [m.id for m in dense_only]
-        ]
-        cosine_low, cosine_scale = _spread(similar)
-    elif mode == "relative":
-        lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0
-        cosine_scale = max((max(c, 0.0) for c in cosine.values()), default=0.0) or 1.0
-
-    def fused(score: float, memory_id: UUID) -> float:
-        similarity = (max(cosine.get(memory_id, 0.0), 0.0) - cosine_low) / cosine_scale
-        lexical_part = (score - lexical_low) / lexical_scale
-        return round(keep * lexical_part + weight * similarity, PLACES)
-
-    items = [Scored(it.memory, fused(it.score, it.memory.id), it.matched) for it in ranked]
-    for memory in dense_only:
-        items.append(Scored(memory, fused(0.0, memory.id), matched_terms(memory, terms)))
     position = {it.memory.id: i for i, it in enumerate(ranked)}
+    members = [(it.memory.id, it.score) for it in ranked] + [(m.id, 0.0) for m in dense_only]
+    similar = {m_id: max(cosine.get(m_id, 0.0), 0.0) for m_id, _ in members}
+    if mode == "rrf":
+        parts = _reciprocal_ranks(members, similar, position, rrf_k)
+        scale = float(rrf_k + 1)
+        value = {
+            m_id: keep * lex * scale + weight * den * scale for m_id, (lex, den) in parts.items()
+        }
+    elif mode == "zscore":
+        lex_z = _standardised([score for _, score in members])
+        den_z = _standardised([similar[m_id] for m_id, _ in members])
+        value = {
+            m_id: _logistic(keep * lz + weight * dz)
+            for (m_id, _), lz, dz in zip(members, lex_z, den_z, strict=True)
+        }
+    else:
+        lexical_low = cosine_low = 0.0
+        lexical_scale = cosine_scale = 1.0
+        if mode == "minmax":
+            lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0
+            cosine_low, cosine_scale = _spread(list(similar.values()))
+        elif mode == "relative":
+            lexical_scale = max((it.score for it in ranked), default=0.0) or 1.0
+            cosine_scale = max((max(c, 0.0) for c in cosine.values()), default=0.0) or 1.0
+        value = {
+            m_id: keep * ((score - lexical_low) / lexical_scale)
+            + weight * ((similar[m_id] - cosine_low) / cosine_scale)
+            for m_id, score in members
+        }
+    items = [
+        Scored(it.memory, round(value[it.memory.id], PLACES), it.matched, it.evidence)
+        for it in ranked
+    ]
+    for memory in dense_only:
+        items.append(Scored(memory, round(value[memory.id], PLACES), matched_terms(memory, terms)))
     return sorted(
         items,
         key=lambda it: (
@@ -91,6 +108,55 @@ def fuse(
             it.memory.id.int,
         ),
     )
+
+
+def _reciprocal_ranks(
+    members: Sequence[tuple[UUID, float]],
+    similar: Mapping[UUID, float],
+    position: Mapping[UUID, int],
+    k: int,
+) -> dict[UUID, tuple[float, float]]:
+    """Each member's ``1 / (k + rank)`` in the lexical ranking (by score, then lexical position)
+    and in the ranking by meaning (by cosine, then lexical position, then id): 0 for a part it
+    has no match in (a lexical score or cosine of 0)."""
+    after = len(position)
+    lexical = sorted(
+        (m for m in members if m[1] > 0.0),
+        key=lambda m: (-m[1], position.get(m[0], after), m[0].int),
+    )
+    dense = sorted(
+        (m for m in members if similar[m[0]] > 0.0),
+        key=lambda m: (-similar[m[0]], position.get(m[0], after), m[0].int),
+    )
+    lex_rank = {m_id: rank for rank, (m_id, _) in enumerate(lexical, start=1)}
+    den_rank = {m_id: rank for rank, (m_id, _) in enumerate(dense, start=1)}
+    return {
+        m_id: (
+            1.0 / (k + lex_rank[m_id]) if m_id in lex_rank else 0.0,
+            1.0 / (k + den_rank[m_id]) if m_id in den_rank else 0.0,
+        )
+        for m_id, _ in members
+    }
+
+
+def _standardised(values: Sequence[float]) -> list[float]:
+    """``values`` as z-scores (mean 0, population standard deviation 1); all 0 when they are
+    all the same."""
+    if not values:
+        return []
+    centre = sum(values) / len(values)
+    spread = math.sqrt(sum((v - centre) ** 2 for v in values) / len(values))
+    if spread <= 0.0:
+        return [0.0] * len(values)
+    return [(v - centre) / spread for v in values]
+
+
+def _logistic(value: float) -> float:
+    """The logistic function, in (0, 1)."""
+    if value >= 0.0:
+        return 1.0 / (1.0 + math.exp(-value))
+    e = math.exp(value)
+    return e / (1.0 + e)
 
 
 def calibrate(cosine: float, unrelated: float) -> float:

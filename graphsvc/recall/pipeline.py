@@ -19,6 +19,8 @@ from uuid import UUID
 from graphsvc.dense import with_given
 from graphsvc.errors import GraphsvcError, StoreUnavailableError
 from graphsvc.model import AsOf, LinkKind, Memory
+from graphsvc.recall.answerability import LEXICAL as LEXICAL_ANSWERABILITY
+from graphsvc.recall.answerability import Evidence, evidence_of, probability
 from graphsvc.recall.conversation import answer_seeds, attribute, expand_answers, unlinked_seeds
 from graphsvc.recall.fusion import calibrate, fuse
 from graphsvc.recall.policy import RecallPolicy
@@ -42,13 +44,15 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Ranking:
     """A query's ranked window: its terms and statistics, the scored memories (supersessions
-    applied), the best lexical-graph score (the abstention signal) and how it was found."""
+    applied), how it was found, the evidence that memory holds the answer and the probability
+    answerability makes of it (``top_score``, what ``minScore`` is compared with)."""
 
     terms: list[str]
     stats: TermStats
     ranked: list[Scored]
-    lexical_top: float
     retrieval: Retrieval
+    evidence: Evidence
+    top_score: float
 
 
 class ReadAheadPool:
@@ -145,7 +149,7 @@ class EarlyWalk:
     def start(self, ranked: Sequence[Ranked]) -> None:
         """Guess the hits: the first ``k`` of ``ranked`` that score above 0; walk from them now
         when the namespace's guesses have mostly held."""
-        starts = [memory_id for memory_id, score, _ in ranked if score > 0.0][: self._k]
+        starts = [r.id for r in ranked if r.score > 0.0][: self._k]
         self._starts = starts
         if self.walks:
             self._future = self._pool.submit(
@@ -211,9 +215,9 @@ class RecallPipeline:
         read the likely window with the candidates (:meth:`Store.recall_window`). ``as_of``:
         only the memories visible then take part (the stores filter the candidates and the
         walks; the statistics stay the namespace's now)."""
-        stage = get_stage(stage_name)
-        terms = query_terms(query)
         lexical, conversation = self.policy.lexical, self.policy.conversation
+        stage = lexical.stage(get_stage(stage_name))
+        terms = query_terms(query)
         # The query's encoding runs (without the GIL) while the lexical part does, and on Neo4j
         # the search by meaning after it; the namespace's model comes back with the candidates,
         # so both are skipped only for a namespace last found lexical (one store round trip
@@ -232,7 +236,7 @@ class RecallPipeline:
         )
         if early is not None:
             early(ranked)
-        ids = [memory_id for memory_id, _, _ in ranked]
+        ids = [r.id for r in ranked]
         memories, pairs = self.store.window(namespace, ids, ahead, as_of)
         direct = attach(ranked, memories)
         scored = direct
@@ -253,18 +257,27 @@ class RecallPipeline:
             pairs = list(pairs) + [
                 (lk.source, lk.target) for lk in walk.links if lk.kind is LinkKind.SUPERSEDES
             ]
+        unattributed = max((item.evidence for item in scored), default=0.0)
         scored = rank_order(attribute(scored, terms, conversation), direct)[: lexical.ranked_limit]
-        lexical_top = max((item.score for item in scored), default=0.0)
         retrieval = LEXICAL
+        model = LEXICAL_ANSWERABILITY
         if hybrid:
             retrieval = HYBRID
-            scored, more = self._fuse(
+            fused, more, cosine = self._fuse(
                 namespace, query, scored, terms, stats.avg_length, nearest, ahead, as_of
             )
+            evidence = evidence_of(terms, stats, scored, unattributed, cosine)
+            model = self.dense.answerability() or LEXICAL_ANSWERABILITY
+            scored = fused
             pairs = list(pairs) + more
-        elif nearest is not None:
-            nearest.cancel()  # the namespace is lexical: its answer (empty) is not needed
-        return Ranking(terms, stats, apply_supersessions(scored, pairs), lexical_top, retrieval)
+        else:
+            if nearest is not None:
+                nearest.cancel()  # the namespace is lexical: its answer (empty) is not needed
+            evidence = evidence_of(terms, stats, scored, unattributed)
+        # Memory that offers nothing cannot hold the answer, whatever the model would make of
+        # the evidence of an empty ranking.
+        top = probability(evidence, model) if scored else 0.0
+        return Ranking(terms, stats, apply_supersessions(scored, pairs), retrieval, evidence, top)
 
     def hits_and_walk(
         self, namespace: str, cue: str, k: int, depth: int, as_of: AsOf | None = None
@@ -305,12 +318,12 @@ class RecallPipeline:
         nearest: Future[list[tuple[UUID, float]]] | None = None,
         ahead: ReadAhead | None = None,
         as_of: AsOf | None = None,
-    ) -> tuple[list[Scored], list[tuple[UUID, UUID]]]:
+    ) -> tuple[list[Scored], list[tuple[UUID, UUID]], dict[UUID, float]]:
         """Hybrid recall: the exact cosines of the ranked memories and the ``k`` nearest by
         meaning (``nearest``, when :meth:`_nearest_soon` started the search; ``ahead``: what
         the store read ahead of the window, which may hold some of them), fused with the
-        lexical-graph scores (:func:`fuse`); and the supersessions the memories found only by
-        meaning take part in."""
+        lexical-graph scores (:func:`fuse`); the supersessions the memories found only by
+        meaning take part in; and the calibrated cosines of them all."""
         fusion = self.policy.fusion
         codes = self.dense.query_codes(query)
         present = {item.memory.id for item in scored}
@@ -342,8 +355,18 @@ class RecallPipeline:
         mode = fusion.mode
         if mode == "minmax" and len(hits) < fusion.k:
             mode = "relative"
-        fused = fuse(scored, cosine, extra, fusion.weight, terms, mode, fusion.length_b, avg_length)
-        return fused[: self.policy.lexical.ranked_limit], pairs
+        fused = fuse(
+            scored,
+            cosine,
+            extra,
+            fusion.weight,
+            terms,
+            mode,
+            fusion.length_b,
+            avg_length,
+            fusion.rrf_k,
+        )
+        return fused[: self.policy.lexical.ranked_limit], pairs, cosine
 
     def _nearest_soon(self, namespace: str, query: str) -> Future[list[tuple[UUID, float]]] | None:
         """On a store whose reads wait on a server (:attr:`Store.overlapped_reads`), start the

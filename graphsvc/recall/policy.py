@@ -15,13 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Literal, get_args
 
+from graphsvc.recall.scoring import Stage
 from graphsvc.settings import Settings
 
 #: How hybrid recall puts the lexical-graph score and the cosine on one scale before weighing them
 #: (:func:`graphsvc.recall.fusion.fuse`): ``relative``, each divided by its best value for the
 #: query; ``raw``, as they are; ``minmax``, the cosine mapped to [0, 1] between its lowest and
-#: best value, the lexical score divided by its best.
-FusionMode = Literal["relative", "raw", "minmax"]
+#: best value, the lexical score divided by its best; ``rrf``, reciprocal ranks (each part's rank
+#: among the query's memories); ``zscore``, each part standardised over the query's memories.
+FusionMode = Literal["minmax", "zscore", "relative", "raw", "rrf"]
 FUSION_MODES: tuple[FusionMode, ...] = get_args(FusionMode)
 
 
@@ -30,12 +32,21 @@ class LexicalPolicy:
     """The lexical core (:mod:`graphsvc.recall.scoring`)."""
 
     #: BM25 length normalisation (``GRAPHSVC_BM25_B``; 0: length does not matter).
-    bm25_b: float = 0.75
+    bm25_b: float = 1.0
     #: Most candidates a query scores, rarest terms first (``GRAPHSVC_CANDIDATE_LIMIT``).
     candidate_limit: int = 1_000
     #: Most ranked memories a query keeps: the bundle's capsules and excluded
     #: (``GRAPHSVC_RANKED_LIMIT``).
     ranked_limit: int = 50
+    #: Share of IDF coverage in the lexical ranking's relevance, the rest BM25 (None: the
+    #: stage's own weights).
+    coverage_share: float | None = None
+
+    def stage(self, stage: Stage) -> Stage:
+        """``stage`` with this policy's share of coverage, when it sets one."""
+        if self.coverage_share is None:
+            return stage
+        return replace(stage, coverage=self.coverage_share, bm25=1.0 - self.coverage_share)
 
 
 @dataclass(frozen=True)
@@ -75,18 +86,20 @@ class FusionPolicy:
     (:mod:`graphsvc.recall.fusion`)."""
 
     #: Share of the cosine in the fused score (``GRAPHSVC_DENSE_WEIGHT``).
-    weight: float = 0.5
+    weight: float = 0.6
     #: Memories of highest cosine that join a query's candidates (``GRAPHSVC_DENSE_K``).
     k: int = 10
     #: Least cosine for a memory to join on meaning alone (``GRAPHSVC_DENSE_MIN_COSINE``).
     min_cosine: float = 0.2
-    #: How the two parts are put on one scale (``GRAPHSVC_DENSE_SPREAD`` true: ``minmax``; else
-    #: ``GRAPHSVC_DENSE_RELATIVE`` true: ``relative``, false: ``raw``). Min-max needs a baseline
-    #: of unrelated cosines, the ``k`` nearest of a namespace that holds at least that many
-    #: vectors; a smaller namespace is fused ``relative``.
-    mode: FusionMode = "relative"
+    #: How the two parts are put on one scale (``GRAPHSVC_FUSION_MODE``). Min-max needs a
+    #: baseline of unrelated cosines, the ``k`` nearest of a namespace that holds at least that
+    #: many vectors; a smaller namespace is fused ``relative``.
+    mode: FusionMode = "minmax"
     #: Length prior on the lexical part, for ranking only (``GRAPHSVC_FUSED_LENGTH_B``; 0: off).
     length_b: float = 0.25
+    #: The constant of reciprocal-rank fusion (``rrf``): a part's rank r counts 1 / (k + r)
+    #: (``GRAPHSVC_RRF_K``).
+    rrf_k: int = 60
 
 
 @dataclass(frozen=True)
@@ -122,7 +135,6 @@ class RecallPolicy:
         """The policy the settings describe (the conversation features keep their defaults:
         they are no settings)."""
         s = settings
-        mode: FusionMode = "minmax" if s.dense_spread else "relative" if s.dense_relative else "raw"
         return cls(
             lexical=LexicalPolicy(
                 bm25_b=s.bm25_b, candidate_limit=s.candidate_limit, ranked_limit=s.ranked_limit
@@ -131,8 +143,9 @@ class RecallPolicy:
                 weight=s.dense_weight,
                 k=s.dense_k,
                 min_cosine=s.dense_min_cosine,
-                mode=mode,
+                mode=s.fusion_mode,
                 length_b=s.fused_length_b,
+                rrf_k=s.rrf_k,
             ),
             bundle=BundlePolicy(relative_floor=s.relative_floor),
             walk=WalkPolicy(max_nodes=s.walk_max_nodes),

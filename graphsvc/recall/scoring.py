@@ -27,11 +27,12 @@ PLACES = 6
 
 @dataclass(frozen=True)
 class Stage:
-    """Weights of the composite score. ``coverage`` and ``bm25`` make the relevance (they are
-    normalised to sum 1); ``freshness`` and ``confidence`` are the share of the score that the
-    memory's age and stored confidence can take away. ``min_score`` is the stage's abstention
-    threshold when a request gives none: each stage's scores sit differently, so each has its
-    own, chosen by the evaluation to keep false abstention low (docs/quality.md)."""
+    """Weights of the lexical ranking score. ``coverage`` and ``bm25`` make the relevance (they
+    are normalised to sum 1; BM25 counts over the most a memory could earn for the query);
+    ``freshness`` and ``confidence`` are the share of the score that the memory's age and stored
+    confidence can take away. ``min_score`` is the stage's abstention threshold on answerability
+    (``topScore``) when a request gives none, chosen by the evaluation to keep false abstention
+    low (docs/quality.md)."""
 
     name: str
     coverage: float
@@ -46,10 +47,11 @@ STAGES: dict[str, Stage] = {
     stage.name: stage
     for stage in (
         # name, coverage, bm25, freshness, confidence, half-life (days), min_score
-        # Balanced: mostly "does it mention what was asked", a little recency and confidence.
-        Stage("default", 0.6, 0.4, 0.1, 0.1, 365, 0.3),
+        # BM25 (coverage measured no better on LoCoMo and worse on BEAM: docs/quality.md), a
+        # little recency and confidence.
+        Stage("default", 0.0, 1.0, 0.1, 0.1, 365, 0.4),
         # For "what is the state now" questions: recency weighs more.
-        Stage("recent", 0.6, 0.4, 0.3, 0.1, 30, 0.25),
+        Stage("recent", 0.0, 1.0, 0.3, 0.1, 30, 0.45),
         # For exact lookups: mostly term coverage, no recency.
         Stage("exact", 0.8, 0.2, 0.0, 0.1, 365, 0.3),
     )
@@ -57,7 +59,7 @@ STAGES: dict[str, Stage] = {
 
 
 def default_thresholds() -> str:
-    """Each stage's abstention threshold, as a person reads it: "default 0.3, ..."."""
+    """Each stage's abstention threshold, as a person reads it: "default 0.4, ..."."""
     return ", ".join(f"{stage.name} {stage.min_score:g}" for stage in STAGES.values())
 
 
@@ -72,22 +74,27 @@ def get_stage(name: str) -> Stage:
 
 class Ranked(NamedTuple):
     """A candidate as the lexical scorer ranked it, before its memory is read: its id, its
-    composite score and the query terms it matched (query order). A ranking needs only the ids
-    to read the memories back (:func:`attach`)."""
+    ranking score, the query terms it matched (query order) and its evidence (its IDF coverage
+    of the query, a word no memory holds at the largest weight: what answerability reads). A
+    ranking needs only the ids to read the memories back (:func:`attach`)."""
 
     id: UUID
     score: float
     matched: tuple[str, ...]
+    evidence: float = 0.0
 
 
 @dataclass(frozen=True)
 class Scored:
     """A ranked memory: what bundles and beliefs are built from (:func:`attach` makes one of a
-    :class:`Ranked` candidate whose memory was read)."""
+    :class:`Ranked` candidate whose memory was read). ``score`` ranks it; ``evidence`` is its
+    IDF coverage of the query after the graph features (answers, speakers), which answerability
+    reads (:mod:`graphsvc.recall.answerability`); 0 for a memory found by meaning alone."""
 
     memory: Memory
     score: float
     matched: tuple[str, ...]
+    evidence: float = 0.0
 
 
 DAY_US = 86_400_000_000
@@ -129,7 +136,7 @@ def rank_columns(
     the same scores and ranking, with no :class:`Candidate` built."""
     ranked = _rank_columns(terms, stats, columns, stage, limit, bm25_b)
     ids = columns.ids
-    return [Ranked(ids[i], score, matched) for i, score, matched in ranked]
+    return [Ranked(ids[i], score, matched, evidence) for i, score, matched, evidence in ranked]
 
 
 #: Candidates a store reads ahead beyond the ranked window (:func:`window_guess`): a guess
@@ -175,10 +182,14 @@ def _rank_columns(
     stage: Stage,
     limit: int | None,
     bm25_b: float,
-) -> list[tuple[int, float, tuple[str, ...]]]:
-    """The ranking of :func:`score_candidates`: ``(position in columns, score, matched)``."""
+) -> list[tuple[int, float, tuple[str, ...], float]]:
+    """The ranking of :func:`score_candidates`: ``(position in columns, score, matched,
+    evidence)``."""
     weights = [stats.idf(t) for t in terms]
     total_weight = sum(weights)
+    # Coverage for evidence weighs a word no memory holds the most (TermStats.coverage_weight);
+    # a seen word weighs its IDF, so a candidate's covered weight is the same sum.
+    coverage_total = sum(stats.coverage_weight(t) for t in terms)
     n = len(columns)
     if not n or total_weight <= 0.0:
         return []
@@ -200,8 +211,10 @@ def _rank_columns(
         bm25 += np.where(hit, weight * count * (BM25_K1 + 1.0) / (count + norm), 0.0)
     rel_sum = stage.coverage + stage.bm25
     coverage = covered / total_weight
+    # BM25 over the most any memory could earn (every term, saturated, at no length): in [0, 1)
+    # and, for a query, the BM25 ranking itself (its own saturation and length normalisation).
     relevance = (
-        stage.coverage * coverage + stage.bm25 * np.minimum(1.0, bm25 / total_weight)
+        stage.coverage * coverage + stage.bm25 * (bm25 / (total_weight * (BM25_K1 + 1.0)))
     ) / rel_sum
     ages, age_of = np.unique(int(when_days.max()) - when_days, return_inverse=True)
     freshness = np.array(_decays(stage.half_life_days, ages.tolist()), dtype=np.float64)[
@@ -229,13 +242,15 @@ def _rank_columns(
     if limit is not None:
         ranking = ranking[:limit]
     tf_rows = columns.tf[[at[k] for k in ranking]].tolist()
+    evidence = (covered[[at[k] for k in ranking]] / coverage_total).tolist()
     return [
         (
             at[k],
             scores[k],
             tuple([t for t, c in zip(terms, counts, strict=True) if c > 0]),
+            round(share, PLACES),
         )
-        for k, counts in zip(ranking, tf_rows, strict=True)
+        for k, counts, share in zip(ranking, tf_rows, evidence, strict=True)
     ]
 
 
@@ -243,8 +258,8 @@ def attach(ranked: Sequence[Ranked], memories: Iterable[Memory]) -> list[Scored]
     """The ranked candidates with their memories (as read back), in rank order; a candidate
     whose memory is gone (forgotten since) is left out."""
     by_key = {memory.id.int: memory for memory in memories}
-    found = [(by_key.get(key.int), score, matched) for key, score, matched in ranked]
-    return [Scored(m, score, matched) for m, score, matched in found if m is not None]
+    found = [(by_key.get(r.id.int), r) for r in ranked]
+    return [Scored(m, r.score, r.matched, r.evidence) for m, r in found if m is not None]
 
 
 def apply_supersessions(

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from graphsvc_lab.datasets import dataset_id
-from graphsvc_lab.eval.common import run_context
+from graphsvc_lab.eval.common import Tuning, run_context
 from graphsvc_lab.eval.qa import (
+    FOREIGN,
     Conversation,
     Outcome,
     Question,
@@ -21,6 +22,7 @@ from graphsvc_lab.eval.qa import (
     abstention_tables,
     build_report,
     candidate_signals,
+    foreign_questions,
     graphsvc_systems,
     recall_tables,
     run_questions,
@@ -165,7 +167,7 @@ def test_a_tiny_conversation_through_lexical_and_plain_loadings() -> None:
         assert ctx.hybrid is None and ctx.embedder is None
         assert ctx.notes == ("dense-only and hybrid skipped: --embed off",)
         results = run_questions(ctx, "tiny", [_tiny()], 0.3, None, plain=True)
-    declared: dict[str, float | int | bool] = {"NEXT_RECORDED_FOLLOWS": False}
+    declared: Tuning = {"NEXT_RECORDED_FOLLOWS": False}
     with run_context(None, embed="off", neo4j_uri=None, tuning=declared) as ctx:
         declared_only = run_questions(ctx, "tiny", [_tiny()], 0.3, None, plain=True)
     assert systems_of(results) == ["bm25", "lexical", "plain lexical"]
@@ -190,7 +192,7 @@ def test_hybrid_and_dense_run_beside_lexical_with_the_real_model(tmp_path: Path)
     sweep re-reads hybrid, and a second run reads every vector back from the cache."""
     installed_model("hybrid eval test")
     cache = tmp_path / "vectors"
-    configs = [{"dense_weight": 0.0}, {"dense_weight": 0.5}]
+    configs: list[Tuning] = [{"dense_weight": 0.0}, {"dense_weight": 0.5}]
     with run_context(None, embed="on", vector_cache=cache, neo4j_uri=None) as ctx:
         assert ctx.embedder is not None and ctx.notes == ()
         results = run_questions(ctx, "tiny", [_tiny()], 0.3, None, plain=True, configs=configs)
@@ -215,3 +217,33 @@ def test_hybrid_and_dense_run_beside_lexical_with_the_real_model(tmp_path: Path)
         again = run_questions(ctx, "tiny", [_tiny()], 0.3, None)
         assert ctx.embedder is not None and ctx.embedder.misses == 0
     assert again[0].outcomes["dense"].ranked == results[0].outcomes["dense"].ranked
+
+
+def test_foreign_questions_are_the_next_conversations_asked_here_and_stay_apart() -> None:
+    tiny = _tiny()
+    other = Conversation(
+        "other",
+        tiny.rows,
+        [Question(f"other#{i}", "other", "4 single-hop", f"q{i}?", ("tiny:0",), True)
+         for i in range(6)]
+        + [Question("other#x", "other", "5 adversarial", "no?", (), False)],
+        tiny.session,
+    )  # fmt: skip
+    asked = foreign_questions([tiny, other], 0, 3)
+    assert [q.text for q in asked] == ["q0?", "q2?", "q4?"]  # evenly spread, answerable only
+    assert all(q.foreign and not q.answerable and q.evidence == () for q in asked)
+    assert {q.conversation for q in asked} == {"tiny"} and asked[0].category == FOREIGN
+    assert foreign_questions([tiny], 0, 3) == []  # no other conversation to ask
+    assert [q.conversation for q in foreign_questions([tiny, other], 1, 1)] == ["other"]
+    with run_context(None, embed="off", neo4j_uri=None) as ctx:
+        results = run_questions(ctx, "tiny", [tiny, other], 0.3, None, foreign=0.5)
+    foreign = [r for r in results if r.question.foreign]
+    # Half of each conversation's question count (3 and 7), at most the other's answerable ones.
+    assert [r.question.conversation for r in foreign] == ["tiny", "tiny", "other", "other"]
+    report = build_report("tiny", [], results, ["4 single-hop"], 0.3, "unanswerable")
+    assert "foreign" in report.figures
+    # Foreign questions take part in no other figure: abstention counts the one adversarial.
+    abstention = report.figures["abstention"]["lexical topScore"]
+    plain = build_report("tiny", [], [r for r in results if not r.question.foreign],
+                         ["4 single-hop"], 0.3, "unanswerable")  # fmt: skip
+    assert abstention == plain.figures["abstention"]["lexical topScore"]

@@ -12,6 +12,7 @@ from graphsvc_lab.eval.common import (
     SETTINGS_TUNABLE,
     TUNABLE,
     TuneRequest,
+    Tuning,
     _current,
     describe_config,
     parse_tune,
@@ -57,7 +58,7 @@ def test_settings_are_checked_against_their_range() -> None:
 
 
 def test_every_name_tunes_a_field_of_the_recall_policy() -> None:
-    tuning = {"ANSWER_SHARE": 0.0, "dense_weight": 0.2}
+    tuning: Tuning = {"ANSWER_SHARE": 0.0, "dense_weight": 0.2}
     assert recall_part(tuning) == {"ANSWER_SHARE": 0.0}
     assert settings_part(tuning) == {"dense_weight": 0.2}
     base = RecallPolicy()
@@ -67,9 +68,13 @@ def test_every_name_tunes_a_field_of_the_recall_policy() -> None:
     assert policy.lexical == base.lexical and policy.fusion.k == base.fusion.k
     for name in (*TUNABLE, *SETTINGS_TUNABLE):
         assert tuning_value(base, name) == _current(name)  # the defaults agree with the settings
-    # dense_spread and dense_relative are one field, the fusion mode.
-    assert tuned_policy(base, {"dense_spread": True}).fusion.mode == "minmax"
-    assert tuned_policy(base, {"dense_relative": False}).fusion.mode == "raw"
+    # dense_spread and dense_relative are one field, the fusion mode (min-max by default, which
+    # dense_relative alone does not undo).
+    assert base.fusion.mode == "minmax"
+    assert tuned_policy(base, {"dense_relative": False}).fusion.mode == "minmax"
+    relative = tuned_policy(base, {"fusion_mode": "relative"})
+    assert tuned_policy(relative, {"dense_relative": False}).fusion.mode == "raw"
+    assert tuned_policy(relative, {"dense_spread": True}).fusion.mode == "minmax"
     minmax = tuned_policy(base, {"dense_spread": True})
     assert tuned_policy(minmax, {"dense_spread": False}).fusion.mode == "relative"
     assert tuning_value(minmax, "dense_spread") is True

@@ -755,6 +755,7 @@ def test_stdio_principal_follows_the_configured_keys() -> None:
 BUNDLE_QUERY = """query($q: String!, $b: Int) { bundle(query: $q, budgetTokens: $b) {
   query stage retrieval budgetTokens minScore usedTokens skipped topScore evidenceCoverage
   uncoveredTerms uncoveredWords chronological orderReason rendered asOf { at mode }
+  answerEvidence { coverage unseen bm25 cosine agreement attribution margin }
   capsules { memoryId text kind score tokens matchedTerms matchedWords reason supersededBy
     validity }
   excluded { memoryId text kind score tokens matchedTerms matchedWords reason supersededBy

@@ -27,6 +27,7 @@ from graphsvc.model import (
     Memory,
     MemoryInput,
 )
+from graphsvc.recall.answerability import LEXICAL, probability
 from graphsvc.service import MemoryService, content_id
 from graphsvc.store.base import Candidate, Store, TermStats
 from graphsvc.text import analyse, estimate_tokens
@@ -366,8 +367,11 @@ def test_bundle_ranks_the_right_memory_first(service: MemoryService, ns: str) ->
         memories[0].terms
     )
     assert not bundle.skipped and not bundle.chronological
-    assert bundle.top_score == bundle.capsules[0].score
-    assert 0.0 < bundle.top_score <= 1.0
+    # topScore is answerability's probability of the bundle's evidence (lexical recall here),
+    # no longer the best capsule's score.
+    assert bundle.retrieval == "lexical"
+    assert bundle.top_score == probability(bundle.answer_evidence, LEXICAL)
+    assert bundle.min_score <= bundle.top_score <= 1.0
     assert bundle.used_tokens == sum(c.tokens for c in bundle.capsules) <= bundle.budget_tokens
     assert "databas" in bundle.uncovered_terms  # no memory says "database"
     assert 0.0 < bundle.evidence_coverage < 1.0

@@ -17,6 +17,7 @@ from graphsvc.embed import MINILM_INT8, PACKAGED_MODELS, ModelUnavailableError, 
 from graphsvc.errors import BadInputError
 from graphsvc.model import ContextBundle, MemoryInput
 from graphsvc.recall import STAGES
+from graphsvc.recall.answerability import probability
 from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
@@ -56,7 +57,9 @@ def test_finds_by_meaning_what_shares_no_word(hybrid: MemoryService, ns: str) ->
     assert result.retrieval == "hybrid"
     assert result.capsules, "the memory about the puppy and the sofa should be found by meaning"
     assert "puppy" in result.capsules[0].text
-    assert result.top_score == 0.0  # no query word occurs in memory: the lexical signal is 0
+    # No query word occurs in memory: the lexical evidence is 0, the cosine is not.
+    evidence = result.answer_evidence
+    assert (evidence.coverage, evidence.bm25) == (0.0, 0.0) and evidence.cosine > 0.0
 
 
 def test_a_small_namespace_keeps_both_of_two_matches(
@@ -64,7 +67,7 @@ def test_a_small_namespace_keeps_both_of_two_matches(
 ) -> None:
     # Min-max fusion, fewer vectors than dense_k: no baseline for min-max, so the weaker match
     # is fused relatively and stays above the floor, as it does lexically.
-    settings = make_settings(tmp_path, dense_spread=True, dense_k=40, dense_weight=0.7)
+    settings = make_settings(tmp_path, fusion_mode="minmax", dense_k=40, dense_weight=0.7)
     hybrid = MemoryService(store, settings, clock=fixed_clock(), dense=DenseRecall(encoder))
     remember(hybrid, ns, [PETS[1], "The tax office moved the return deadline to May."])
     result = hybrid.bundle(ns, "when is the tax return due")
@@ -97,23 +100,34 @@ def test_lexical_recall_misses_it(service: MemoryService, hybrid: MemoryService,
     assert result.capsules == ()
 
 
-def test_abstention_is_on_by_default_and_reads_the_lexical_signal(
+def test_abstention_is_on_by_default_and_reads_answerability(
     hybrid: MemoryService, ns: str
 ) -> None:
-    # Found by meaning alone, the puppy memory shares no word with the question: its lexical
-    # topScore is 0, below the default stage's threshold, so by default memory abstains.
+    # topScore is the encoder's answerability model over the bundle's named evidence.
     remember(hybrid, ns, PETS)
     result = hybrid.bundle(ns, "dog destroying furniture")
     assert result.min_score == STAGES["default"].min_score > 0.0
-    assert result.skipped and result.capsules == ()
+    model = MINILM_INT8.answerability
+    assert model is not None
+    assert result.top_score == probability(result.answer_evidence, model)
+    assert result.skipped == (result.top_score < result.min_score)
 
 
-def test_abstention_stays_with_the_lexical_signal(hybrid: MemoryService, ns: str) -> None:
+def test_a_weak_match_by_meaning_alone_is_abstained_on(hybrid: MemoryService, ns: str) -> None:
+    # MiniLM's model trusts a cosine of about 0.5 with no word in common little: the puppy
+    # memory is ranked, and the bundle abstains.
     remember(hybrid, ns, PETS)
     result = hybrid.bundle(ns, "dog destroying furniture", min_score=0.2)
+    assert result.top_score < 0.2
     assert result.skipped
     assert result.capsules == ()
     assert {c.reason for c in result.excluded} == {"abstained"}
+
+
+def test_nothing_found_holds_no_answer(hybrid: MemoryService, ns: str) -> None:
+    remember(hybrid, ns, PETS)
+    result = hybrid.bundle(ns, "quantum chromodynamics lattice gauge", min_score=0.0)
+    assert result.top_score == 0.0 and result.skipped
 
 
 def test_strangers_do_not_join_on_meaning(hybrid: MemoryService, ns: str) -> None:
@@ -281,7 +295,8 @@ def ranking(result: ContextBundle) -> list[UUID]:
 def test_a_length_prior_ranks_a_short_fact_above_a_long_reply_and_leaves_top_score(
     store: Store, tmp_path: Path, encoder: OnnxEmbedder, ns: str
 ) -> None:
-    off = hybrid_with(store, tmp_path, encoder, fused_length_b=0.0)
+    # BM25 without its own length normalisation, so that only the prior reads length.
+    off = hybrid_with(store, tmp_path, encoder, fused_length_b=0.0, bm25_b=0.0)
     texts = [LONG_REPLY, SHORT_FACT, *OTHERS]
     long_id, short_id, *_ = [
         m.id for m in off.remember_many(ns, [MemoryInput(text=t) for t in texts])
@@ -290,8 +305,10 @@ def test_a_length_prior_ranks_a_short_fact_above_a_long_reply_and_leaves_top_sco
     query = "what name did we give the dog in the new house"
     before = off.bundle(ns, query)
     assert ranking(before)[:2] == [long_id, short_id]
-    on = hybrid_with(store, tmp_path, encoder, fused_length_b=1.0)
+    on = hybrid_with(store, tmp_path, encoder, fused_length_b=1.0, bm25_b=0.0)
     after = on.bundle(ns, query)
     assert ranking(after)[:2] == [short_id, long_id]
-    assert after.top_score == before.top_score  # abstention reads the lexical score, unmoved
+    # Answerability reads the lexical-graph ranking before fusion: the prior never moves it.
+    assert after.top_score == before.top_score
+    assert after.answer_evidence == before.answer_evidence
     assert on.bundle(ns, query).model_dump_json() == after.model_dump_json()

@@ -477,8 +477,8 @@ def test_reading_ahead_scores_the_candidates_as_the_ranking_does(
                 recalled = neo.recall_window(ns, terms, 1_000, guess)
                 assert isinstance(recalled.ahead, RowsAhead)
                 every = rank_columns(terms, recalled.stats, recalled.columns, stage, None, bm25_b)
-                ranked = [str(memory_id) for memory_id, _, _ in every[:limit]]
-                score = {str(memory_id): value for memory_id, value, _ in every}
+                ranked = [str(memory_id) for memory_id, _, _, _ in every[:limit]]
+                score = {str(memory_id): value for memory_id, value, _, _ in every}
                 ahead = list(recalled.ahead.rows)
                 # In the ranking's order (scores as rounded; the server orders by the unrounded
                 # ones, so equal rounded scores may come in either order) ...

@@ -219,6 +219,34 @@ def test_attribution_prefers_the_named_speaker_and_lowers_confidence() -> None:
     assert out[asked.id] == round(0.8 * common * POLICY.question_factor, 6)
 
 
+def test_attribution_weighs_the_evidence_as_the_score_with_its_own_competitor() -> None:
+    """Answerability reads each memory's evidence (its coverage of the query) after the same
+    attribution; the common factor comes from the best competing statement's evidence."""
+    own = Scored(turn(1, "Caroline", "I ran a charity race."), 0.5, ("race",), 0.6)
+    other = Scored(turn(2, "Melanie", "I ran a charity race too."), 0.8, ("race",), 0.9)
+    asked = Scored(turn(3, "Caroline", "Did you run the race?"), 0.4, ("race",), 0.3)
+    terms = query_terms("What did Caroline realise after her charity race?")
+    out = {it.memory.id: it for it in attribute([own, other, asked], terms)}
+    common = 1 - POLICY.competition_weight * 0.8
+    common_evidence = 1 - POLICY.competition_weight * 0.9
+    assert out[own.memory.id].evidence == round(0.6 * common_evidence, 6)
+    assert out[other.memory.id].evidence == round(
+        0.9 * common_evidence * POLICY.other_speaker_factor, 6
+    )
+    assert out[asked.memory.id].evidence == round(0.3 * common_evidence * POLICY.question_factor, 6)
+    assert out[own.memory.id].score == round(0.5 * common, 6)
+
+
+def test_an_answer_inherits_evidence_apart_from_its_score() -> None:
+    question = Scored(turn(1, "Caroline", "How was your charity race?"), 0.8, ("race",), 0.5)
+    answer = turn(2, "Melanie", "Great, I realised self-care matters.")
+    known = Scored(answer, 0.1, (), 0.7)  # more evidence of its own than it would inherit
+    walk = Walk(reached=(), links=(precedes(question.memory, answer),))
+    items = {it.memory.id: it for it in expand_answers([question, known], [question], walk, [])}
+    assert items[answer.id].score == round(0.8 * POLICY.answer_share, 6)
+    assert items[answer.id].evidence == 0.7
+
+
 def test_untagged_memories_are_spoken_by_no_one() -> None:
     """In a namespace that mixes chat turns and notes, a note keeps its score but for the common
     factor, even when its text looks like a turn or asks a question."""

@@ -5,6 +5,7 @@ Pure functions: memories are built directly, cosines given by hand.
 
 from __future__ import annotations
 
+import math
 from uuid import UUID
 
 import pytest
@@ -24,7 +25,7 @@ from graphsvc.recall import (
     length_prior,
     unlinked_seeds,
 )
-from graphsvc.recall.policy import ConversationPolicy
+from graphsvc.recall.policy import ConversationPolicy, FusionMode
 from graphsvc.store.base import TermStats, Walk
 from tests.unit.test_recall import BASE, mem
 
@@ -83,18 +84,18 @@ def stats() -> TermStats:
     return TermStats(n_docs=10, total_length=50, df={"alpha": 2})
 
 
-def test_abstention_uses_the_lexical_top_score() -> None:
+def test_abstention_uses_answerability_not_the_fused_score() -> None:
     ranked = [scored(1, 0.6)]  # fused: high thanks to the cosine
-    skipped = build_bundle(request(0.45), ["alpha"], stats(), ranked, lexical_top=0.3)
+    skipped = build_bundle(request(0.45), ["alpha"], stats(), ranked, 0.3)
     assert skipped.skipped and skipped.top_score == 0.3 and skipped.capsules == ()
-    kept = build_bundle(request(0.45), ["alpha"], stats(), ranked, lexical_top=0.5)
+    kept = build_bundle(request(0.45), ["alpha"], stats(), ranked, 0.5)
     assert not kept.skipped and [c.score for c in kept.capsules] == [0.6]
     assert kept.retrieval == "hybrid"
 
 
 def test_hybrid_floor_is_relative_to_the_best_fused_score() -> None:
     ranked = [scored(1, 0.6), scored(2, 0.2), scored(3, 0.1)]
-    result = build_bundle(request(0.3), ["alpha"], stats(), ranked, lexical_top=0.5)
+    result = build_bundle(request(0.3), ["alpha"], stats(), ranked, 0.5)
     # floor 0.3 * 0.6 = 0.18: 0.2 stays although it is below minScore, 0.1 does not.
     assert [c.score for c in result.capsules] == [0.6, 0.2]
     assert [c.reason for c in result.excluded] == ["below_floor"]
@@ -248,3 +249,73 @@ def test_calibrated_cosines_keep_their_order_and_start_at_the_unrelated_one(
     assert calibrate(unrelated, unrelated) == 0.0
     assert calibrate(1.0, unrelated) == pytest.approx(1.0)
     assert 0.0 <= calibrate(high, unrelated) <= 1.0 + 1e-12
+
+
+def test_rank_fusion_counts_each_part_by_its_rank() -> None:
+    ranked = [scored(1, 0.8), scored(2, 0.6), scored(3, 0.4)]
+    cosine = {UUID(int=1): 0.2, UUID(int=2): 0.5, UUID(int=3): -0.1, UUID(int=4): 0.45}
+    out = fuse(ranked, cosine, [mem(4, "by meaning")], 0.5, ["alpha"], mode="rrf", rrf_k=10)
+    # Lexical ranks 1, 2, 3 (memory 4 has no lexical match); by meaning 2 (0.5), 4 (0.45),
+    # 1 (0.2); memory 3's cosine is below 0: no part. Scaled so that first in both scores 1.
+    part = {1: (1 / 11, 1 / 13), 2: (1 / 12, 1 / 11), 3: (1 / 13, 0.0), 4: (0.0, 1 / 12)}
+    expected = {n: round(0.5 * a * 11 + 0.5 * b * 11, 6) for n, (a, b) in part.items()}
+    assert [(it.memory.id.int, it.score) for it in out] == sorted(
+        expected.items(), key=lambda kv: -kv[1]
+    )
+    assert out[0].memory.id.int == 2  # second lexically, first by meaning
+    # The same memory first in both parts scores 1, whatever the weight.
+    top = fuse([scored(1, 0.9)], {UUID(int=1): 0.9}, [], 0.3, ["alpha"], mode="rrf")
+    assert top[0].score == 1.0
+
+
+def test_zscores_weigh_each_part_by_its_spread_over_the_querys_memories() -> None:
+    ranked = [scored(1, 0.8), scored(2, 0.6), scored(3, 0.4)]
+    cosine = {UUID(int=1): 0.3, UUID(int=2): 0.6, UUID(int=3): 0.3}
+    out = fuse(ranked, cosine, [], 0.5, ["alpha"], mode="zscore")
+    lexical = [0.8, 0.6, 0.4]
+    dense = [0.3, 0.6, 0.3]
+
+    def z(values: list[float]) -> list[float]:
+        mean = sum(values) / len(values)
+        spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        return [(v - mean) / spread for v in values]
+
+    fused = [0.5 * a + 0.5 * b for a, b in zip(z(lexical), z(dense), strict=True)]
+    expected = {n + 1: round(1 / (1 + math.exp(-f)), 6) for n, f in enumerate(fused)}
+    assert {it.memory.id.int: it.score for it in out} == expected
+    assert [it.memory.id.int for it in out] == [2, 1, 3]
+    # One memory: no spread, every part 0, the logistic of 0.
+    alone = fuse([scored(1, 0.8)], {UUID(int=1): 0.9}, [], 0.5, ["alpha"], mode="zscore")
+    assert alone[0].score == 0.5
+
+
+@FAST
+@given(
+    st.lists(st.tuples(SCORES, COSINES), min_size=1, max_size=12),
+    st.lists(COSINES, max_size=4),
+    st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
+    st.sampled_from(["rrf", "zscore", "minmax", "relative", "raw"]),
+    st.integers(1, 100),
+)
+def test_every_mode_scores_in_range_sorted_and_keeps_every_memory(
+    pairs: list[tuple[float, float]],
+    extra: list[float],
+    w: float,
+    mode: FusionMode,
+    k: int,
+) -> None:
+    ranked = [scored(i + 1, s) for i, (s, _) in enumerate(pairs)]
+    cosine = {UUID(int=i + 1): c for i, (_, c) in enumerate(pairs)}
+    found = [mem(100 + i, f"meaning {i}") for i in range(len(extra))]
+    cosine.update({m.id: c for m, c in zip(found, extra, strict=True)})
+    out = fuse(ranked, cosine, found, w, ["alpha"], mode=mode, rrf_k=k)
+    assert sorted(it.memory.id.int for it in out) == sorted(
+        [it.memory.id.int for it in ranked] + [m.id.int for m in found]
+    )
+    assert all(0.0 <= it.score <= 1.0 for it in out)
+    assert [it.score for it in out] == sorted((it.score for it in out), reverse=True)
+    # Without the dense part, the lexical order stands (ties broken by it too).
+    if w == 0.0:
+        lexical = [it.memory.id.int for it in out if it.memory.id.int < 100]
+        order = sorted(ranked, key=lambda it: -it.score)
+        assert lexical == [it.memory.id.int for it in order]

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from graphsvc.errors import BadInputError
 from graphsvc.model import ContextBundle, ContextCapsule, Link, LinkKind, Memory, OrderReason
 from graphsvc.recall import (
+    BM25_K1,
     STAGES,
     BundleRequest,
     CandidatePlan,
@@ -224,19 +225,24 @@ def _equal_length_corpus() -> list[Memory]:
     ]
 
 
-def test_a_fresh_confident_exact_match_scores_one() -> None:
+def test_a_fresh_confident_match_scores_its_bm25_over_the_most_it_could_earn() -> None:
+    # One mention of each term at the average length earns BM25 = W (the IDFs' sum); the most
+    # any memory could earn is W * (k1 + 1): a saturated count at no length.
     _, _, ranked = rank("alpha bravo", _equal_length_corpus())
     assert [(r.memory.id, r.score, r.matched) for r in ranked] == [
-        (uid(1), 1.0, ("alpha", "bravo"))
+        (uid(1), round(1.0 / (BM25_K1 + 1.0), 6), ("alpha", "bravo"))
     ]
+    # Its evidence is its IDF coverage: every term.
+    assert ranked[0].evidence == 1.0
 
 
 def test_confidence_takes_its_share_of_the_score() -> None:
     corpus = _equal_length_corpus()
+    full = rank("alpha bravo", corpus)[2][0].score
     corpus[0] = corpus[0].model_copy(update={"confidence": 0.0})
     _, _, ranked = rank("alpha bravo", corpus)
     stage = STAGES["default"]
-    assert ranked[0].score == pytest.approx(1.0 - stage.confidence)
+    assert ranked[0].score == pytest.approx(full * (1.0 - stage.confidence), abs=1e-6)
 
 
 def test_freshness_halves_every_half_life_before_the_newest_candidate() -> None:
@@ -415,10 +421,18 @@ def _bundle(
     budget: int = 1_000,
     min_score: float = 0.0,
     max_capsules: int = 20,
+    top_score: float | None = None,
 ) -> ContextBundle:
+    """The bundle of ``ranked``; its answerability is ``top_score`` (default: the best score,
+    so that only packing is under test)."""
     terms = query_terms(query)
     req = request(query, budget=budget, min_score=min_score, max_capsules=max_capsules)
-    return build_bundle(req, terms, stats_for(corpus, terms), ranked)
+    top = best(ranked) if top_score is None else top_score
+    return build_bundle(req, terms, stats_for(corpus, terms), ranked, top)
+
+
+def best(ranked: Sequence[Scored]) -> float:
+    return max((r.score for r in ranked), default=0.0)
 
 
 def test_packing_continues_past_a_capsule_that_does_not_fit() -> None:
@@ -480,16 +494,20 @@ def test_abstention_below_min_score() -> None:
     assert "0.610" in bundle.rendered
 
 
-def test_below_the_floor_is_excluded_when_the_top_clears_it() -> None:
-    a, b, c = mem(1, "alpha bravo"), mem(2, "alpha golf"), mem(3, "alpha hotel")
-    corpus = [a, b, c, mem(4, "delta")]
-    ranked = [scored(a, 0.7), scored(b, 0.3), scored(c, 0.0)]
-    bundle = _bundle("alpha", corpus, ranked, min_score=0.5)
+def test_below_the_floor_is_relative_to_the_best_score_never_to_min_score() -> None:
+    # minScore is compared with topScore, a probability; capsule scores rank on another scale,
+    # so only the relative floor (0.3 of the best, the request's) excludes them.
+    a, b, c, d = (mem(n, f"alpha {w}") for n, w in enumerate(("bravo", "golf", "hotel", "kilo")))
+    corpus = [a, b, c, d, mem(5, "delta")]
+    ranked = [scored(a, 0.7), scored(b, 0.3), scored(c, 0.2), scored(d, 0.0)]
+    terms = query_terms("alpha")
+    req = BundleRequest("alpha", 1_000, 0.5, 20, STAGES["default"], 0.3)
+    bundle = build_bundle(req, terms, stats_for(corpus, terms), ranked, 0.9)
     assert not bundle.skipped
-    assert ids(bundle.capsules) == [a.id]
+    assert ids(bundle.capsules) == [a.id, b.id]  # 0.3 is below minScore, above 0.3 * 0.7
     assert [x.reason for x in bundle.excluded] == ["below_floor", "below_floor"]
     # A zero score is never packed, even with no floor.
-    assert ids(_bundle("alpha", corpus, ranked).capsules) == [a.id, b.id]
+    assert ids(_bundle("alpha", corpus, ranked).capsules) == [a.id, b.id, c.id]
 
 
 def test_an_empty_ranking_abstains_unless_abstention_is_off() -> None:
@@ -532,7 +550,7 @@ def test_coverage_is_idf_weighted_over_the_packed_capsules() -> None:
     corpus = [a, mem(2, "bravo"), mem(3, "bravo golf"), mem(4, "echo")]
     terms = query_terms("alpha bravo zulu")
     stats = stats_for(corpus, terms)
-    bundle = build_bundle(request("alpha bravo zulu"), terms, stats, [scored(a, 0.8)])
+    bundle = build_bundle(request("alpha bravo zulu"), terms, stats, [scored(a, 0.8)], 0.8)
     # BM25's IDF, ln(1 + (N - df + 0.5) / (df + 0.5)), with N = 4; an unseen term has df = 0.
     w_alpha, w_bravo, w_zulu = (math.log(1 + 3.5 / 1.5), math.log(1 + 2.5 / 2.5), math.log(10))
     assert bundle.evidence_coverage == round(w_alpha / (w_alpha + w_bravo + w_zulu), 6)
@@ -635,15 +653,16 @@ def test_chronological_ordering_never_removes_a_capsule_under_a_tight_budget() -
     assert sorted(ids(timely.capsules)) == sorted(ids(plain.capsules))
 
 
-def test_top_score_is_the_best_score_even_after_supersession() -> None:
+def test_abstention_reads_answerability_not_the_capsule_scores() -> None:
     old = mem(1, "alpha bravo delta", occurred=day(2023, 1, 1))
     new = mem(2, "alpha golf", occurred=day(2024, 1, 1))
     corpus = [old, new, mem(3, "hotel")]
     ranked = apply_supersessions([scored(old, 0.8), scored(new, 0.5)], [(new.id, old.id)])
     assert [r.memory.id for r in ranked] == [new.id, old.id]
-    bundle = _bundle("alpha bravo", corpus, ranked, min_score=0.6)
-    assert bundle.top_score == 0.8
-    assert not bundle.skipped
+    kept = _bundle("alpha bravo", corpus, ranked, min_score=0.6, top_score=0.65)
+    assert kept.top_score == 0.65 and not kept.skipped
+    skipped = _bundle("alpha bravo", corpus, ranked, min_score=0.6, top_score=0.55)
+    assert skipped.top_score == 0.55 and skipped.skipped and skipped.capsules == ()
 
 
 def test_render_bundle_lists_capsules_best_first() -> None:
@@ -692,7 +711,7 @@ def dated_cost(memory: Memory) -> int:
 @given(bundle_cases())
 def test_bundle_invariants(case: tuple[BundleRequest, list[str], TermStats, list[Scored]]) -> None:
     req, terms, stats, ranked = case
-    bundle = build_bundle(req, terms, stats, ranked)
+    bundle = build_bundle(req, terms, stats, ranked, best(ranked))
 
     # Every ranked candidate is accounted for exactly once.
     assert Counter(ids(bundle.capsules) + ids(bundle.excluded)) == Counter(
@@ -719,7 +738,7 @@ def test_bundle_invariants(case: tuple[BundleRequest, list[str], TermStats, list
         if capsule.reason == "max_capsules":
             assert len(bundle.capsules) == req.max_capsules
         if capsule.reason == "below_floor":
-            assert capsule.score < req.min_score or capsule.score == 0.0
+            assert capsule.score < req.relative_floor * best(ranked) or capsule.score == 0.0
     # Uncovered terms: discriminating, not in any capsule, highest coverage weight first.
     disc = discriminating(terms, stats)
     weights = [stats.coverage_weight(t) for t in bundle.uncovered_terms]
@@ -777,10 +796,14 @@ def test_chronological_ordering_changes_presentation_only(
     # budget that holds every dated capsule, both bundles must pick the same memories.
     terms, stats, ranked = rank(query, corpus, stage)
     budget = sum(estimate_tokens(f"[0000-00-00] {r.memory.text}") for r in ranked) or 1
-    plain = build_bundle(request(query, budget=budget, stage=stage), terms, stats, ranked)
+    plain = build_bundle(
+        request(query, budget=budget, stage=stage), terms, stats, ranked, best(ranked)
+    )
     timely_query = f"{marker} {query}"
     assert query_terms(timely_query) == terms
-    timely = build_bundle(request(timely_query, budget=budget, stage=stage), terms, stats, ranked)
+    timely = build_bundle(
+        request(timely_query, budget=budget, stage=stage), terms, stats, ranked, best(ranked)
+    )
     # A question about order orders what is offered; with nothing offered there is no order.
     assert timely.chronological == bool(timely.capsules)
     expected = OrderReason.QUESTION_ASKS_ORDER if timely.capsules else None
@@ -818,8 +841,8 @@ def test_bundles_are_deterministic(
     case: tuple[BundleRequest, list[str], TermStats, list[Scored]],
 ) -> None:
     req, terms, stats, ranked = case
-    first = build_bundle(req, terms, stats, ranked).to_json_dict()
-    again = build_bundle(req, terms, stats, list(ranked)).to_json_dict()
+    first = build_bundle(req, terms, stats, ranked, best(ranked)).to_json_dict()
+    again = build_bundle(req, terms, stats, list(ranked), best(ranked)).to_json_dict()
     assert first == again
 
 

@@ -3,6 +3,7 @@ making a new one."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 
@@ -25,11 +26,40 @@ def test_the_defaults_are_the_settings_defaults(tmp_path: Path) -> None:
         (False, False, "raw"),
     ],
 )
-def test_the_two_fusion_settings_make_one_mode(
-    tmp_path: Path, spread: bool, relative: bool, mode: str
+def test_the_two_deprecated_fusion_settings_still_make_one_mode(
+    tmp_path: Path,
+    spread: bool,
+    relative: bool,
+    mode: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    settings = make_settings(tmp_path, dense_spread=spread, dense_relative=relative)
+    with caplog.at_level(logging.WARNING, logger="graphsvc.settings"):
+        settings = make_settings(tmp_path, dense_spread=spread, dense_relative=relative)
     assert RecallPolicy.from_settings(settings).fusion.mode == mode
+    assert settings.fusion_mode == mode
+    assert f"set GRAPHSVC_FUSION_MODE={mode} instead" in caplog.text
+    assert "GRAPHSVC_DENSE_RELATIVE and GRAPHSVC_DENSE_SPREAD are deprecated" in caplog.text
+
+
+def test_fusion_mode_wins_over_the_deprecated_settings_and_says_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="graphsvc.settings"):
+        settings = make_settings(tmp_path, fusion_mode="rrf", rrf_k=20, dense_spread=True)
+        plain = make_settings(tmp_path)
+    assert RecallPolicy.from_settings(settings).fusion.mode == "rrf"
+    assert RecallPolicy.from_settings(settings).fusion.rrf_k == 20
+    assert plain.fusion_mode == "minmax"
+    assert caplog.text == ""
+
+
+def test_one_deprecated_setting_alone_is_named_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="graphsvc.settings"):
+        settings = make_settings(tmp_path, dense_relative=False)
+    assert settings.fusion_mode == "raw"
+    assert "GRAPHSVC_DENSE_RELATIVE is deprecated: set GRAPHSVC_FUSION_MODE=raw" in caplog.text
 
 
 def test_settings_land_in_their_stage(tmp_path: Path) -> None:
@@ -49,7 +79,7 @@ def test_a_variant_is_a_new_policy() -> None:
     assert variant.value("fusion.mode") == "minmax"
     with pytest.raises(FrozenInstanceError):
         base.fusion.weight = 0.9  # type: ignore[misc]
-    with pytest.raises(ValueError, match="use one of relative, raw, minmax"):
+    with pytest.raises(ValueError, match="use one of minmax, zscore, relative, raw, rrf"):
         base.replaced({"fusion.mode": "sideways"})
     with pytest.raises(ValueError, match=r"lexical\.bm25_b"):
         base.replaced({"bm25_b": 0.5})

@@ -23,6 +23,7 @@ from graphsvc.cli.common import TEMPORARY_DATA_DIR_HELP, data_dir_flag
 from graphsvc.errors import GraphsvcError
 from graphsvc.recall import STAGES
 from graphsvc_lab.datasets import eval_data_root
+from graphsvc_lab.eval.answerability import answerability
 from graphsvc_lab.eval.beam import beam_conversations
 from graphsvc_lab.eval.chunks import chunks
 from graphsvc_lab.eval.common import (
@@ -36,6 +37,7 @@ from graphsvc_lab.eval.common import (
     tuning_value,
 )
 from graphsvc_lab.eval.crossval import crossval_tables
+from graphsvc_lab.eval.encoders import encoders
 from graphsvc_lab.eval.esc import build_esc_report, run_esc
 from graphsvc_lab.eval.joint import joint
 from graphsvc_lab.eval.locomo import CATEGORIES, locomo_conversations
@@ -47,6 +49,7 @@ from graphsvc_lab.eval.qa import (
     write_questions,
 )
 from graphsvc_lab.eval.report import Report, write_report
+from graphsvc_lab.eval.unrelated import unrelated
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -143,6 +146,18 @@ def _stage_option(func: F) -> F:
         default=DEFAULT_STAGE,
         show_default=True,
         help="Scoring stage of every bundle (abstention thresholds are chosen per stage).",
+    )(func)
+
+
+def _foreign_option(func: F) -> F:
+    return click.option(
+        "--foreign",
+        type=click.FloatRange(0.0, 1.0),
+        default=0.0,
+        show_default=True,
+        help="Also ask each conversation this share of its question count of the next "
+        "conversation's questions (unanswerable there: a negative control for "
+        "`graphsvc eval answerability fit`); they take part in no other figure.",
     )(func)
 
 
@@ -267,6 +282,7 @@ def run_qa_eval(
     vector_cache: Path | None = None,
     plain: bool = False,
     stage: str = DEFAULT_STAGE,
+    foreign: float = 0.0,
 ) -> Report:
     """Run a question-answering evaluation end to end and write its report."""
     fixed = request.fixed
@@ -276,7 +292,15 @@ def run_qa_eval(
         conversations = load(ctx)
         configs = request.configs()
         results = run_questions(
-            ctx, dataset, conversations, min_score, limit, plain=plain, configs=configs, stage=stage
+            ctx,
+            dataset,
+            conversations,
+            min_score,
+            limit,
+            plain=plain,
+            configs=configs,
+            stage=stage,
+            foreign=foreign,
         )
         memories = sum(sum(1 for r in c.rows if r["type"] == "memory") for c in conversations)
         environment = _environment(ctx, f"{ctx.namespace(dataset)}_<n>_<system>")
@@ -308,7 +332,8 @@ def run_qa_eval(
         )
     if categories is None:
         categories = sorted({q.category for c in conversations for q in c.questions})
-    extra = crossval_tables(results, categories, min_score, f"{reference} (as run)")
+    own = [r for r in results if not r.question.foreign]
+    extra = crossval_tables(own, categories, min_score, f"{reference} (as run)")
     report = build_report(dataset, preamble, results, categories, min_score, positive_label, extra)
     report.figures["tuned"] = dict(sorted(fixed.items()))
     if request.sweep:
@@ -324,6 +349,7 @@ def run_qa_eval(
 @_min_score_option
 @_stage_option
 @_plain_option(True)
+@_foreign_option
 def locomo(
     data: Path | None,
     out: Path | None,
@@ -336,6 +362,7 @@ def locomo(
     min_score: float,
     stage: str,
     plain: bool,
+    foreign: float,
 ) -> None:
     """LoCoMo: evidence recall, abstention (category 5), chronology; bm25, dense-only, lexical
     and hybrid graphsvc side by side, and graphsvc on plain turns (no converter links). --only
@@ -359,6 +386,7 @@ def locomo(
             vector_cache=vector_cache,
             plain=plain,
             stage=stage,
+            foreign=foreign,
         )
         _finish(report, target)
 
@@ -370,6 +398,7 @@ def locomo(
 @_min_score_option
 @_stage_option
 @_plain_option(False)
+@_foreign_option
 def beam(
     data: Path | None,
     out: Path | None,
@@ -382,6 +411,7 @@ def beam(
     min_score: float,
     stage: str,
     plain: bool,
+    foreign: float,
 ) -> None:
     """BEAM: evidence recall by ability, abstention, event ordering, knowledge updates; bm25,
     dense-only, lexical and hybrid graphsvc side by side. --only takes a chat folder name
@@ -408,6 +438,7 @@ def beam(
             vector_cache=vector_cache,
             plain=plain,
             stage=stage,
+            foreign=foreign,
         )
         _finish(report, target)
 
@@ -479,5 +510,8 @@ def esc(
 
 eval_group.add_command(chunks)
 eval_group.add_command(joint)
+eval_group.add_command(answerability)
+eval_group.add_command(unrelated)
+eval_group.add_command(encoders)
 
 __all__ = ["DEFAULT_MIN_SCORE", "eval_group"]

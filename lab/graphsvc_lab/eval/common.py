@@ -26,7 +26,7 @@ from tqdm import tqdm
 from graphsvc.bootstrap import make_store, store_label
 from graphsvc.embed import Embedder, ModelUnavailableError
 from graphsvc.ingest import ingest, parse_jsonl
-from graphsvc.recall.policy import RecallPolicy
+from graphsvc.recall.policy import FUSION_MODES, RecallPolicy
 from graphsvc.retrieval import DenseRecall, settings_embedder
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
@@ -162,20 +162,25 @@ TUNABLE_FIELDS = {
     "OTHER_SPEAKER_FACTOR": "conversation.other_speaker_factor",
     "QUESTION_FACTOR": "conversation.question_factor",
     "COMPETITION_WEIGHT": "conversation.competition_weight",
+    "COVERAGE_SHARE": "lexical.coverage_share",
 }
 TUNABLE = tuple(TUNABLE_FIELDS)
 # ... and the settings the policy is built from (lower case, as the Settings fields, checked against
-# their ranges): the fusion's constants and the lexical core's length prior. dense_relative and
-# dense_spread together set one field, fusion.mode (as RecallPolicy.from_settings reads them).
+# their ranges): the fusion's constants and the lexical core's length prior. The deprecated
+# dense_relative and dense_spread together set one field, fusion.mode, as fusion_mode does.
 SETTINGS_FIELDS = {
+    "fusion_mode": "fusion.mode",
     "dense_weight": "fusion.weight",
+    "rrf_k": "fusion.rrf_k",
     "dense_k": "fusion.k",
     "dense_min_cosine": "fusion.min_cosine",
     "bm25_b": "lexical.bm25_b",
     "fused_length_b": "fusion.length_b",
 }
 SETTINGS_TUNABLE = (
+    "fusion_mode",
     "dense_weight",
+    "rrf_k",
     "dense_k",
     "dense_relative",
     "dense_min_cosine",
@@ -183,13 +188,22 @@ SETTINGS_TUNABLE = (
     "bm25_b",
     "fused_length_b",
 )
-Value = float | int | bool
+Value = float | int | bool | str
 Tuning = dict[str, Value]
 
 
 def _tuned_value(current: Value, raw: str) -> Value:
     """``raw`` as the type of ``current``; ValueError naming what that type accepts."""
     text = raw.strip().lower()
+    if isinstance(current, str):
+        if text not in FUSION_MODES:
+            raise ValueError(f"one of {', '.join(FUSION_MODES)}")
+        return text
+    if current is None:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError("a number") from None
     if isinstance(current, bool):
         if text not in ("true", "false"):
             raise ValueError("true or false")
@@ -201,8 +215,10 @@ def _tuned_value(current: Value, raw: str) -> Value:
 
 
 def _current(name: str) -> Value:
-    """What ``name`` is by default: the policy's field, or the setting's default."""
-    if name in TUNABLE:
+    """What ``name`` is by default: the policy's field, or the setting's default. The deprecated
+    dense_spread and dense_relative are read off the default fusion mode, which decides, not off
+    their own settings' defaults (read only when GRAPHSVC_FUSION_MODE is not set)."""
+    if name in TUNABLE or name in ("dense_spread", "dense_relative"):
         return tuning_value(RecallPolicy(), name)
     default: Value = Settings.model_fields[name].default
     return default
@@ -216,8 +232,8 @@ def tuning_value(policy: RecallPolicy, name: str) -> Value:
     if name == "dense_relative":
         return mode != "raw"
     value = policy.value({**TUNABLE_FIELDS, **SETTINGS_FIELDS}[name])
-    assert isinstance(value, float | int)  # bools are ints
-    return value
+    assert value is None or isinstance(value, float | int | str)  # bools are ints
+    return value  # type: ignore[return-value]
 
 
 def tuned_policy(policy: RecallPolicy, tuning: Tuning) -> RecallPolicy:

@@ -38,9 +38,11 @@ def load(runs: Sequence[Path]) -> tuple[Recalls, list[str]]:
     """Per combination (and baseline): dataset -> conversation -> recall@5 of each answerable
     question; and the swept combinations in the order of the first run."""
     recalls: Recalls = {}
-    labels: list[str] = []
+    labels: dict[str, None] = {}
+    seen: dict[str, set[str]] = {}
     for run in runs:
         dataset = run.name
+        fixed = _fixed(run)
         with (run / "questions.jsonl").open(encoding="utf-8") as handle:
             for line in handle:
                 row = json.loads(line)
@@ -48,14 +50,38 @@ def load(runs: Sequence[Path]) -> tuple[Recalls, list[str]]:
                 if not question["answerable"] or not question["evidence"]:
                     continue
                 conversation = f"{dataset}/{question['conversation']}"
-                systems = {**row.get("sweep", {}), **{b: row[b] for b in BASELINES if b in row}}
-                if not labels:
-                    labels = list(row.get("sweep", {}))
+                swept = {f"{fixed}{label}": point for label, point in row.get("sweep", {}).items()}
+                systems = {**swept, **{b: row[b] for b in BASELINES if b in row}}
+                labels.update(dict.fromkeys(swept))
+                # A dataset's baselines are counted once, however many of its runs are given.
+                known = seen.setdefault(dataset, set())
+                first = question["qid"] not in known
+                known.add(question["qid"])
                 for label, point in systems.items():
+                    if label in BASELINES and not first:
+                        continue
                     value = _recall(point["evidence_ranks"])
                     by_dataset = recalls.setdefault(label, {}).setdefault(dataset, {})
                     by_dataset.setdefault(conversation, []).append(value)
-    return recalls, labels
+    # Every combination must have been run on every dataset.
+    datasets = {run.name for run in runs}
+    complete = [label for label in labels if set(recalls.get(label, {})) == datasets]
+    return recalls, complete
+
+
+def _fixed(run: Path) -> str:
+    """What a run set with one value per ``--tune`` name (its report's ``tuned`` figures), as a
+    label prefix (``"fusion_mode=zscore "``), so that the combinations of runs made with other
+    fixed settings stay apart when their runs are merged."""
+    path = run / "figures.json"
+    if not path.is_file():
+        return ""
+    tuned = json.loads(path.read_text(encoding="utf-8")).get("tuned", {})
+    return "".join(f"{name}={_shown(value)} " for name, value in sorted(tuned.items()))
+
+
+def _shown(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _score(values: dict[str, dict[str, list[float]]], skip: str | None = None) -> float:
@@ -72,15 +98,59 @@ def _pooled(values: dict[str, list[float]]) -> float:
     return mean(v for vs in values.values() for v in vs)
 
 
+def family_of(label: str, name: str) -> str:
+    """The value of ``name`` in a combination's label (``"A=1 B=x"``), or ``"(not swept)"``."""
+    for part in label.split(" "):
+        key, _, value = part.partition("=")
+        if key == name:
+            return value
+    return "(not swept)"
+
+
+def _families(recalls: Recalls, labels: list[str], datasets: list[str], name: str) -> None:
+    """Leave-one-dataset-out within each family: chosen on the other datasets among the
+    family's combinations, measured on the held-out one; a family's figure is the mean of its
+    held-out recalls (how well its best setting carries to a dataset it was not chosen on)."""
+    groups: dict[str, list[str]] = {}
+    for label in labels:
+        groups.setdefault(family_of(label, name), []).append(label)
+    click.echo(f"### Leave-one-dataset-out by {name} (answerable R@5)\n")
+    heads = " | ".join(f"{d} held out (chosen)" for d in datasets)
+    click.echo(f"| {name} | {heads} | mean held out |")
+    click.echo("|---|" + "---|" * len(datasets) + "---:|")
+    for value, members in groups.items():
+        cells, held_values = [], []
+        for held in datasets:
+            others = {
+                label: {d: c for d, c in recalls[label].items() if d != held} for label in members
+            }
+            chosen = max(members, key=lambda label: (_score(others[label]), -members.index(label)))
+            result = _pooled(recalls[chosen][held])
+            held_values.append(result)
+            cells.append(f"{result:.3f} ({chosen})")
+        click.echo(f"| {value} | " + " | ".join(cells) + f" | {mean(held_values):.3f} |")
+    click.echo("")
+
+
 @click.command("joint")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
-def joint(runs: tuple[Path, ...]) -> None:
+@click.option(
+    "--family",
+    default=None,
+    metavar="NAME",
+    help="Also hold out each dataset within each family of combinations: those with the same "
+    "value of the swept NAME (FUSION_MODE: rank fusion, z-scores, min-max, ...).",
+)
+def joint(runs: tuple[Path, ...], family: str | None) -> None:
     """Choose one swept combination across RUNS (report folders of `graphsvc eval locomo|beam
-    --tune ...`, named by dataset) by leave-one-dataset-out and joint leave-one-conversation-out."""
+    --tune ...`, named by dataset; several runs of one dataset are merged) by
+    leave-one-dataset-out and joint leave-one-conversation-out."""
     recalls, labels = load(runs)
     if not labels:
         raise click.UsageError("the runs hold no swept combinations (run them with --tune)")
-    datasets = [run.name for run in runs]
+    datasets = list(dict.fromkeys(run.name for run in runs))
+    if family is not None:
+        _families(recalls, labels, datasets, family)
     click.echo("### Leave-one-dataset-out (answerable R@5)\n")
     click.echo("| held out | chosen on the others | held-out R@5 | " + " | ".join(BASELINES) + " |")
     click.echo("|---|---|---:|" + "---:|" * len(BASELINES))

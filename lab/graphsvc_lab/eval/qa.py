@@ -110,6 +110,9 @@ class Question:
     answerable: bool
     original: tuple[str, ...] = ()
     updated: tuple[str, ...] = ()
+    #: Asked of another conversation's memories (:func:`foreign_questions`): unanswerable there by
+    #: construction, a negative control for answerability; left out of every other figure.
+    foreign: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,8 @@ class Outcome:
     dated_field: list[bool] = field(default_factory=list)
     dated_text: list[bool] = field(default_factory=list)
     seconds: float = NAN
+    #: The bundle's answer evidence (graphsvc systems): what topScore is made of.
+    answer_evidence: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -243,6 +248,7 @@ def _graphsvc(
             c.text.startswith("[") and not c.text.startswith("[undated]") for c in evidence_capsules
         ],
         seconds=seconds,
+        answer_evidence=thresholded.answer_evidence.model_dump(),
     )
 
 
@@ -322,6 +328,38 @@ def _services(ctx: RunContext, plain: bool) -> list[tuple[str, MemoryService]]:
     return mine
 
 
+FOREIGN = "foreign (asked of another conversation)"
+
+
+def foreign_questions(
+    conversations: Sequence[Conversation], index: int, count: int
+) -> list[Question]:
+    """``count`` answerable questions of the conversation after ``index`` (cyclically), evenly
+    spread over its questions, to be asked of conversation ``index``: a question about what its
+    memories never held, which memory should abstain on (a negative control for answerability,
+    from the dev data's own questions; none with fewer than two conversations)."""
+    if count <= 0 or len(conversations) < 2:
+        return []
+    home = conversations[index]
+    other = conversations[(index + 1) % len(conversations)]
+    pool = [q for q in other.questions if q.answerable]
+    if not pool:
+        return []
+    step = max(1, len(pool) // count)
+    return [
+        Question(
+            qid=f"{home.name}<-{q.qid}",
+            conversation=home.name,
+            category=FOREIGN,
+            text=q.text,
+            evidence=(),
+            answerable=False,
+            foreign=True,
+        )
+        for q in pool[::step][:count]
+    ]
+
+
 def run_questions(
     ctx: RunContext,
     dataset: str,
@@ -332,13 +370,20 @@ def run_questions(
     plain: bool = False,
     configs: Sequence[Tuning] = (),
     stage: str = DEFAULT_STAGE,
+    foreign: float = 0.0,
 ) -> list[Result]:
     """Load each conversation into a fresh namespace per graphsvc system and run its questions
     through every system, each bundle at scoring ``stage``; with ``configs``, also through the
     main graphsvc system re-read with each combination of constants (its
-    :attr:`Result.sweep`, by :func:`describe_config`)."""
+    :attr:`Result.sweep`, by :func:`describe_config`). With ``foreign``, each conversation is
+    also asked that share of its question count of another conversation's questions
+    (:func:`foreign_questions`)."""
     settings = ctx.service.settings
-    chosen = [(c, c.questions[:limit] if limit is not None else c.questions) for c in conversations]
+    chosen = []
+    for index, c in enumerate(conversations):
+        own = c.questions[:limit] if limit is not None else c.questions
+        extra = foreign_questions(conversations, index, round(foreign * len(own)))
+        chosen.append((c, [*own, *extra]))
     systems = _services(ctx, plain)
     main = HYBRID if ctx.hybrid is not None else LEXICAL
     variants = [(describe_config(c), c, ctx.variant(ctx.default, c)) for c in configs]
@@ -375,6 +420,7 @@ def run_questions(
                     q.answerable,
                     q.original,
                     q.updated,
+                    q.foreign,
                 )
                 outcomes: dict[str, Outcome] = {}
                 for name, search in ((BM25, bm25.search),) + (
@@ -839,6 +885,7 @@ def write_questions(results: Sequence[Result], path: Path) -> None:
                     "retrieval": o.retrieval or None,
                     "skipped": o.skipped,
                     "coverage": o.coverage,
+                    "answer_evidence": o.answer_evidence,
                 }
             if r.sweep:
                 row["sweep"] = {
@@ -854,6 +901,32 @@ def write_questions(results: Sequence[Result], path: Path) -> None:
             )
 
 
+def foreign_table(results: Sequence[Result], min_score: float) -> Table | None:
+    """How the graphsvc systems answered the foreign questions (None without any)."""
+    foreign = [r for r in results if r.question.foreign]
+    if not foreign:
+        return None
+    mine = graphsvc_systems(foreign)
+    table = Table(
+        f"Foreign questions: {len(foreign)} answerable questions of another conversation, asked "
+        "of this one's memories (unanswerable here)",
+        ["figure", *mine],
+        note="A negative control for answerability (`graphsvc eval answerability fit` counts "
+        "them as unanswerable); left out of every other table.",
+        key="foreign",
+    )
+    table.rows.append(
+        [
+            f"skipped at --min-score {min_score:g}",
+            *(mean(float(bool(r.outcomes[s].skipped)) for r in foreign) for s in mine),
+        ]
+    )
+    table.rows.append(
+        ["median topScore", *(median([r.outcomes[s].top_score for r in foreign]) for s in mine)]
+    )
+    return table
+
+
 def build_report(
     dataset: str,
     preamble: list[str],
@@ -864,7 +937,11 @@ def build_report(
     extra: Sequence[Table] = (),
 ) -> Report:
     """The report of a run: recall, packing, abstention, chronology, knowledge updates, then
-    ``extra`` tables (the cross-validation), latency last."""
+    ``extra`` tables (the cross-validation), latency last. Foreign questions have a table of
+    their own and take part in no other figure."""
+    foreign = foreign_table(results, min_score)
+    results = [r for r in results if not r.question.foreign]
+    categories = [c for c in categories if c != FOREIGN]
     tables = recall_tables(results, categories)
     tables += packing_tables(results, categories)
     if any(not r.question.answerable for r in results) and any(
@@ -875,6 +952,8 @@ def build_report(
     updates = update_table(results)
     if updates is not None:
         tables.append(updates)
+    if foreign is not None:
+        tables.append(foreign)
     tables += list(extra)
     tables.append(retrieval_table(results))
     timings = [timing_table(results)]
@@ -885,6 +964,7 @@ def build_report(
 
 __all__ = [
     "BASELINES",
+    "FOREIGN",
     "ORDER",
     "Conversation",
     "Outcome",
@@ -893,6 +973,8 @@ __all__ = [
     "SweepPoint",
     "build_report",
     "candidate_signals",
+    "foreign_questions",
+    "foreign_table",
     "graphsvc_systems",
     "resalted",
     "run_questions",
