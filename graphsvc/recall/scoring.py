@@ -149,7 +149,18 @@ def window_guess(stage: Stage, limit: int, bm25_b: float) -> WindowGuess:
     """What :func:`rank_columns` with these arguments will rank, for a store to read the
     ``limit`` best candidates (and :data:`WINDOW_GUESS_MARGIN` more) ahead of the window.
     Coverage has no length prior (the guess's ``coverage_b`` is 0)."""
-    return WindowGuess(limit + WINDOW_GUESS_MARGIN, stage, bm25_b, 0.0, BM25_K1, DAY_US)
+    return WindowGuess(
+        size=limit + WINDOW_GUESS_MARGIN,
+        coverage=stage.coverage,
+        bm25=stage.bm25,
+        freshness=stage.freshness,
+        confidence=stage.confidence,
+        half_life_days=stage.half_life_days,
+        bm25_b=bm25_b,
+        coverage_b=0.0,
+        k1=BM25_K1,
+        day_us=DAY_US,
+    )
 
 
 # 0.5 ** (age / half_life) by half-life and age in days (Python's pow, the same bits every time);

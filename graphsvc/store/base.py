@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, ClassVar, Self
+from typing import ClassVar, Self
 from uuid import UUID
 
 import numpy as np
@@ -37,9 +37,6 @@ from graphsvc.model import (
     Successor,
     WriteResult,
 )
-
-if TYPE_CHECKING:
-    from graphsvc.recall import Stage
 
 
 @dataclass(frozen=True)
@@ -223,7 +220,8 @@ class Walk:
 @dataclass(frozen=True)
 class WindowGuess:
     """How the service will rank a query's candidates (:func:`graphsvc.recall.rank_columns`):
-    its stage, ``bm25_b`` and ``coverage_b``, and the ranking's constants ``k1`` and ``day_us``.
+    its stage's weights (plain numbers, so the stores need nothing of recall), ``bm25_b`` and
+    ``coverage_b``, and the ranking's constants ``k1`` and ``day_us``.
     A store whose reads wait on a server reads the ``size`` best candidates by that score ahead,
     with the candidates themselves (:meth:`Store.recall_window`), so that the ranked window is
     usually read already when the ranking has chosen it. A guess only saves a round trip:
@@ -231,7 +229,11 @@ class WindowGuess:
     it."""
 
     size: int
-    stage: Stage
+    coverage: float
+    bm25: float
+    freshness: float
+    confidence: float
+    half_life_days: float
     bm25_b: float
     coverage_b: float
     k1: float

@@ -144,7 +144,7 @@ def _guess_params(guess: WindowGuess | None, asked: Sequence[str], terms: Sequen
     """recall_columns.cypher's ``$guess``: size 0 reads nothing ahead."""
     if guess is None or guess.size <= 0:
         return {"size": 0}
-    count, stage = Counter(terms), guess.stage
+    count = Counter(terms)
     return {
         "size": guess.size,
         "dayUs": guess.day_us,
@@ -152,12 +152,12 @@ def _guess_params(guess: WindowGuess | None, asked: Sequence[str], terms: Sequen
         "k1": guess.k1,
         "b": guess.bm25_b,
         "coverageB": guess.coverage_b,
-        "coverage": stage.coverage,
-        "bm25": stage.bm25,
-        "freshness": stage.freshness,
-        "confidence": stage.confidence,
-        "keep": 1.0 - stage.freshness - stage.confidence,
-        "halfLife": stage.half_life_days,
+        "coverage": guess.coverage,
+        "bm25": guess.bm25,
+        "freshness": guess.freshness,
+        "confidence": guess.confidence,
+        "keep": 1.0 - guess.freshness - guess.confidence,
+        "halfLife": guess.half_life_days,
     }
 
 
