@@ -238,9 +238,7 @@ def test_a_namespace_written_before_vectors_existed_keeps_working(neo: Neo4jStor
     assert neo.vector_count(ns) == 0
     assert neo.vector_model(ns) is None
     assert neo.similar(ns, random_codes(1, 10, 6)[0], 3, []) == []
-    assert [m.id for m in neo.memories_without_vectors(ns, None, 10)] == sorted(
-        (m.id for m in stored), key=str
-    )
+    assert [m.id for m in neo.pending_vectors(ns, 10)] == [m.id for m in stored]
     neo.set_vector_model(ns, VectorModel("ten-d", 10))
     codes = random_codes(5, 10, 7)
     assert neo.set_vectors(ns, {m.id: c for m, c in zip(stored, codes, strict=True)}) == 5
