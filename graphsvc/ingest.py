@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -43,12 +44,13 @@ class IngestPlan:
 
 @dataclass(frozen=True)
 class IngestReport:
-    """What an ingest wrote."""
+    """What an ingest wrote, and the seconds its memory writes took until acknowledged."""
 
     memories_created: int
     memories_unchanged: int
     links: int
     evicted: int
+    memory_seconds: float = 0.0
 
 
 def _fail(name: str, number: int, message: str) -> BadInputError:
@@ -181,6 +183,7 @@ def ingest(
         writers = 1
     with tqdm(total=total, unit="item", disable=not show, file=sys.stderr) as bar:
         batches = list(_batches(unique, size))
+        start = time.perf_counter()
         written = service.write_batches(namespace, batches, writers=writers)
         for batch, (_, result) in zip(batches, written, strict=True):
             created += len(result.created)
@@ -189,13 +192,14 @@ def ingest(
             bar.update(len(batch))
             if on_batch is not None:
                 on_batch(len(batch))
+        seconds = time.perf_counter() - start
         links = [lk for _, lk in plan.links]
         for link_batch in _batches(links, size):
             service.add_links(namespace, link_batch)
             bar.update(len(link_batch))
             if on_batch is not None:
                 on_batch(len(link_batch))
-    return IngestReport(created, unchanged, len(links), evicted)
+    return IngestReport(created, unchanged, len(links), evicted, seconds)
 
 
 def memory_row(memory: Memory) -> dict[str, Any]:

@@ -65,7 +65,8 @@ LINK_FIELDS = "source target kind weight createdAt note"
 CAPSULE_FIELDS = "memoryId text kind score tokens occurredAt matchedTerms matchedWords reason"
 BUNDLE_FIELDS = (
     "query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage "
-    "uncoveredTerms uncoveredWords chronological orderReason rendered "
+    "uncoveredTerms uncoveredWords chronological orderReason rendered retrieval "
+    "pendingVectors retrievalNote "
     f"capsules {{ {CAPSULE_FIELDS} }} "
     f"excluded {{ {CAPSULE_FIELDS} }}"
 )

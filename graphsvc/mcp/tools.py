@@ -562,7 +562,11 @@ _ABSTENTION = (
     "question. `excluded` lists ranked memories left out and why (budget, max_capsules, "
     "duplicate, below_floor, abstained); `chronological` true means the capsules are oldest "
     "first, each dated, and `orderReason` says why: QUESTION_ASKS_ORDER (the question asks "
-    "about order) or EVIDENCE_SPANS_DAYS (the memories found are dated on several days)."
+    "about order) or EVIDENCE_SPANS_DAYS (the memories found are dated on several days). "
+    "`pendingVectors` above 0 means that many memories were written so recently that they "
+    "wait for their vector: words find them, meaning does not yet, so a question worded "
+    "differently from them may miss them for now (`retrievalNote` says why recall by meaning "
+    "was incomplete or off)."
 )
 
 

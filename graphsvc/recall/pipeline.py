@@ -42,13 +42,18 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Ranking:
     """A query's ranked window: its terms and statistics, the scored memories (supersessions
-    applied), the best lexical-graph score (the abstention signal) and how it was found."""
+    applied), the best lexical-graph score (the abstention signal), how it was found and what
+    recall by meaning did not see."""
 
     terms: list[str]
     stats: TermStats
     ranked: list[Scored]
     lexical_top: float
     retrieval: Retrieval
+    #: Memories of the namespace that wait for their vector (found by words only), and why
+    #: recall by meaning is incomplete or off (None: complete): :meth:`DenseRecall.backlog`.
+    pending_vectors: int = 0
+    retrieval_note: str | None = None
 
 
 class ReadAheadPool:
@@ -262,7 +267,16 @@ class RecallPipeline:
             pairs = list(pairs) + more
         elif nearest is not None:
             nearest.cancel()  # the namespace is lexical: its answer (empty) is not needed
-        return Ranking(terms, stats, apply_supersessions(scored, pairs), lexical_top, retrieval)
+        pending, note = self.dense.backlog(recalled.model, recalled.vectors, stats.n_docs)
+        return Ranking(
+            terms,
+            stats,
+            apply_supersessions(scored, pairs),
+            lexical_top,
+            retrieval,
+            pending,
+            note,
+        )
 
     def hits_and_walk(
         self, namespace: str, cue: str, k: int, depth: int, as_of: AsOf | None = None

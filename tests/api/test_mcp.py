@@ -690,6 +690,7 @@ def test_stdio_principal_follows_the_configured_keys() -> None:
 BUNDLE_QUERY = """query($q: String!, $b: Int) { bundle(query: $q, budgetTokens: $b) {
   query stage retrieval budgetTokens minScore usedTokens skipped topScore evidenceCoverage
   uncoveredTerms uncoveredWords chronological orderReason rendered asOf { at mode }
+  pendingVectors retrievalNote
   capsules { memoryId text kind score tokens matchedTerms matchedWords reason }
   excluded { memoryId text kind score tokens matchedTerms matchedWords reason } } }"""
 RECONSTRUCT_QUERY = """query($c: String!) { reconstruct(cue: $c, k: 1, depth: 2) {
