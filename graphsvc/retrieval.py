@@ -265,6 +265,11 @@ class DenseRecall:
         embedder = settings_embedder(settings)
         return cls(embedder, required=settings.embed == "on", cache_size=settings.query_cache)
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The encoder (None: recall is lexical-only)."""
+        return self._embedder
+
     def prepare(self) -> None:
         """Load the model now (servers call this at start, so the first query does not pay).
 
