@@ -1262,6 +1262,10 @@ class Run:
             model = dense.model()
             if queued:
                 self._wait_for_vectors(service, namespace, started)
+            elif self.embed != "off":  # inline: the last write stored the last vector
+                figures["vectors_after_ingest_s"] = 0.0
+                figures["vectors_complete_s"] = ingest.memory_seconds
+                figures["vectors_per_s"] = self.memories / ingest.memory_seconds
             if model is not None:
                 figures["vectors_stored"] = service.store.vector_count(namespace)
                 figures["vector_bytes_per_memory"] = model.dimension
