@@ -252,6 +252,8 @@ class DenseRecall:
         # Whether each namespace was answered by meaning when last asked (for_namespace): what
         # prefetch(query, namespace) goes by without asking the store.
         self._hybrid: dict[str, bool] = {}
+        # Namespaces a write found holding this encoder's model (declare).
+        self._declared: set[str] = set()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DenseRecall:
@@ -373,6 +375,19 @@ class DenseRecall:
         None (lexical recall, and writes store no vector)."""
         return self._remember(namespace, self._for_namespace(store, namespace, writing=writing))
 
+    def declare(self, store: Store, namespace: str) -> None:
+        """Before a write whose vectors the queue will make: give a namespace without a model
+        this encoder's (:meth:`for_namespace`), so that the queue drains it. A namespace known
+        to hold this model already is not asked again (nothing a write does depends on a model
+        that changed since: the queue checks it when it stores)."""
+        if self._embedder is None or namespace in self._declared:
+            return
+        if self.for_namespace(store, namespace, writing=True) is not None:
+            with self._lock:
+                if len(self._declared) >= NAMESPACES_REMEMBERED:
+                    self._declared.clear()
+                self._declared.add(namespace)
+
     def for_model(self, namespace: str, current: VectorModel | None) -> VectorModel | None:
         """As :meth:`for_namespace` for a read, given the namespace's model as the store
         answered it (:meth:`Store.recall_window`): this encoder's model when it is
@@ -426,6 +441,11 @@ class DenseRecall:
         pending = max(0, memories - vectors)
         if pending == 0:
             return 0, None
+        if current is None:
+            return pending, (
+                f"{pending} memory(ies) have no vector (written without an encoder) and are "
+                "found by words only: run `graphsvc embed` to encode them"
+            )
         return pending, (
             f"{pending} memory(ies) wait for their vector (the vector queue): they are found by "
             "words only until it has encoded them"

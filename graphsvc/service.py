@@ -372,14 +372,19 @@ class MemoryService:
         """A checked write, recorded from ``start`` (one microsecond a memory)."""
         memories = self._make_memories(namespace, items, start)
         inline = self.settings.embed_writes == "inline"
+        if inline:
+            vectors = self._vectors(namespace, memories)
+        else:  # their vectors follow from the queue, which drains namespaces of its model
+            self.dense.declare(self.store, namespace)
+            vectors = None
         result = self.store.upsert_memories(
             namespace,
             memories,
             max_memories=self.settings.max_memories_per_namespace,
-            vectors=self._vectors(namespace, memories) if inline else None,
+            vectors=vectors,
         )
         if result.created and not inline:
-            self.vector_queue.notify()  # their vectors follow from the queue
+            self.vector_queue.notify()
         # What was created is what we built; only memories already there are read back.
         if result.unchanged:
             created = set(result.created)
@@ -903,7 +908,7 @@ class MemoryService:
         vectors = self.store.vector_count(namespace)
         current = self.store.vector_model(namespace)
         pending, note = self.dense.backlog(current, vectors, counts.memories)
-        if pending:
+        if pending and current is not None:  # a namespace of this model: the queue drains it
             note = f"{note}; {self.draining()}"
         return counts.model_copy(
             update={
@@ -1004,10 +1009,11 @@ class MemoryService:
         self.store.ping()
 
     def close(self) -> None:
-        """Stop the vector queue (its step under way finishes), close the store (connections,
+        """Stop the vector queue (its step under way is given up after its current encoder
+        call), close the store (connections,
         files, locks) and stop the threads of the reads beside a request's own and the query
         encoder's. Safe to call twice."""
-        self.vector_queue.close()
+        self.vector_queue.close(self.settings.shutdown_timeout)
         self._read_ahead.close()
         self.dense.close()
         self.store.close()

@@ -139,7 +139,7 @@ class Settings(BaseSettings):
         ge=1,
         le=10_000,
         description="Memories the vector queue encodes and stores per step (one durable write); "
-        "a stop waits at most for one step.",
+        "a stop gives a step up after the encoder call under way (its memories stay queued).",
     )
     embed_queue_poll: float = Field(
         default=2.0,

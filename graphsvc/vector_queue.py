@@ -14,8 +14,9 @@ stores say, and two drainers never write one vector twice or a stale model's cod
 Who drains it:
 
 - a server (``graphsvc serve``, ``graphsvc mcp``) runs :meth:`VectorQueue.start`: a thread that
-  drains every namespace whose vectors are this encoder's (or that has no model and no vector
-  yet: the queue declares this one, as a write did), one step per namespace in turn, woken by
+  drains every namespace whose vectors are this encoder's (the first write with an encoder
+  declares its model; a namespace written without one waits for ``graphsvc embed``, as it
+  always did), one step per namespace in turn, woken by
   this process's writes and looking for other processes' every ``GRAPHSVC_EMBED_QUEUE_POLL``
   seconds. One process at a time drains a store: it holds a lease (:meth:`Store.take_vector_queue`,
   :data:`LEASE_SECONDS`), renewed while it runs; another waits in standby and takes over when
@@ -64,6 +65,15 @@ MAX_BACKOFF = 60.0
 MAX_SKIPPED = 1_000
 #: Seconds of recent steps the reported rate is averaged over.
 RATE_WINDOW = 60.0
+#: Texts of one encoder call of the queue: between two, a stopping queue gives up its step, so a
+#: stop waits for one call, not a step.
+ENCODE_CHUNK = 16
+
+
+class QueueStoppedError(Exception):
+    """The queue was told to stop during a step: the step is abandoned (its memories stay in
+    the store's queue)."""
+
 
 State = Literal["off", "stopped", "idle", "draining", "standby", "failing"]
 
@@ -178,9 +188,18 @@ class VectorQueue:
         return taken, stored
 
     def _step(
-        self, namespace: str, model: VectorModel, limit: int | None
+        self,
+        namespace: str,
+        model: VectorModel,
+        limit: int | None,
+        stop: threading.Event | None = None,
     ) -> tuple[UUID | None, int, int]:
-        """:meth:`step`, and the id of the first memory it read (None: none)."""
+        """:meth:`step`, and the id of the first memory it read (None: none); given up
+        between two encoder calls once ``stop`` is set.
+
+        Raises:
+            QueueStoppedError: ``stop`` was set (nothing of the step is stored).
+        """
         limit = self.batch if limit is None else limit
         skipped = self._skipped.get(namespace, set())
         items = [
@@ -190,7 +209,7 @@ class VectorQueue:
         ][:limit]
         if not items:
             return None, 0, 0
-        encoded = self._encode(namespace, items)
+        encoded = self._encode(namespace, items, stop)
         stored = self.store.fill_vectors(namespace, model, encoded) if encoded else 0
         with self._lock:
             self._stored += stored
@@ -201,7 +220,7 @@ class VectorQueue:
         return items[0].id, len(items), stored
 
     def _encode(
-        self, namespace: str, items: Sequence[PendingVector]
+        self, namespace: str, items: Sequence[PendingVector], stop: threading.Event | None
     ) -> list[tuple[PendingVector, bytes]]:
         """The codes of each item's text, on this queue's threads; an item the encoder fails
         on alone is skipped from now on (and left waiting in the store).
@@ -210,7 +229,7 @@ class VectorQueue:
             GraphsvcError: the encoder failed on every item (the model, not the texts).
         """
         try:
-            codes = self._codes([item.text for item in items])
+            codes = self._codes([item.text for item in items], stop)
             return list(zip(items, codes, strict=True))
         except GraphsvcError as exc:
             if len(items) == 1:
@@ -246,18 +265,31 @@ class VectorQueue:
             exc,
         )
 
-    def _codes(self, texts: list[str]) -> list[bytes]:
+    def _codes(self, texts: list[str], stop: threading.Event | None) -> list[bytes]:
         """The stored codes of memories' texts, split over ``workers`` threads of this queue,
-        each a one-thread encoder call (the bits do not depend on the split)."""
+        each encoding its part in one-thread encoder calls of :data:`ENCODE_CHUNK` texts (the
+        bits do not depend on the split), and giving up between two calls once ``stop`` is set.
+
+        Raises:
+            QueueStoppedError: ``stop`` was set (nothing of the step is stored).
+        """
         workers = min(self.workers, len(texts))
         if workers <= 1:
-            return self.dense.codes(texts, workers=1)
+            return self._encode_part(texts, stop)
         pool = self._threads()
         parts = [texts[i::workers] for i in range(workers)]
-        answers = list(pool.map(lambda part: self.dense.codes(part, workers=1), parts))
+        answers = list(pool.map(lambda part: self._encode_part(part, stop), parts))
         out: list[bytes] = [b""] * len(texts)
         for i, answer in enumerate(answers):
             out[i::workers] = answer
+        return out
+
+    def _encode_part(self, texts: list[str], stop: threading.Event | None) -> list[bytes]:
+        out: list[bytes] = []
+        for start in range(0, len(texts), ENCODE_CHUNK):
+            if stop is not None and stop.is_set():
+                raise QueueStoppedError
+            out += self.dense.codes(texts[start : start + ENCODE_CHUNK], workers=1)
         return out
 
     def _threads(self) -> ThreadPoolExecutor:
@@ -301,7 +333,10 @@ class VectorQueue:
                 if held and time.monotonic() - renewed >= self.lease_seconds / 3:
                     held = self.store.take_vector_queue(self.owner, self.lease_seconds)
                     renewed = time.monotonic()
-                first, taken, stored = self._step(namespace, model, limit)
+                try:
+                    first, taken, stored = self._step(namespace, model, limit, stop)
+                except QueueStoppedError:  # asked to stop: what is stored stays
+                    break
                 if taken == 0:
                     break
                 done += stored
@@ -374,10 +409,11 @@ class VectorQueue:
         return self._thread is not None
 
     def close(self, timeout: float | None = None) -> None:
-        """Stop the background thread: the step under way finishes (its vectors are stored),
+        """Stop the background thread: the step under way is given up after its current
+        encoder call (its memories stay in the store's queue; a step already storing finishes),
         nothing new starts, the lease is given up. Waits at most ``timeout`` seconds (None: as
-        long as the step takes); a thread still busy then is left to the process's exit, and
-        what it had not stored waits in the store's queue. Safe to call twice."""
+        long as that takes); a thread still busy then is left to the process's exit. Safe to
+        call twice."""
         with self._lock:
             thread = self._thread
         self._stop.set()
@@ -386,10 +422,14 @@ class VectorQueue:
             thread.join(timeout)
             if thread.is_alive():
                 log.warning(
-                    "the vector queue did not stop within %s s; its step is abandoned (those "
-                    "memories wait in the store's queue)",
+                    "the vector queue did not stop within %s s (an encoder call or a store "
+                    "call under way); it is left to the process's exit, and its step's "
+                    "memories wait in the store's queue",
                     timeout,
                 )
+                with self._lock:
+                    self._thread = None  # a later close does not wait for it again
+                    self._state = "stopped"
                 return
         with self._lock:
             self._thread = None
@@ -428,6 +468,8 @@ class VectorQueue:
             while not self._stop.is_set():
                 try:
                     worked = self._round()
+                except QueueStoppedError:
+                    break
                 except GraphsvcError as exc:
                     backoff = min(MAX_BACKOFF, max(self.poll, 2 * backoff))
                     with self._lock:
@@ -474,12 +516,7 @@ class VectorQueue:
         for backlog in backlogs:
             if self._stop.is_set() or not self._lease():
                 break
-            model: VectorModel | None = mine
-            if backlog.model is None:  # no model and no vector yet: declare this one
-                model = self.dense.for_namespace(self.store, backlog.namespace, writing=True)
-            if model is None:  # a replacement began meanwhile: never mixed
-                continue
-            _, stored = self.step(backlog.namespace, model)
+            _, _, stored = self._step(backlog.namespace, mine, None, self._stop)
             worked = worked or stored > 0
             with self._lock:
                 if self._pending is not None:
@@ -502,15 +539,15 @@ class VectorQueue:
 
 def _drains(backlog: VectorBacklog, mine: VectorModel) -> bool:
     """Whether the queue of this encoder drains a namespace's backlog: its vectors are this
-    model's, or it has no model and no vector yet (the queue declares this one)."""
-    if backlog.model is not None:
-        return backlog.model == mine
-    return backlog.vectors == 0
+    model's (a write with this encoder declared it). A namespace without a model was written
+    without an encoder: `graphsvc embed` encodes it, when asked."""
+    return backlog.model == mine
 
 
 __all__ = [
     "LEASE_SECONDS",
     "QueueStatus",
+    "QueueStoppedError",
     "VectorQueue",
     "lower_priority",
     "process_name",

@@ -547,7 +547,7 @@ def create_app(
         finally:
             state.service = None
             if owns_store:
-                # The step under way finishes (its vectors are stored); what waits stays in the
+                # The step under way is given up after its encoder call; what waits stays in the
                 # store's queue for the next start.
                 await anyio.to_thread.run_sync(
                     service.vector_queue.close, settings.shutdown_timeout

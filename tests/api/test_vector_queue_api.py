@@ -23,9 +23,7 @@ PUPPY = "My puppy keeps chewing the sofa cushions whenever I leave the flat."
 # the backlog, whatever the machine's load.
 FILLER = [
     f"Maintenance log {n}: the {part} of unit {n % 97} was checked and logged on shift {n % 3}."
-    for n, part in zip(
-        range(1_500), ["boiler", "valve", "pump", "fan", "filter"] * 300, strict=True
-    )
+    for n, part in zip(range(600), ["boiler", "valve", "pump", "fan", "filter"] * 120, strict=True)
 ]
 STATS = "{ stats { memories vectors pendingVectors retrieval retrievalNote } }"
 BUNDLE = """query($q: String!) { bundle(query: $q, minScore: 0) {
@@ -55,6 +53,9 @@ def test_a_write_returns_before_its_vectors_and_bundles_report_them_pending(
             "GRAPHSVC_NAMESPACE": namespace,
             "GRAPHSVC_EMBED_WRITES": "queue",
             "GRAPHSVC_EMBED": "on",
+            # A fair share of a machine shared with other work (the test is of the contract,
+            # not of the priority: at nice 10 other processes take nearly all of it).
+            "GRAPHSVC_EMBED_QUEUE_NICE": "0",
         },
     )
     try:

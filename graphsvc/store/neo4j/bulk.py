@@ -26,8 +26,8 @@ they are online (the full-text index is then populated from the imported nodes).
 
 The importer REPLACES the whole database (Neo4j Community has one user database): this is for the
 first load of a fresh server only. Vectors are not written: every memory is imported waiting
-in the vector queue, which a server with dense recall on drains in the background (or
-``graphsvc embed`` offline).
+in the vector queue, and with dense recall on ``graphsvc embed`` encodes them once the server is
+up (it declares the namespace's model; from then on a server drains what is written).
 """
 
 from __future__ import annotations
