@@ -924,7 +924,7 @@ class MemoryService:
         """Who encodes the vector queue, as a person reads it: this process's queue, another
         process that holds the store's lease on it, or nobody (then the command that does)."""
         queue = self.vector_queue.status()
-        if queue.state in ("idle", "draining"):
+        if queue.state in ("starting", "idle", "draining"):
             rate = f" (about {queue.rate:.0f} a second)" if queue.rate >= 1 else ""
             return f"this server encodes them in the background{rate}"
         if queue.state == "failing":

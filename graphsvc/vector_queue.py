@@ -75,7 +75,7 @@ class QueueStoppedError(Exception):
     the store's queue)."""
 
 
-State = Literal["off", "stopped", "idle", "draining", "standby", "failing"]
+State = Literal["off", "stopped", "starting", "idle", "draining", "standby", "failing"]
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,8 @@ class QueueStatus:
     """What the vector queue of this process is doing.
 
     ``state``: ``off`` (no encoder: recall is lexical), ``stopped`` (not running in this
-    process: ``graphsvc embed`` or a server drains it), ``idle`` (running, nothing waits),
+    process: ``graphsvc embed`` or a server drains it), ``starting`` (running, before its first
+    look at the store), ``idle`` (running, nothing waits),
     ``draining``, ``standby`` (running, another process holds the lease and drains it) or
     ``failing`` (running, backing off after an error: ``error`` says which). ``pending``: the
     memories waiting in the namespaces this encoder drains, at the last look (None before the
@@ -393,7 +394,7 @@ class VectorQueue:
                 return
             self._stop.clear()
             self._niced_pool = True
-            self._state = "idle"
+            self._state = "starting"
             self._thread = threading.Thread(
                 target=self._run, name="graphsvc-vector-queue", daemon=True
             )
