@@ -9,8 +9,9 @@ rebuild) puts memories back, and a drainer never stores a vector twice or a stal
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID, uuid4
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 from graphsvc import dense
-from graphsvc.embed import MINILM_INT8, ModelUnavailableError, OnnxEmbedder
+from graphsvc.embed import MINILM_INT8, ModelUnavailableError, OnnxEmbedder, Vectors
 from graphsvc.errors import BadInputError
 from graphsvc.model import MemoryInput
 from graphsvc.retrieval import DenseRecall
@@ -380,11 +381,63 @@ def test_a_namespace_written_without_an_encoder_waits_for_graphsvc_embed(
     assert stats.retrieval_note is not None and "written without an encoder" in (
         stats.retrieval_note
     )
+    # A namespace of this model, written beside it, needs two steps of 3 and so two rounds of
+    # the queue; each round steps every namespace it drains, so by the time this one is done
+    # the other has had a round too, had the queue adopted it.
+    remember(service, f"{ns}b", PETS)
     service.vector_queue.start("test")
     try:
-        time.sleep(0.5)
+        wait_until(lambda: store.vector_count(f"{ns}b") == 4)
         assert store.vector_count(ns) == 0  # the server does not adopt it
+        assert store.vector_model(ns) is None
     finally:
         service.vector_queue.close(timeout=60)
     assert service.embed(ns) == 4  # asked: it declares the model and encodes
     assert store.vector_model(ns) == service.dense.model()
+
+
+class StopsAfterFirstCall:
+    """The real encoder, setting ``stop`` once it has answered its first call for memories (a
+    stop that arrives while the queue's step is being encoded)."""
+
+    def __init__(self, inner: OnnxEmbedder, stop: threading.Event) -> None:
+        self.inner = inner
+        self.stop = stop
+        self.calls = 0
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        vectors = self.inner.embed(texts, query=query)
+        if not query:
+            self.calls += 1
+            self.stop.set()
+        return vectors
+
+
+def test_a_stop_during_a_step_gives_the_step_up_after_the_encoder_call(
+    store: Store, tmp_path: Path, encoder: OnnxEmbedder, ns: str
+) -> None:
+    """A drain told to stop while it encodes a step gives the step up after the encoder call
+    under way: nothing of the step is stored, every memory still waits, and the next drainer
+    encodes them all."""
+    stop = threading.Event()
+    stopping = StopsAfterFirstCall(encoder, stop)
+    settings = make_settings(tmp_path, embed_queue_batch=200, embed_queue_nice=0)
+    service = MemoryService(store, settings, clock=fixed_clock(), dense=DenseRecall(stopping))
+    texts = [f"Shift note {n}: the {n % 7} pumps were checked twice." for n in range(200)]
+    service.remember_many(ns, [MemoryInput(text=t) for t in texts])
+    model = service.embed_model(ns)
+    assert service.vector_queue.drain(ns, model, stop=stop) == 0
+    # One call of ENCODE_CHUNK texts on each encoder thread, not the step's 200 texts.
+    assert stopping.calls <= settings.embed_workers
+    assert store.vector_count(ns) == 0
+    assert len(store.pending_vectors(ns, 1_000)) == 200
+    assert service.embed(ns) == 200  # the next drainer resumes from the same queue
+    assert store.vector_count(ns) == 200
