@@ -348,7 +348,13 @@ class Neo4jVectors(Neo4jBoundary):
         if limit <= 0:
             return []
         rows = self._read("pending_vectors", ns=namespace, limit=limit)
-        return [PendingVector(UUID(row["id"]), int(row["recordedUs"]), row["text"]) for row in rows]
+        # A memory forgotten or erased by another transaction while this one read it comes back
+        # with no properties (read committed): it no longer waits, so it is left out.
+        return [
+            PendingVector(UUID(row["id"]), int(row["recordedUs"]), row["text"])
+            for row in rows
+            if row["id"] is not None
+        ]
 
     def fill_vectors(
         self,
