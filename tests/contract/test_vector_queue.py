@@ -29,7 +29,7 @@ from graphsvc.settings import Settings
 from graphsvc.store.base import PendingVector, Store
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.vector_queue import VectorQueue
-from tests.helpers import fixed_clock, make_settings
+from tests.helpers import WrappedEncoder, fixed_clock, make_settings
 from tests.neo4j_server import neo4j_store_factory
 
 PETS = [
@@ -396,22 +396,14 @@ def test_a_namespace_written_without_an_encoder_waits_for_graphsvc_embed(
     assert store.vector_model(ns) == service.dense.model()
 
 
-class StopsAfterFirstCall:
+class StopsAfterFirstCall(WrappedEncoder):
     """The real encoder, setting ``stop`` once it has answered its first call for memories (a
     stop that arrives while the queue's step is being encoded)."""
 
     def __init__(self, inner: OnnxEmbedder, stop: threading.Event) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.stop = stop
         self.calls = 0
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
         vectors = self.inner.embed(texts, query=query)

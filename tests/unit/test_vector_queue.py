@@ -23,25 +23,17 @@ from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.vector_queue import lower_priority, process_name
-from tests.helpers import fixed_clock, make_settings
+from tests.helpers import WrappedEncoder, fixed_clock, make_settings
 
 NS = "queue"
 
 
-class Refusing:
+class Refusing(WrappedEncoder):
     """The real encoder, refusing every text that contains ``marker``."""
 
     def __init__(self, inner: OnnxEmbedder, marker: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.marker = marker
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
         if any(self.marker in text for text in texts):
