@@ -1,4 +1,5 @@
-// create_memories: create new memories (the caller checked that none of the ids exists).
+// create_memories: create new memories (the caller checked that none of the ids exists). Each
+// waits for its vector (vectorQueuedUs, the vector queue) until one is stored.
 // params: $ns: string, $rows: list<map> (Memory properties, termText included, times as epoch
 //         microseconds: recordedUs, occurredUs, validFromUs, validUntilUs)
 // returns: created (count)
@@ -10,7 +11,7 @@ WITH row, (row.recordedUs % 1000000 + 1000000) % 1000000 AS recorded,
      (row.validFromUs % 1000000 + 1000000) % 1000000 AS since,
      (row.validUntilUs % 1000000 + 1000000) % 1000000 AS until
 CREATE (m:Memory)
-SET m = row, m.namespace = $ns,
+SET m = row, m.namespace = $ns, m.vectorQueuedUs = row.recordedUs,
     m.recordedAt = datetime.fromepoch((row.recordedUs - recorded) / 1000000, recorded * 1000),
     m.occurredAt = CASE WHEN row.occurredUs IS NOT NULL
                      THEN datetime.fromepoch((row.occurredUs - occurred) / 1000000, occurred * 1000)

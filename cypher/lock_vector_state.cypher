@@ -4,7 +4,7 @@
 // params: $ns: string
 // returns: modelId, dimension (null: no model), vectors (count)
 MERGE (s:NamespaceStat {namespace: $ns})
-  ON CREATE SET s.memories = 0, s.totalLength = 0
+  ON CREATE SET s.memories = 0, s.totalLength = 0, s.vectorQueue = true
 SET s.vectors = coalesce(s.vectors, 0)
 WITH s
 OPTIONAL MATCH (v:VectorModel {namespace: $ns})

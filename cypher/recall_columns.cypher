@@ -4,7 +4,7 @@
 //         $chunk: int (terms per full-text query), $none: int (stands for a missing occurredUs),
 //         $needles: list<string> (' ' + term + ' ' for each of $terms, in the same order)
 // returns: modelId, dimension (the namespace's vector model, which a hybrid bundle needs before
-//          it can fuse; null: none), memories, totalLength, known (list<[i, df]>: df of
+//          it can fuse; null: none), vectors (memories with a vector), memories, totalLength, known (list<[i, df]>: df of
 //          $terms[i], rarest first), chosen (list<string>), fallback (string or null), and the
 //          candidates as columns, entry j of
 //          each column being candidate j (in no order): ids, tf (list<list<int>>: the frequency
@@ -146,6 +146,7 @@ CALL (s, known, nodes, days, newest, ids, tf, lengths, recorded, confidence) {
                                        OR r.createdUs <= $asOf.us) | o.id]})
          AS ahead
 }
-RETURN ahead, v.modelId AS modelId, v.dimension AS dimension, coalesce(s.memories, 0) AS memories,
+RETURN ahead, v.modelId AS modelId, v.dimension AS dimension, coalesce(s.vectors, 0) AS vectors,
+       coalesce(s.memories, 0) AS memories,
        coalesce(s.totalLength, 0) AS totalLength, known, chosen, fallback, ids, tf, lengths,
        recorded, occurred, confidence

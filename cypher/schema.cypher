@@ -22,6 +22,11 @@ CREATE INDEX memory_namespace_valid_until IF NOT EXISTS FOR (m:Memory) ON (m.nam
 // scanning a namespace's vectors. Each dimension's vector index is made by the store
 // (create_vector_index.cypher) when a model of that dimension is first set.
 CREATE INDEX memory_namespace_vector IF NOT EXISTS FOR (m:Memory) ON (m.namespace, m.vectorDimension);
+// The vector queue: memories that wait for their vector (vectorQueuedUs, their recordedUs, is set
+// only on them), oldest first per namespace (pending_vectors.cypher); and the lease of the one
+// process that drains it (take_vector_queue.cypher).
+CREATE INDEX memory_vector_queue IF NOT EXISTS FOR (m:Memory) ON (m.namespace, m.vectorQueuedUs);
+CREATE CONSTRAINT queue_lease IF NOT EXISTS FOR (l:QueueLease) REQUIRE l.queue IS UNIQUE;
 CREATE INDEX term_stat_namespace IF NOT EXISTS FOR (t:TermStat) ON (t.namespace);
 // How many memories of a namespace have each kind, tag, source and day (bump_facet_stats).
 CREATE CONSTRAINT facet_stat_key IF NOT EXISTS FOR (f:FacetStat) REQUIRE f.key IS UNIQUE;

@@ -822,17 +822,20 @@ class OnnxEmbedder:
         tokenizer.enable_truncation(max_length=self.max_length)
         return tokenizer
 
-    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+    def embed(
+        self, texts: Sequence[str], *, query: bool = False, workers: int | None = None
+    ) -> Vectors:
         """The unit vectors of ``texts`` (see :class:`Embedder`), in batches of ``batch_size``
         texts of similar length; each text is cut to the maximum length in tokens.
+        ``workers``: as :meth:`embed_tokens`.
 
         Raises:
             BadInputError: ``texts`` is a single string rather than a sequence of them.
             ModelUnavailableError: as :meth:`load`.
         """
         if query or self.chunks == 1:
-            return self.embed_tokens(self.tokenize(texts, query=query))
-        groups = self.embed_windows(texts)
+            return self.embed_tokens(self.tokenize(texts, query=query), workers=workers)
+        groups = self.embed_windows(texts, workers=workers)
         out = np.empty((len(groups), self._ensure().dimension), dtype=np.float32)
         for row, vectors in enumerate(groups):
             if len(vectors) == 1:  # one window: its vector, as without chunks
@@ -866,15 +869,16 @@ class OnnxEmbedder:
             out.append([head + body[i : i + width] + tail for i in starts][: self.chunks])
         return out
 
-    def embed_windows(self, texts: Sequence[str]) -> list[Vectors]:
+    def embed_windows(self, texts: Sequence[str], *, workers: int | None = None) -> list[Vectors]:
         """The unit vector of every window (:meth:`windows`) of each memory text.
+        ``workers``: as :meth:`embed_tokens`.
 
         Raises:
             BadInputError: ``texts`` is a single string rather than a sequence of them.
             ModelUnavailableError: as :meth:`load`.
         """
         groups = self.windows(texts)
-        flat = self.embed_tokens([window for group in groups for window in group])
+        flat = self.embed_tokens([window for group in groups for window in group], workers=workers)
         out, start = [], 0
         for group in groups:
             out.append(flat[start : start + len(group)])
@@ -896,9 +900,12 @@ class OnnxEmbedder:
         encode = loaded.tokenizer.encode
         return [encode(prefix + text).ids for text in texts]
 
-    def embed_tokens(self, ids: Sequence[Sequence[int]]) -> Vectors:
+    def embed_tokens(self, ids: Sequence[Sequence[int]], *, workers: int | None = None) -> Vectors:
         """The unit vectors of texts tokenised by :meth:`tokenize`: the same bits as
         :meth:`embed` of the texts. Nearly all of it runs in onnxruntime, without the GIL.
+        ``workers``: how many of the encoder's worker threads this call may use (default
+        ``self.workers``); 1 runs it on the calling thread alone (a caller that runs encoder
+        calls on threads of its own, such as the vector queue). The bits are the same either way.
 
         Raises:
             ModelUnavailableError: as :meth:`load`.
@@ -909,7 +916,7 @@ class OnnxEmbedder:
             return out
         # Similar lengths together waste less on padding; padding never changes a row's bits.
         order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), i))
-        workers = self.workers
+        workers = self.workers if workers is None else max(1, min(workers, self.workers))
         size = 1 if loaded.alone else self.batch_size
         if workers > 1 and len(order) < workers * size:
             size = -(-len(order) // workers)  # a few texts: one batch per worker

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -56,12 +57,13 @@ _TIME = TypeAdapter(UtcDateTime)
 
 @dataclass(frozen=True)
 class IngestReport:
-    """What an ingest wrote."""
+    """What an ingest wrote, and the seconds its memory writes took until acknowledged."""
 
     memories_created: int
     memories_unchanged: int
     links: int
     evicted: int
+    memory_seconds: float = 0.0
 
 
 def _fail(name: str, number: int, message: str) -> BadInputError:
@@ -207,6 +209,7 @@ def ingest(
     with tqdm(total=total, unit="item", disable=not show, file=sys.stderr) as bar:
         batches = list(_batches(unique, size))
         batch_times = list(_batches(times, size)) if plan.recorded_at else None
+        began = time.perf_counter()
         written = service.write_batches(namespace, batches, writers=writers, recorded=batch_times)
         for batch, (_, result) in zip(batches, written, strict=True):
             created += len(result.created)
@@ -215,6 +218,7 @@ def ingest(
             bar.update(len(batch))
             if on_batch is not None:
                 on_batch(len(batch))
+        seconds = time.perf_counter() - began
         links = [lk for _, lk in plan.links]
         link_times = [plan.created_at.get(number) for number, _ in plan.links]
         for start in range(0, len(links), size):
@@ -224,7 +228,7 @@ def ingest(
             bar.update(len(link_batch))
             if on_batch is not None:
                 on_batch(len(link_batch))
-    return IngestReport(created, unchanged, len(links), evicted)
+    return IngestReport(created, unchanged, len(links), evicted, seconds)
 
 
 def memory_row(memory: Memory) -> dict[str, Any]:

@@ -513,6 +513,19 @@ class ContextBundle(Model):
     as_of: AsOf | None = Field(
         default=None, description="The past this bundle was answered as of; null: now."
     )
+    pending_vectors: int = Field(
+        default=0,
+        description="Memories of the namespace that still wait for their vector (the vector "
+        "queue: writes are acknowledged before their vectors). They can be found by words, but "
+        "not by meaning, until they are encoded: recall by meaning is incomplete while this is "
+        "above 0.",
+    )
+    retrieval_note: str | None = Field(
+        default=None,
+        description="Why recall by meaning was incomplete or off for this bundle (memories "
+        "waiting for their vector, vectors of another model, no encoder) and what fixes it; "
+        "null when it was complete.",
+    )
 
 
 class ReconstructedBelief(Model):
@@ -699,6 +712,12 @@ class NamespaceStats(Model):
     terms: int = Field(description="Distinct analysed terms.")
     events: int = Field(description="Recorded context events.")
     vectors: int = Field(default=0, description="Memories with a vector (dense recall).")
+    pending_vectors: int = Field(
+        default=0,
+        description="Memories that wait for their vector in the vector queue (the backlog a "
+        "server encodes in the background, or `graphsvc embed` offline); 0 when recall is "
+        "lexical or the vectors are another model's.",
+    )
     retrieval: str = Field(
         default="lexical", description="How bundles are answered here: `hybrid` or `lexical`."
     )

@@ -254,6 +254,8 @@ class DenseRecall:
         # Whether each namespace was answered by meaning when last asked (for_namespace): what
         # prefetch(query, namespace) goes by without asking the store.
         self._hybrid: dict[str, bool] = {}
+        # Namespaces a write found holding this encoder's model (declare).
+        self._declared: set[str] = set()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DenseRecall:
@@ -266,6 +268,11 @@ class DenseRecall:
             return cls(None, cache_size=settings.query_cache)
         embedder = settings_embedder(settings)
         return cls(embedder, required=settings.embed == "on", cache_size=settings.query_cache)
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The encoder (None: recall is lexical-only)."""
+        return self._embedder
 
     def prepare(self) -> None:
         """Load the model now (servers call this at start, so the first query does not pay).
@@ -307,12 +314,18 @@ class DenseRecall:
         model = self.model()
         return answerability(model.model_id) if model is not None else None
 
-    def codes(self, texts: Sequence[str], *, query: bool = False) -> list[bytes]:
+    def codes(
+        self, texts: Sequence[str], *, query: bool = False, workers: int | None = None
+    ) -> list[bytes]:
         """The stored codes of each memory's text, or of each query with ``query`` (the
-        model's query instruction); the model must be loaded: see :meth:`model`."""
+        model's query instruction); the model must be loaded: see :meth:`model`. ``workers``:
+        how many of the encoder's threads the call may use (1: the calling thread alone, for a
+        caller with threads of its own: :class:`~graphsvc.vector_queue.VectorQueue`)."""
         embedder = self._embedder
         if embedder is None or not texts:
             return []
+        if workers is not None and isinstance(embedder, OnnxEmbedder):
+            return _stored(embedder.embed(list(texts), query=query, workers=workers))
         return _stored(embedder.embed(list(texts), query=query))
 
     def prefetch(self, query: str, namespace: str | None = None) -> bool:
@@ -370,6 +383,19 @@ class DenseRecall:
         None (lexical recall, and writes store no vector)."""
         return self._remember(namespace, self._for_namespace(store, namespace, writing=writing))
 
+    def declare(self, store: Store, namespace: str) -> None:
+        """Before a write whose vectors the queue will make: give a namespace without a model
+        this encoder's (:meth:`for_namespace`), so that the queue drains it. A namespace known
+        to hold this model already is not asked again (nothing a write does depends on a model
+        that changed since: the queue checks it when it stores)."""
+        if self._embedder is None or namespace in self._declared:
+            return
+        if self.for_namespace(store, namespace, writing=True) is not None:
+            with self._lock:
+                if len(self._declared) >= NAMESPACES_REMEMBERED:
+                    self._declared.clear()
+                self._declared.add(namespace)
+
     def for_model(self, namespace: str, current: VectorModel | None) -> VectorModel | None:
         """As :meth:`for_namespace` for a read, given the namespace's model as the store
         answered it (:meth:`Store.recall_window`): this encoder's model when it is
@@ -402,6 +428,37 @@ class DenseRecall:
             return mine
         return None
 
+    def backlog(
+        self, current: VectorModel | None, vectors: int, memories: int
+    ) -> tuple[int, str | None]:
+        """For a namespace whose vector model is ``current``, holding ``vectors`` vectors for
+        ``memories`` memories: how many of its memories wait for their vector (the queue this
+        encoder drains: 0 when its vectors are another model's, or recall is lexical), and why
+        recall by meaning is incomplete or off there, if it is (None: it is complete).
+
+        Raises:
+            ModelUnavailableError: the model is required and cannot be loaded.
+        """
+        mine = self.model()
+        if mine is None:
+            return 0, self._reason or OFF_REASON
+        if current is None and vectors > 0:
+            return 0, REPLACING
+        if current is not None and current != mine:
+            return 0, other_model(current, mine)
+        pending = max(0, memories - vectors)
+        if pending == 0:
+            return 0, None
+        if current is None:
+            return pending, (
+                f"{pending} memory(ies) have no vector (written without an encoder) and are "
+                "found by words only: run `graphsvc embed` to encode them"
+            )
+        return pending, (
+            f"{pending} memory(ies) wait for their vector (the vector queue): they are found by "
+            "words only until it has encoded them"
+        )
+
     def status(self, store: Store | None = None, namespace: str | None = None) -> DenseStatus:
         """How queries are answered: service-wide, or for one namespace."""
         mine = self.model()
@@ -414,19 +471,21 @@ class DenseRecall:
             return DenseStatus(HYBRID, mine.model_id, None)
         if current is None:
             if store.vector_count(namespace) > 0:
-                return DenseStatus(
-                    LEXICAL,
-                    mine.model_id,
-                    "the namespace's vectors are being replaced: run `graphsvc embed` to finish",
-                )
-            # No vector and no model yet: the next write declares this model.
+                return DenseStatus(LEXICAL, mine.model_id, REPLACING)
+            # No vector and no model yet: the vector queue (or an inline write) declares it.
             return DenseStatus(HYBRID, mine.model_id, None)
-        return DenseStatus(
-            LEXICAL,
-            mine.model_id,
-            f"the namespace's vectors come from {current.model_id}, not {mine.model_id}: run "
-            "`graphsvc embed --rebuild` to replace them",
-        )
+        return DenseStatus(LEXICAL, mine.model_id, other_model(current, mine))
+
+
+REPLACING = "the namespace's vectors are being replaced: run `graphsvc embed` to finish"
+
+
+def other_model(current: VectorModel, mine: VectorModel) -> str:
+    """Why a namespace whose vectors are ``current``'s is answered lexically by ``mine``."""
+    return (
+        f"the namespace's vectors come from {current.model_id}, not {mine.model_id}: run "
+        "`graphsvc embed --rebuild` to replace them"
+    )
 
 
 def settings_embedder(settings: Settings) -> OnnxEmbedder:

@@ -21,6 +21,7 @@ from typing import Any
 from uuid import UUID
 
 from graphsvc import validity
+from graphsvc.dense import VectorModel
 from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
     NAMESPACE_RE,
@@ -61,11 +62,12 @@ from graphsvc.recall import BundleRequest, Stage, build_belief, build_bundle, ge
 from graphsvc.recall.pipeline import ReadAheadPool, RecallPipeline
 from graphsvc.recall.policy import RecallPolicy
 from graphsvc.requests import BundleQuery, ReconstructQuery
-from graphsvc.retrieval import HYBRID, DenseRecall
+from graphsvc.retrieval import DenseRecall
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store, nothing_to_erase
 from graphsvc.store.journal import isoformats
 from graphsvc.text import analyse_many, estimate_tokens
+from graphsvc.vector_queue import VectorQueue
 
 # Ids derived from content live in this UUIDv5 namespace, so that re-ingesting a file is a no-op.
 CONTENT_ID_NAMESPACE = UUID("6f1c1e0e-5b7a-4d0e-9a53-9b8f3f2c6a10")
@@ -229,6 +231,9 @@ class MemoryService:
         self._read_ahead = ReadAheadPool(2 * settings.api_threads)
         #: The ranking pipeline: every bundle and reconstruct ranks through it.
         self.recall = RecallPipeline(store, self.dense, self.policy, self._read_ahead)
+        #: The vector queue's drainer (:mod:`graphsvc.vector_queue`): a server starts it
+        #: (:meth:`VectorQueue.start`); :meth:`embed` drains with it offline.
+        self.vector_queue = VectorQueue(store, self.dense, settings)
 
     def _now(self, count: int = 1) -> datetime:
         """A timestamp after every one handed out before; ``count`` reserves that many
@@ -457,12 +462,20 @@ class MemoryService:
         """A checked write, recorded from ``start`` (one microsecond a memory) or at the times
         ``recorded`` restores."""
         memories = self._make_memories(namespace, items, start, recorded)
+        inline = self.settings.embed_writes == "inline"
+        if inline:
+            vectors = self._vectors(namespace, memories)
+        else:  # their vectors follow from the queue, which drains namespaces of its model
+            self.dense.declare(self.store, namespace)
+            vectors = None
         result = self.store.upsert_memories(
             namespace,
             memories,
             max_memories=self.settings.max_memories_per_namespace,
-            vectors=self._vectors(namespace, memories),
+            vectors=vectors,
         )
+        if result.created and not inline:
+            self.vector_queue.notify()
         # What was created is what we built; only memories already there are read back.
         if result.unchanged:
             created = set(result.created)
@@ -513,8 +526,9 @@ class MemoryService:
         return stored, result
 
     def _vectors(self, namespace: str, memories: Sequence[Memory]) -> dict[UUID, bytes] | None:
-        """The codes of the memories of a write that have none yet (None: dense recall does not
-        apply to the namespace). Memories already stored with a vector are not encoded again."""
+        """With ``GRAPHSVC_EMBED_WRITES=inline``: the codes of the memories of a write that
+        have none yet (None: dense recall does not apply to the namespace). Memories already
+        stored with a vector are not encoded again."""
         if self.dense.for_namespace(self.store, namespace, writing=True) is None:
             return None
         unique = {m.id: m for m in memories}
@@ -794,6 +808,13 @@ class MemoryService:
             ranking.evidence,
             valid,
         )
+        if ranking.pending_vectors or ranking.retrieval_note is not None:
+            result = result.model_copy(
+                update={
+                    "pending_vectors": ranking.pending_vectors,
+                    "retrieval_note": ranking.retrieval_note,
+                }
+            )
         if run_id is not None:
             self._recall_event(namespace, run_id, step, result)
         return result
@@ -1049,49 +1070,78 @@ class MemoryService:
         return drift_report(run_id, self.events(namespace, run_id))
 
     def stats(self, namespace: str) -> NamespaceStats:
-        """Counts for the namespace, and how its bundles are answered (hybrid or lexical, why)."""
+        """Counts for the namespace, how its bundles are answered (hybrid or lexical, why), and
+        how many of its memories wait for their vector (the vector queue's backlog)."""
         self.check_namespace(namespace)
         counts = self.store.stats(namespace)
         status = self.dense.status(self.store, namespace)
         vectors = self.store.vector_count(namespace)
-        note = status.reason
-        if note is None and status.retrieval == HYBRID and vectors < counts.memories:
-            note = (
-                f"{counts.memories - vectors} memory(ies) have no vector and are found by words "
-                "only: run `graphsvc embed` to encode them"
-            )
+        current = self.store.vector_model(namespace)
+        pending, note = self.dense.backlog(current, vectors, counts.memories)
+        if pending and current is not None:  # a namespace of this model: the queue drains it
+            note = f"{note}; {self.draining()}"
         return counts.model_copy(
             update={
                 "vectors": vectors,
+                "pending_vectors": pending,
                 "retrieval": status.retrieval,
                 "embed_model": status.model,
                 "retrieval_note": note,
             }
         )
 
+    def draining(self) -> str:
+        """Who encodes the vector queue, as a person reads it: this process's queue, another
+        process that holds the store's lease on it, or nobody (then the command that does)."""
+        queue = self.vector_queue.status()
+        if queue.state in ("starting", "idle", "draining"):
+            rate = f" (about {queue.rate:.0f} a second)" if queue.rate >= 1 else ""
+            return f"this server encodes them in the background{rate}"
+        if queue.state == "failing":
+            return f"this server's vector queue is failing ({queue.error}); it tries again"
+        lease = self.store.vector_queue_lease()
+        if lease is not None:
+            return f"{lease.owner} encodes them in the background"
+        return "no server runs the queue: run `graphsvc embed` to encode them"
+
     def embed(
         self,
         namespace: str,
         *,
         rebuild: bool = False,
-        batch: int = 64,
+        batch: int | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        """Give every memory of the namespace a vector of this service's encoder (``graphsvc
-        embed``); the number encoded. Resumable: memories that have a vector are skipped, so an
-        interrupted run is finished by running it again.
+        """Drain the namespace's vector queue here: give every memory that waits for a vector
+        one of this service's encoder (``graphsvc embed``); the number stored. Resumable: the
+        queue is the stores' own and each step is durable, so an interrupted run is finished by
+        running it again (or by a server). ``batch``: memories a step (default
+        ``GRAPHSVC_EMBED_QUEUE_BATCH``); ``progress`` is called with the number of memories
+        each durable step read. ``rebuild``: as :meth:`embed_model`.
+
+        Raises:
+            BadInputError: as :meth:`embed_model`, or ``batch`` is below 1.
+        """
+        if batch is not None:
+            self._in_range("batch", batch, 1, 10_000)
+        model = self.embed_model(namespace, rebuild=rebuild)
+        return self.vector_queue.drain(namespace, model, limit=batch, progress=progress)
+
+    def embed_model(self, namespace: str, *, rebuild: bool = False) -> VectorModel:
+        """Make the namespace's vectors this service's encoder's, and return its model: the
+        model the queue of this namespace is drained with.
 
         Vectors of another model are replaced only with ``rebuild`` (which also re-encodes
         vectors of this model): the namespace is marked as being replaced (lexical recall) and
-        its vectors cleared before the new ones are written, so two models never mix.
-        ``progress`` is called with the number encoded by each durable batch.
+        its vectors cleared, which puts every memory back in the vector queue, before the new
+        model is declared, so two models never mix. A namespace without a model (or whose
+        replacement was interrupted) gets this one.
 
         Raises:
-            BadInputError: dense recall is off, ``batch`` is below 1, or the namespace's vectors
-                come from another model and ``rebuild`` is not set.
+            BadInputError: dense recall is off, or the namespace's vectors come from another
+                model and ``rebuild`` is not set.
         """
         self.check_namespace(namespace)
-        self._in_range("batch", batch, 1, 10_000)
         mine = self.dense.model()
         if mine is None:
             raise BadInputError(f"{self.dense.status().reason}: nothing to encode with")
@@ -1106,16 +1156,7 @@ class MemoryService:
             while self.store.clear_vectors(namespace, 1_000):
                 pass
             self.store.set_vector_model(namespace, mine)
-        done = 0
-        after: UUID | None = None
-        while page := self.store.memories_without_vectors(namespace, after, batch):
-            codes = self.dense.codes([m.text for m in page])
-            self.store.set_vectors(namespace, dict(zip((m.id for m in page), codes, strict=True)))
-            done += len(page)
-            after = page[-1].id
-            if progress is not None:
-                progress(len(page))
-        return done
+        return mine
 
     def namespaces(self) -> list[str]:
         """Every namespace that holds a memory, sorted (for store-wide admin commands)."""
@@ -1138,8 +1179,11 @@ class MemoryService:
         self.store.ping()
 
     def close(self) -> None:
-        """Close the store (connections, files, locks) and stop the threads of the reads beside
-        a request's own and the query encoder's. Safe to call twice."""
+        """Stop the vector queue (its step under way is given up after its current encoder
+        call), close the store (connections,
+        files, locks) and stop the threads of the reads beside a request's own and the query
+        encoder's. Safe to call twice."""
+        self.vector_queue.close(self.settings.shutdown_timeout)
         self._read_ahead.close()
         self.dense.close()
         self.store.close()

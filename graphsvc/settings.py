@@ -122,9 +122,40 @@ class Settings(BaseSettings):
         ge=1,
         le=64,
         description="Encoder calls run at once, each on its own thread (the batches of one write "
-        "or of concurrent queries are shared among them); default 2, or 1 on a machine with one "
-        "usable CPU. Each call is the same one-thread computation, so the vectors are the same "
-        "bits whatever the number; 1 keeps the encoder on one core.",
+        "or of concurrent queries are shared among them, and the vector queue encodes on this "
+        "many threads of its own); default 2, or 1 on a machine with one usable CPU. Each call "
+        "is the same one-thread computation, so the vectors are the same bits whatever the "
+        "number; 1 keeps the encoder on one core.",
+    )
+    embed_writes: Literal["queue", "inline"] = Field(
+        default="queue",
+        description="When a write's vectors are made: `queue` acknowledges the write at lexical "
+        "speed and its memories wait in the durable vector queue, which a server (graphsvc "
+        "serve, graphsvc mcp) drains in the background and `graphsvc embed` drains offline; "
+        "`inline` encodes them inside the write (acknowledged after its vectors, so a search "
+        "by meaning finds a memory as soon as the write returns).",
+    )
+    embed_queue_batch: int = Field(
+        default=128,
+        ge=1,
+        le=10_000,
+        description="Memories the vector queue encodes and stores per step (one durable write); "
+        "a stop gives a step up after the encoder call under way (its memories stay queued).",
+    )
+    embed_queue_poll: float = Field(
+        default=2.0,
+        gt=0.0,
+        le=600.0,
+        description="Seconds between two looks for memories written by other processes (a "
+        "write of this process wakes the queue at once).",
+    )
+    embed_queue_nice: int = Field(
+        default=10,
+        ge=0,
+        le=19,
+        description="Scheduling priority the vector queue's encoder threads give up (Linux "
+        "nice, per thread): requests and queries win the cores while it encodes; 0 keeps it "
+        "at theirs.",
     )
     fusion_mode: Literal["minmax", "zscore", "relative", "raw", "rrf"] = Field(
         default="minmax",

@@ -10,14 +10,21 @@ figures.
    after it; it is killed with SIGKILL at a random moment. The directory is then reopened (as a
    writer: that is the restart) and checked: every acknowledged memory is there, and every
    batch is all there or not at all.
-2. Each corruption scenario, on a fresh small store: the file is damaged as described, the store
+2. ``--queue-kills N`` times (default 10): the same with the vector queue draining. A process
+   writes batches, acknowledged before their vectors, while its background vector queue encodes
+   them with the real encoder (in steps of random sizes, compactions all the time), and is
+   killed at a random moment. After each restart: every acknowledged memory is there, every
+   memory either has its vector or waits in the queue (never both, never neither), and every
+   stored vector is exactly the encoder's codes of its memory's text (none lost, none
+   mismatched). The next process resumes the queue; at the end it is drained to the last vector.
+3. Each corruption scenario, on a fresh small store: the file is damaged as described, the store
    is opened; when it refuses, ``repair`` is run and the store opened again. A scenario is
    "loaded silently" when the store opened, said nothing (no warning) and does not hold exactly
    what was acknowledged: the one outcome that must never happen.
 
-Usage: ``python scripts/mirror_faults.py [--kills 50] [--seed 1] [--keep DIR]``. Exit status 1
-when any acknowledged write was lost, any batch half-applied, any restart failed, or any
-corruption loaded silently.
+Usage: ``python scripts/mirror_faults.py [--kills 50] [--queue-kills 10] [--seed 1] [--keep DIR]``.
+Exit status 1 when any acknowledged write was lost, any batch half-applied, any restart failed,
+any vector was lost, left out of the queue or mismatched, or any corruption loaded silently.
 """
 
 from __future__ import annotations
@@ -77,6 +84,69 @@ while True:
     print("ack", run, batch, ",".join(str(m.id) for m in written), flush=True)
     batch += 1
 """
+
+
+QUEUE_NS = "vectors"
+
+QUEUE_WRITER = """
+import random, sys, time
+from pathlib import Path
+from graphsvc.embed import open_embedder
+from graphsvc.model import MemoryInput
+from graphsvc.retrieval import DenseRecall
+from graphsvc.service import MemoryService
+from graphsvc.settings import Settings
+from graphsvc.store.mirror import MirrorStore
+
+data_dir, run, snapshot_bytes, seed = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(
+    sys.argv[4]
+)
+rng = random.Random(seed)
+store = MirrorStore(data_dir, fsync=True, snapshot_bytes=snapshot_bytes)
+store.open()
+settings = Settings(
+    data_dir=data_dir,
+    fsync=True,
+    embed_queue_batch=rng.choice([1, 5, 16, 64]),
+    embed_queue_poll=0.05,
+    embed_queue_nice=0,
+)
+dense = DenseRecall(open_embedder(workers=2).load(), required=True)
+service = MemoryService(store, settings, dense=dense)
+service.vector_queue.start("mirror_faults")
+print("ready", flush=True)
+batch = 0
+while True:
+    parts = ["kettle", "boiler", "valve", "pump", "fan"]
+    inputs = [
+        MemoryInput(
+            text=f"run {run} batch {batch} item {i}: the {rng.choice(parts)} was checked"
+            + " again" * rng.randint(0, 8)
+        )
+        for i in range(rng.randint(1, 30))
+    ]
+    print("begin", run, batch, len(inputs), flush=True)
+    written = service.remember_many("vectors", inputs)
+    print("ack", run, batch, ",".join(str(m.id) for m in written), flush=True)
+    batch += 1
+    time.sleep(rng.uniform(0.0, 0.15))
+"""
+
+
+@dataclass
+class QueueFigures:
+    kills: int = 0
+    acked: int = 0
+    lost: int = 0
+    vectors_at_kill: list[int] = field(default_factory=list)  # vectors stored at each restart
+    partial_restarts: int = 0  # restarts with some vectors stored and some waiting
+    unqueued: int = 0  # memories with no vector that were not in the queue
+    doubled: int = 0  # memories with a vector that were still in the queue
+    mismatched: int = 0  # stored vectors that are not the encoder's codes of the text
+    unloadable: int = 0
+    drained: int = 0  # vectors the final drain stored
+    final_vectors: int = 0
+    final_memories: int = 0
 
 
 @dataclass
@@ -191,6 +261,112 @@ def kill_loop(root: Path, kills: int, snapshot_bytes: int, rng: random.Random) -
         if (data_dir / journal.SNAPSHOT_NAME).exists():
             gen = journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.gen
             figures.compactions_seen = gen
+    figures.acked = len(acked_ids)
+    return figures
+
+
+def _check_vectors(store: MirrorStore, expected: Callable[[list[str]], list[bytes]],
+                   figures: QueueFigures) -> tuple[int, int]:  # fmt: skip
+    """Count what is wrong with the namespace's vectors and queue; (vectors, memories)."""
+    memories = [m for m in store.export(QUEUE_NS) if isinstance(m, Memory)]
+    waiting = {p.id for p in store.pending_vectors(QUEUE_NS, len(memories) + 1)}
+    # The stored codes themselves (what a search reads), from the store's own table.
+    space = store._spaces.get(QUEUE_NS)  # what is stored
+    table = None if space is None else space.vectors
+    with_vector = [m for m in memories if table is not None and m.id.int in table]
+    for memory in memories:
+        has = table is not None and memory.id.int in table
+        figures.doubled += has and memory.id in waiting
+        figures.unqueued += not has and memory.id not in waiting
+    if with_vector and table is not None:
+        codes = expected([m.text for m in with_vector])
+        for memory, want in zip(with_vector, codes, strict=True):
+            row = table.row_of(memory.id.int)
+            assert row is not None
+            figures.mismatched += table.matrix[row].tobytes() != want
+    return len(with_vector), len(memories)
+
+
+def queue_kill_loop(
+    root: Path, kills: int, snapshot_bytes: int, rng: random.Random
+) -> QueueFigures | str:
+    """kill -9 while the vector queue drains (see the module docstring); a reason when it
+    cannot run (no embedding model installed)."""
+    from graphsvc import dense as codes_of
+    from graphsvc.embed import ModelUnavailableError, open_embedder
+    from graphsvc.retrieval import DenseRecall
+
+    try:
+        encoder = open_embedder().load()
+    except ModelUnavailableError as exc:
+        return f"not run (no embedding model: {exc})"
+    known: dict[str, bytes] = {}
+
+    def expected(texts: list[str]) -> list[bytes]:
+        todo = [t for t in dict.fromkeys(texts) if t not in known]
+        if todo:
+            rows = codes_of.quantize(encoder.embed(todo))
+            known.update(zip(todo, (codes_of.to_bytes(r) for r in rows), strict=True))
+        return [known[t] for t in texts]
+
+    figures = QueueFigures()
+    data_dir = root / "queue-kills"
+    acked_ids: set[UUID] = set()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for run in range(kills):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", QUEUE_WRITER, str(data_dir), str(run), str(snapshot_bytes),
+             str(rng.randrange(1 << 30))],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        ready = proc.stdout.readline()
+        if ready.strip() != b"ready":
+            err = proc.stderr.read().decode() if proc.stderr else ""
+            proc.kill()
+            proc.wait()
+            print(f"queue run {run}: the writer did not start:\n{err}", file=sys.stderr)
+            figures.unloadable += 1
+            continue
+        time.sleep(rng.uniform(0.3, 3.0))
+        os.kill(proc.pid, signal.SIGKILL)
+        out = proc.stdout.read()
+        proc.stdout.close()
+        if proc.stderr is not None:
+            proc.stderr.close()
+        proc.wait()
+        figures.kills += 1
+        for line in out.decode().splitlines(keepends=True):
+            if line.endswith("\n") and line.startswith("ack "):
+                acked_ids.update(UUID(i) for i in line.split(" ", 3)[3].strip().split(","))
+        store = MirrorStore(data_dir, fsync=True, snapshot_bytes=snapshot_bytes)
+        try:
+            store.open()
+        except (StoreCorruptError, StoreUnavailableError) as exc:
+            figures.unloadable += 1
+            print(f"queue run {run}: restart failed: {exc}", file=sys.stderr)
+            continue
+        try:
+            present = store.get_memories(QUEUE_NS, sorted(acked_ids))
+            figures.lost = len(acked_ids) - len(present)
+            vectors, memories = _check_vectors(store, expected, figures)
+            figures.vectors_at_kill.append(vectors)
+            figures.partial_restarts += 0 < vectors < memories
+        finally:
+            store.close()
+    # The last restart resumes the queue and drains it to the end, in this process.
+    store = MirrorStore(data_dir, fsync=True, snapshot_bytes=snapshot_bytes)
+    store.open()
+    try:
+        service = MemoryService(
+            store,
+            Settings(data_dir=data_dir, fsync=True),
+            dense=DenseRecall(encoder, required=True),
+        )
+        figures.drained = service.embed(QUEUE_NS)
+        figures.final_vectors, figures.final_memories = _check_vectors(store, expected, figures)
+    finally:
+        store.close()
     figures.acked = len(acked_ids)
     return figures
 
@@ -480,6 +656,8 @@ def full_disk(root: Path) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=50, help="kill -9 rounds (default 50)")
+    parser.add_argument("--queue-kills", type=int, default=10,
+                        help="kill -9 rounds while the vector queue drains")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1, help="random seed")
     parser.add_argument("--snapshot-bytes", type=int, default=256 * 1024,
                         help="compaction threshold of the writer (default 256 KiB)")  # fmt: skip
@@ -506,6 +684,32 @@ def main() -> int:
             print(f"  restart p50 / max        {restarts[len(restarts) // 2]:.2f} s / "
                   f"{restarts[-1]:.2f} s")  # fmt: skip
         failed |= bool(figures.lost or figures.half_applied or figures.unloadable)
+
+        started = time.perf_counter()
+        queue = queue_kill_loop(root, args.queue_kills, args.snapshot_bytes, rng)
+        print(f"\nkill -9 while the vector queue drains ({time.perf_counter() - started:.0f} s):")
+        if isinstance(queue, str):
+            print(f"  {queue}")
+        else:
+            print(f"  kills                             {queue.kills}")
+            print(f"  acknowledged writes               {queue.acked} memories")
+            print(f"  lost                              {queue.lost}")
+            print(f"  vectors stored at each restart    {queue.vectors_at_kill}")
+            print(f"  restarts mid-drain (some waiting) {queue.partial_restarts}")
+            print(f"  neither encoded nor queued        {queue.unqueued}")
+            print(f"  encoded and still queued          {queue.doubled}")
+            print(f"  vectors not the encoder's codes   {queue.mismatched}")
+            print(f"  unloadable restarts               {queue.unloadable}")
+            print(f"  drained after the last kill       {queue.drained} vectors: "
+                  f"{queue.final_vectors} of {queue.final_memories} memories have one")  # fmt: skip
+            failed |= bool(
+                queue.lost
+                or queue.unqueued
+                or queue.doubled
+                or queue.mismatched
+                or queue.unloadable
+                or queue.final_vectors != queue.final_memories
+            )
 
         print("\ncorruption scenarios:")
         outcomes = [run_scenario(root, i, *spec) for i, spec in enumerate(scenarios(root))]

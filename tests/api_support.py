@@ -180,6 +180,10 @@ def server_env(store: str, extra: dict[str, str] | None = None) -> dict[str, str
             if value is not None:
                 env[f"GRAPHSVC_{name}"] = value
     env["GRAPHSVC_FSYNC"] = "false"
+    # A write's vectors in the write: what a test compares is then the same from one call to
+    # the next (with the queue, a bundle may run before or after the memories' vectors). The
+    # tests of the vector queue ask for it (GRAPHSVC_EMBED_WRITES=queue).
+    env["GRAPHSVC_EMBED_WRITES"] = "inline"
     env.update(extra or {})
     return env
 

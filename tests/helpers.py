@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from graphsvc.embed import ModelUnavailableError, OnnxEmbedder, open_embedder
+from graphsvc.embed import ModelUnavailableError, OnnxEmbedder, Vectors, open_embedder
 from graphsvc.settings import Settings
 
 STORES = ["mirror", pytest.param("neo4j", marks=pytest.mark.neo4j)]
@@ -21,6 +21,25 @@ def fixed_clock(start: datetime | None = None) -> Callable[[], datetime]:
     base = start or datetime(2025, 1, 1, tzinfo=UTC)
     counter = itertools.count()
     return lambda: base + timedelta(seconds=next(counter))
+
+
+class WrappedEncoder:
+    """The real encoder behind a subclass that changes what one call does (the encoder's own
+    failures and timing cannot be had on demand)."""
+
+    def __init__(self, inner: OnnxEmbedder) -> None:
+        self.inner = inner
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> Vectors:
+        return self.inner.embed(texts, query=query)
 
 
 def make_settings(tmp_path: Path, **overrides: object) -> Settings:

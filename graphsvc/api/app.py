@@ -566,12 +566,17 @@ def create_app(
             )
             raise
         state.service = service
+        if owns_store:
+            # Writes are acknowledged before their vectors: this server drains the vector queue
+            # in the background (one process per store drains it: the others stand by).
+            await anyio.to_thread.run_sync(service.vector_queue.start, "graphsvc serve")
         logger.info(
             "graphsvc API ready",
             extra={
                 "fields": {
                     "store": state.store_label,
                     "auth": f"{len(keys)} API key(s)" if len(keys) else "none (loopback only)",
+                    "vector_queue": service.vector_queue.status().state,
                 }
             },
         )
@@ -581,6 +586,11 @@ def create_app(
         finally:
             state.service = None
             if owns_store:
+                # The step under way is given up after its encoder call; what waits stays in the
+                # store's queue for the next start.
+                await anyio.to_thread.run_sync(
+                    service.vector_queue.close, settings.shutdown_timeout
+                )
                 await anyio.to_thread.run_sync(service.close)
             logger.info("graphsvc API stopped; store closed")
 
@@ -610,6 +620,10 @@ def create_app(
             reason = f"the store is unavailable ({exc.code}): the server's log says why"
             return JSONResponse({"status": "not ready", "reason": reason}, status_code=503)
         recall = service.dense.status()
+        queue = service.vector_queue.status()
+        # A backlog does not make the server unready: every request is answered, words find
+        # every memory at once, and each bundle says how many memories wait for their vector
+        # (pendingVectors). The figures are here for whoever watches the backlog drain.
         return JSONResponse(
             {
                 "status": "ready",
@@ -617,6 +631,15 @@ def create_app(
                 "retrieval": recall.retrieval,
                 "embedModel": recall.model,
                 "retrievalNote": recall.reason,
+                "vectorQueue": {
+                    "state": queue.state,
+                    "pending": queue.pending,
+                    "drainedBy": queue.owner,
+                    "stored": queue.stored,
+                    "perSecond": round(queue.rate, 1),
+                    "skipped": queue.skipped,
+                    "error": queue.error,
+                },
             }
         )
 

@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from graphsvc.bootstrap import store_label
 from graphsvc.cli.common import common_options, emit_json, make_settings, opened
+from graphsvc.cli.embed import vectors_after_write
 from graphsvc.cli.output import print_belief, print_bundle
 from graphsvc.cli.requests import request_of, request_options
 from graphsvc.errors import BadInputError
@@ -47,6 +48,7 @@ def demo(data_dir: Path | None, namespace: str | None) -> None:
             click.echo(f"graphsvc demo on the {store_label(service.settings)}, namespace {ns!r}")
             plan = parse_jsonl(demo_lines(), "demo.jsonl")
             report = ingest(service, ns, plan, name="demo.jsonl", progress=False)
+            vectors_after_write(service, ns, wait=True, show=False, quiet=True)
             click.echo(
                 f"loaded {report.memories_created} memories ({report.memories_unchanged} already "
                 f"there) and {report.links} links: a checkout outage and its causes\n"
@@ -78,39 +80,74 @@ writers_option = click.option(
 )
 
 
+embed_option = click.option(
+    "--embed/--no-embed",
+    default=True,
+    show_default=True,
+    help="With dense recall on, encode the vectors of the memories written (they wait in the "
+    "vector queue once the write is acknowledged) here, with a progress bar, unless a server "
+    "runs the store's vector queue; --no-embed leaves them to a server or `graphsvc embed`.",
+)
+
+
 # Files are read as bytes and decoded line by line (graphsvc.ingest.parse_jsonl), so that a file
 # that is not UTF-8 is refused naming its line, like any other bad line.
 @click.command("ingest")
 @common_options
 @writers_option
+@embed_option
 @click.argument("file", type=click.File("rb"))
-def ingest_command(file: Any, data_dir: Path | None, namespace: str | None, writers: int) -> None:
+def ingest_command(
+    file: Any, data_dir: Path | None, namespace: str | None, writers: int, embed: bool
+) -> None:
     """Write memories and links from a JSON Lines FILE ('-' for stdin).
 
     The whole file is validated first (errors name the line; nothing is written). Writes are
-    idempotent, so an interrupted ingest is resumed by running it again.
+    idempotent, so an interrupted ingest is resumed by running it again. With dense recall on,
+    a write is acknowledged before its vectors; they follow from the vector queue (see --embed).
     """
     name = getattr(file, "name", "<stdin>")
     plan = parse_jsonl(file, name)
     with opened(data_dir, namespace) as (service, ns):
         report = ingest(service, ns, plan, name=name, writers=writers)
+        written = report.memories_created + report.memories_unchanged
+        rate = (
+            f" in {report.memory_seconds:.1f} s ({written / report.memory_seconds:,.0f} "
+            "memories/s acknowledged)"
+            if written and report.memory_seconds > 0
+            else ""
+        )
         click.echo(
             f"ingested {name} into {ns!r}: {report.memories_created} memories created, "
             f"{report.memories_unchanged} unchanged, {report.links} links, "
-            f"{report.evicted} evicted"
+            f"{report.evicted} evicted{rate}"
         )
+        vectors_after_write(service, ns, wait=embed)
 
 
 @click.command("import")
 @common_options
 @writers_option
+@embed_option
 @click.argument("file", type=click.File("rb"))
 @click.pass_context
 def import_command(
-    ctx: click.Context, file: Any, data_dir: Path | None, namespace: str | None, writers: int
+    ctx: click.Context,
+    file: Any,
+    data_dir: Path | None,
+    namespace: str | None,
+    writers: int,
+    embed: bool,
 ) -> None:
     """Import a JSON Lines FILE written by ``graphsvc export`` (same as ingest)."""
-    ctx.invoke(ingest_command, file=file, data_dir=data_dir, namespace=namespace, writers=writers)
+    ctx.invoke(
+        ingest_command,
+        file=file,
+        data_dir=data_dir,
+        namespace=namespace,
+        writers=writers,
+        embed=embed,
+    )
 
 
 @click.command("export")
@@ -226,6 +263,7 @@ def remember(
     )
     with opened(data_dir, namespace) as (service, ns):
         memory = service.remember(ns, item)
+        vectors_after_write(service, ns, wait=True, show=False, quiet=True)
     if as_json:
         emit_json(memory.to_json_dict())
     else:
@@ -292,4 +330,4 @@ def stats(as_json: bool, data_dir: Path | None, namespace: str | None) -> None:
         click.echo(f"{label}, namespace {ns!r}")
         for key, value in result.to_json_dict().items():
             if key != "namespace":
-                click.echo(f"  {key:<14} {'-' if value is None else value}")
+                click.echo(f"  {key:<15} {'-' if value is None else value}")

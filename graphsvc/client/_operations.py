@@ -74,7 +74,8 @@ ANSWER_EVIDENCE_FIELDS = "coverage unseen bm25 cosine agreement attribution marg
 BUNDLE_FIELDS = (
     "query stage budgetTokens minScore usedTokens skipped topScore evidenceCoverage "
     f"answerEvidence {{ {ANSWER_EVIDENCE_FIELDS} }} "
-    "uncoveredTerms uncoveredWords chronological orderReason rendered "
+    "uncoveredTerms uncoveredWords chronological orderReason rendered retrieval "
+    "pendingVectors retrievalNote "
     f"capsules {{ {CAPSULE_FIELDS} }} "
     f"excluded {{ {CAPSULE_FIELDS} }}"
 )

@@ -87,6 +87,9 @@ def run_stdio(settings: Settings, api_key: str | None) -> None:
     principal = stdio_principal(settings, configured_keys(settings), api_key)
     service = bootstrap(settings)
     try:
+        # The process owns the store: it drains the vector queue in the background, as
+        # `graphsvc serve` does (service.close stops it).
+        service.vector_queue.start("graphsvc mcp")
         anyio.run(serve_stdio, service, principal)
     finally:
         service.close()

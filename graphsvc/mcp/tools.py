@@ -535,7 +535,9 @@ _ABSTENTION = (
     "abstention off. `evidenceCoverage` (0-1) and `uncoveredWords` (the question's words no "
     "capsule mentions) say what may be missing. A capsule whose `validity` is not CURRENT is "
     "no longer (or not yet) true, and `rendered` marks it ([until 2024-06-01, superseded]). "
-    "`asOf` answers as of a past instant (`asOfMode` VALID: true then; KNOWN: recorded then)."
+    "`asOf` answers as of a past instant (`asOfMode` VALID: true then; KNOWN: recorded then). "
+    "`pendingVectors` above 0: that many memories wait for their vector, found by words but "
+    "not yet by meaning (`retrievalNote` says why recall by meaning was incomplete or off)."
 )
 
 

@@ -45,7 +45,8 @@ T = TypeVar("T")
 class Ranking:
     """A query's ranked window: its terms and statistics, the scored memories (supersessions
     applied), how it was found, the evidence that memory holds the answer and the probability
-    answerability makes of it (``top_score``, what ``minScore`` is compared with)."""
+    answerability makes of it (``top_score``, what ``minScore`` is compared with), and what
+    recall by meaning did not see."""
 
     terms: list[str]
     stats: TermStats
@@ -53,6 +54,10 @@ class Ranking:
     retrieval: Retrieval
     evidence: Evidence
     top_score: float
+    #: Memories of the namespace that wait for their vector (found by words only), and why
+    #: recall by meaning is incomplete or off (None: complete): :meth:`DenseRecall.backlog`.
+    pending_vectors: int = 0
+    retrieval_note: str | None = None
 
 
 class ReadAheadPool:
@@ -277,7 +282,17 @@ class RecallPipeline:
         # Memory that offers nothing cannot hold the answer, whatever the model would make of
         # the evidence of an empty ranking.
         top = probability(evidence, model) if scored else 0.0
-        return Ranking(terms, stats, apply_supersessions(scored, pairs), retrieval, evidence, top)
+        pending, note = self.dense.backlog(recalled.model, recalled.vectors, stats.n_docs)
+        return Ranking(
+            terms,
+            stats,
+            apply_supersessions(scored, pairs),
+            retrieval,
+            evidence,
+            top,
+            pending,
+            note,
+        )
 
     def hits_and_walk(
         self, namespace: str, cue: str, k: int, depth: int, as_of: AsOf | None = None

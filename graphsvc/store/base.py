@@ -250,13 +250,15 @@ class ReadAhead:
 @dataclass(frozen=True)
 class Recalled:
     """What a bundle reads first (:meth:`Store.recall_window`): the query's term statistics,
-    its candidates' columns, the namespace's vector model, and what was read ahead of the
-    window (None: nothing)."""
+    its candidates' columns, the namespace's vector model, what was read ahead of the window
+    (None: nothing), and how many of the namespace's memories have a vector (the rest wait for
+    theirs: ``stats.n_docs - vectors``)."""
 
     stats: TermStats
     columns: CandidateColumns
     model: VectorModel | None
     ahead: ReadAhead | None = None
+    vectors: int = 0
 
 
 #: What an overview counts memories by (:meth:`Store.facet_counts`): ``kind``; ``tag`` (each
@@ -328,6 +330,39 @@ def bad_facet(facet: str) -> BadInputError:
 
 #: How far a fact's history reaches (:meth:`Store.supersession_chain`), in SUPERSEDES hops.
 HISTORY_HOPS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class PendingVector:
+    """A memory that waits for its vector (:meth:`Store.pending_vectors`): its id, its
+    ``recordedAt`` in microseconds (which names this very memory: one forgotten and written
+    again under the same id is recorded at another instant) and the text to encode."""
+
+    id: UUID
+    recorded_us: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class VectorBacklog:
+    """A namespace whose memories wait for vectors (:meth:`Store.vector_backlogs`): how many
+    (its memories less its vectors), how many vectors it holds, and its vector model (None:
+    not declared yet, or being replaced)."""
+
+    namespace: str
+    pending: int
+    vectors: int
+    model: VectorModel | None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLease:
+    """Who drains the vector queue of a store (:meth:`Store.vector_queue_lease`): ``owner``
+    (a process's own name for itself) and the seconds left before the lease lapses unless it
+    is renewed."""
+
+    owner: str
+    seconds_left: float
 
 
 class Store(ABC):
@@ -521,7 +556,9 @@ class Store(ABC):
         ahead would save it nothing); one that waits on a server answers all of it in one
         round trip."""
         stats, columns = self.recall_columns(namespace, terms, limit, as_of)
-        return Recalled(stats, columns, self.vector_model(namespace))
+        return Recalled(
+            stats, columns, self.vector_model(namespace), vectors=self.vector_count(namespace)
+        )
 
     @abstractmethod
     def supersessions(
@@ -671,15 +708,57 @@ class Store(ABC):
         """Every namespace that holds at least one memory, sorted."""
 
     @abstractmethod
-    def memories_without_vectors(
-        self, namespace: str, after: UUID | None, limit: int
-    ) -> list[Memory]:
-        """Up to ``limit`` memories of the namespace that have no vector, by id (as a string)
-        ascending, starting after ``after``: the pages ``graphsvc embed`` backfills."""
-
-    @abstractmethod
     def vector_count(self, namespace: str) -> int:
         """How many memories of the namespace have a vector."""
+
+    # -- the vector queue: memories that wait for their vector -----------------------------------
+    #
+    # A memory waits for its vector from the write that creates it (unless that write gives
+    # it one) until a vector is stored for it; clearing a vector puts it back. The stores keep
+    # an index of the waiting memories (the embedded store a sorted set of rows, Neo4j an
+    # indexed property), so the queue's work grows with the backlog, never with the namespace.
+
+    @abstractmethod
+    def pending_vectors(self, namespace: str, limit: int) -> list[PendingVector]:
+        """Up to ``limit`` memories of the namespace that wait for their vector, oldest
+        recorded first (memories recorded at the same microsecond, which only writes of two
+        processes can be, in an order of the store's), read through the index of waiting
+        memories: the cost grows with ``limit``."""
+
+    @abstractmethod
+    def fill_vectors(
+        self,
+        namespace: str,
+        model: VectorModel,
+        vectors: Sequence[tuple[PendingVector, bytes]],
+    ) -> int:
+        """Store the vectors of memories that waited for one, in one atomic write, and say how
+        many were stored. Nothing is stored unless the namespace's vector model is still
+        ``model``; a memory's vector is stored only while it still waits for one and is the
+        memory :meth:`pending_vectors` named (the same id recorded at the same instant): one
+        forgotten, given a vector meanwhile, or forgotten and written again is left as it is.
+        So two drainers of one queue, or a drainer racing a rebuild, never write a vector twice
+        or onto another model's namespace. BadInputError for a vector of the wrong length."""
+
+    @abstractmethod
+    def vector_backlogs(self) -> list[VectorBacklog]:
+        """Every namespace with memories waiting for vectors, by namespace (from the kept
+        counts: one entry per namespace, no memory read)."""
+
+    @abstractmethod
+    def take_vector_queue(self, owner: str, seconds: float) -> bool:
+        """Take or renew the lease on this store's vector queue for ``seconds``: True when
+        ``owner`` holds it now (it was free, lapsed, or already ``owner``'s). One process at a
+        time drains a store's queue; a holder that stops renewing (killed) loses it when it
+        lapses."""
+
+    @abstractmethod
+    def release_vector_queue(self, owner: str) -> None:
+        """Give the lease up, if ``owner`` holds it."""
+
+    @abstractmethod
+    def vector_queue_lease(self) -> QueueLease | None:
+        """Who holds the lease on the vector queue now (None: nobody, or it lapsed)."""
 
     @abstractmethod
     def similar(
@@ -859,8 +938,11 @@ __all__ = [
     "CandidateColumns",
     "CandidatePlan",
     "FacetCounts",
+    "PendingVector",
+    "QueueLease",
     "Store",
     "TermStats",
+    "VectorBacklog",
     "Walk",
     "bad_facet",
     "bad_model",

@@ -52,9 +52,12 @@ from graphsvc_lab.eval.metrics import percentile
 
 START_SECONDS = 120.0
 LOAD_BATCH = 500
-#: Memories per write with dense recall on: each is encoded in the request, and a batch must
-#: finish within the server's GRAPHSVC_REQUEST_TIMEOUT on a busy machine.
+#: Memories per write with dense recall on and GRAPHSVC_EMBED_WRITES=inline: each is encoded in
+#: the request, and a batch must finish within the server's GRAPHSVC_REQUEST_TIMEOUT on a busy
+#: machine. With the vector queue (the default) a write is acknowledged before its vectors.
 EMBED_LOAD_BATCH = 50
+#: The longest the bench waits for the server's vector queue to drain after the load (seconds).
+VECTORS_SECONDS = 4 * 3600.0
 BUNDLE_TARGET_RPS = 300.0  # bundle on the embedded store, lexical, one worker, 2 cores
 REQUEST_TIMEOUT = 60.0  # seconds one request may take before it counts as an error
 CLIENTS = ("raw", "httpx")
@@ -299,6 +302,28 @@ def load(url: str, key: str, corpus: Corpus, batch: int = LOAD_BATCH) -> tuple[f
                 {"i": links[start : start + LOAD_BATCH]},
             )
         return memories_s, time.perf_counter() - began
+
+
+def wait_for_vectors(url: str, key: str, timeout: float = VECTORS_SECONDS) -> float:
+    """Wait until no memory of the bench's namespace waits for its vector (``stats
+    { pendingVectors }``), so that the timed requests neither compete with the server's vector
+    queue nor meet memories without a vector; the seconds waited.
+
+    Raises:
+        click.ClickException: the backlog did not drain within ``timeout``.
+    """
+    began = time.perf_counter()
+    with httpx.Client(headers={"Authorization": f"Bearer {key}"}) as http:
+        while True:
+            pending = _post(http, url, "{ stats { pendingVectors } }", {})["stats"]
+            if pending["pendingVectors"] == 0:
+                return time.perf_counter() - began
+            if time.perf_counter() - began > timeout:
+                raise click.ClickException(
+                    f"the server's vector queue did not drain in {timeout:.0f} s: "
+                    f"{pending['pendingVectors']} memories still wait"
+                )
+            time.sleep(0.5)
 
 
 @dataclass
@@ -667,7 +692,8 @@ def bench_http(
         f"CPU(s); load average {load_average()}"
     )
     runs: dict[tuple[int, str], list[Figures]] = {}
-    memories_s = links_s = 0.0
+    memories_s = links_s = vectors_s = 0.0
+    inline = env.get("GRAPHSVC_EMBED_WRITES") == "inline"
     loaded = erased = False
     try:
         for index, workers in enumerate(counts):
@@ -675,7 +701,7 @@ def bench_http(
             try:
                 click.echo(f"server with {workers} worker(s): pid {server.process.pid}")
                 if not loaded:
-                    batch = EMBED_LOAD_BATCH if embed == "on" else LOAD_BATCH
+                    batch = EMBED_LOAD_BATCH if embed == "on" and inline else LOAD_BATCH
                     memories_s, links_s = load(server.url, key, corpus, batch)
                     loaded = True
                     click.echo(
@@ -683,6 +709,13 @@ def bench_http(
                         f"({memories / memories_s:,.0f}/s over HTTP) and {len(corpus.links)} "
                         f"links in {links_s:.1f} s"
                     )
+                    if embed == "on" and not inline:
+                        vectors_s = wait_for_vectors(server.url, key)
+                        click.echo(
+                            f"the server's vector queue drained {vectors_s:.1f} s after the load "
+                            f"({memories / (memories_s + links_s + vectors_s):,.0f} memories/s "
+                            "from the first write to the last vector)"
+                        )
                 for operation in chosen:
                     for _ in range(repeat):
                         figures = asyncio.run(
@@ -725,6 +758,7 @@ def bench_http(
                 "workers": counts,
                 "load_memories_s": round(memories_s, 3),
                 "load_links_s": round(links_s, 3),
+                "vectors_after_load_s": round(vectors_s, 3),
                 "namespace": namespace,
                 "namespace_erased": erased,
                 "operations": [asdict(median_run(found)) for found in runs.values()],

@@ -190,7 +190,35 @@ def test_embed_on_reports_vectors_and_encodes_every_memory(
     assert figures["vector_bytes_per_memory"] == 384
     assert figures["model_load_s"] > 0
     assert figures["query_encode_p50_ms"] > 0
+    # The vectors followed from the queue, drained from the first write on.
+    assert config["embed_writes"] == "queue"
+    assert 0 < figures["vectors_after_ingest_s"] <= figures["vectors_complete_s"]
+    assert figures["vectors_per_s"] == pytest.approx(30 / figures["vectors_complete_s"])
+    assert figures["vectors_per_cpu_s"] > 0 and figures["memory_tokens_p50"] > 2
+    assert ("disk_bytes_per_memory" in figures) == (config["store"] == "embedded")
+    assert "vectors_per_s" in {t["metric"] for t in report["targets"]}
     assert memories_left(open_store, report["environment"]["namespace"]) == 0
+
+
+def test_embed_writes_inline_encodes_in_the_writes_and_words_shape_the_corpus(
+    where: tuple[list[str], Any], tmp_path: Path
+) -> None:
+    installed_model("bench --embed-writes inline")
+    args, _ = where
+    small = ["--memories", "20", "--queries", "3", "--rounds", "1", "--embed", "on"]
+    _, report = run_bench(
+        [*args, *small, "--embed-writes", "inline", "--memory-words", "2-3"], tmp_path
+    )
+    figures, config = report["figures"], report["config"]
+    assert (config["embed_writes"], config["memory_words"]) == ("inline", [2, 3])
+    assert figures["vectors_stored"] == 20 and figures["vectors_after_ingest_s"] == 0
+    assert figures["vectors_complete_s"] == figures["ingest_memories_s"]  # in the writes
+    assert figures["memory_tokens_p50"] < 20  # two or three pseudo-words
+
+
+def test_memory_words_must_be_a_range() -> None:
+    result = CliRunner().invoke(lab_cli, ["bench", "--memories", "10", "--memory-words", "9-3"])
+    assert result.exit_code == 2 and "--memory-words" in result.output
 
 
 def test_embed_synthetic_stores_word_hash_vectors_and_sets_no_targets(

@@ -162,6 +162,7 @@ def hybrid_loaded(
             plan = parse_jsonl(lines(locomo_rows(conversation, str(index), run)))
             for service in services:
                 ingest(service, ns, plan, progress=False)
+                service.embed(ns)  # the vector queue drained: parity holds once it is empty
             namespaces.append(ns)
         yield services[0], services[1], namespaces
 

@@ -756,6 +756,7 @@ BUNDLE_QUERY = """query($q: String!, $b: Int) { bundle(query: $q, budgetTokens: 
   query stage retrieval budgetTokens minScore usedTokens skipped topScore evidenceCoverage
   uncoveredTerms uncoveredWords chronological orderReason rendered asOf { at mode }
   answerEvidence { coverage unseen bm25 cosine agreement attribution margin }
+  pendingVectors retrievalNote
   capsules { memoryId text kind score tokens matchedTerms matchedWords reason supersededBy
     validity }
   excluded { memoryId text kind score tokens matchedTerms matchedWords reason supersededBy

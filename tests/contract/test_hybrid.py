@@ -43,8 +43,15 @@ def encoder() -> OnnxEmbedder:
 @pytest.fixture
 def hybrid(store: Store, tmp_path: Path, encoder: OnnxEmbedder) -> MemoryService:
     return MemoryService(
-        store, make_settings(tmp_path), clock=fixed_clock(), dense=DenseRecall(encoder)
+        store, inline_settings(tmp_path), clock=fixed_clock(), dense=DenseRecall(encoder)
     )
+
+
+def inline_settings(tmp_path: Path, **changes: object) -> Settings:
+    """Settings whose writes store their vectors in the write (GRAPHSVC_EMBED_WRITES=inline):
+    these tests are about ranking, so a bundle right after a write sees every vector (the
+    vector queue's own tests are in test_vector_queue.py)."""
+    return make_settings(tmp_path, embed_writes="inline", **changes)
 
 
 def remember(service: MemoryService, ns: str, texts: list[str]) -> None:
@@ -67,7 +74,7 @@ def test_a_small_namespace_keeps_both_of_two_matches(
 ) -> None:
     # Min-max fusion, fewer vectors than dense_k: no baseline for min-max, so the weaker match
     # is fused relatively and stays above the floor, as it does lexically.
-    settings = make_settings(tmp_path, fusion_mode="minmax", dense_k=40, dense_weight=0.7)
+    settings = inline_settings(tmp_path, fusion_mode="minmax", dense_k=40, dense_weight=0.7)
     hybrid = MemoryService(store, settings, clock=fixed_clock(), dense=DenseRecall(encoder))
     remember(hybrid, ns, [PETS[1], "The tax office moved the return deadline to May."])
     result = hybrid.bundle(ns, "when is the tax return due")
@@ -85,7 +92,7 @@ def test_every_encoder_finds_the_match_alone_in_a_small_namespace(
     except ModelUnavailableError as exc:  # pragma: no cover - the weights are a CI install step
         pytest.fail(f"{model} is not installed ({exc}): bash scripts/install_model.sh --all")
     hybrid = MemoryService(
-        store, make_settings(tmp_path), clock=fixed_clock(), dense=DenseRecall(encoder)
+        store, inline_settings(tmp_path), clock=fixed_clock(), dense=DenseRecall(encoder)
     )
     remember(hybrid, ns, PETS)
     found = hybrid.bundle(ns, "dog destroying furniture", min_score=0.0)
@@ -179,7 +186,9 @@ def test_partial_vectors_are_reported(
     remember(hybrid, ns, PETS[:2])
     remember(service, ns, PETS[2:])
     note = hybrid.stats(ns).retrieval_note
-    assert note is not None and "2 memory(ies) have no vector" in note and "graphsvc embed" in note
+    assert note is not None and "2 memory(ies) wait for their vector" in note
+    assert "graphsvc embed" in note
+    assert hybrid.stats(ns).pending_vectors == 2
 
 
 def test_another_model_is_never_mixed(
@@ -189,7 +198,7 @@ def test_another_model_is_never_mixed(
     # The same weights cut at another length are another model (another model_id).
     other = OnnxEmbedder(MINILM_INT8, max_length=64)
     changed = MemoryService(
-        store, make_settings(tmp_path), clock=fixed_clock(), dense=DenseRecall(other)
+        store, inline_settings(tmp_path), clock=fixed_clock(), dense=DenseRecall(other)
     )
     stats = changed.stats(ns)
     assert stats.retrieval == "lexical"
@@ -266,7 +275,7 @@ CHAT = [
 def hybrid_with(
     store: Store, tmp_path: Path, encoder: OnnxEmbedder, **changes: object
 ) -> MemoryService:
-    settings = make_settings(tmp_path, **changes)
+    settings = inline_settings(tmp_path, **changes)
     return MemoryService(store, settings, clock=fixed_clock(), dense=DenseRecall(encoder))
 
 

@@ -238,9 +238,7 @@ def test_a_namespace_written_before_vectors_existed_keeps_working(neo: Neo4jStor
     assert neo.vector_count(ns) == 0
     assert neo.vector_model(ns) is None
     assert neo.similar(ns, random_codes(1, 10, 6)[0], 3, []) == []
-    assert [m.id for m in neo.memories_without_vectors(ns, None, 10)] == sorted(
-        (m.id for m in stored), key=str
-    )
+    assert [m.id for m in neo.pending_vectors(ns, 10)] == [m.id for m in stored]
     neo.set_vector_model(ns, VectorModel("ten-d", 10))
     codes = random_codes(5, 10, 7)
     assert neo.set_vectors(ns, {m.id: c for m, c in zip(stored, codes, strict=True)}) == 5
@@ -463,3 +461,50 @@ def test_a_scan_is_complete_or_fetches_everything_that_can_reach_the_kth() -> No
     assert tied.floor == pytest.approx((1.0 + 0.3 - neo4j_vectors.SLACK) / 2.0)
     assert ask(tied, answer("scan", least=0.3), k=10, kth=0.3, zero=False, first=400) is None
     assert ask(scan, answer("scan", least=0.0), k=10, kth=0.0, zero=True, first=400) is None
+
+
+# -- the vector queue's index ---------------------------------------------------------------------
+
+
+@pytest.mark.neo4j
+def test_the_head_of_the_vector_queue_reads_no_more_than_its_page(neo: Neo4jStore, ns: str) -> None:
+    """The queue's work grows with the page asked, not with the backlog or the namespace: the
+    index is read in order and cut at the limit (no sort of the whole backlog)."""
+    written.append(ns)
+    stored = memories(ns, 120)
+    neo.upsert_memories(ns, stored, max_memories=CAP)
+    assert [p.id for p in neo.pending_vectors(ns, 5)] == [m.id for m in stored[:5]]
+    plan = profiled_rows(query("pending_vectors"), {"ns": ns, "limit": 5})
+    operators = {operator for operator, _, _ in plan}
+    assert any(
+        "memory_vector_queue" in details or "vectorQueuedUs" in details
+        for operator, details, _ in plan
+        if operator.startswith("NodeIndexSeek")
+    )
+    assert not operators & {"Sort@neo4j", "Top@neo4j", "NodeByLabelScan@neo4j"}, plan
+    assert max(rows for _, _, rows in plan) <= 5, plan
+
+
+@pytest.mark.neo4j
+def test_a_database_written_before_the_vector_queue_gets_its_queue_at_open(
+    neo: Neo4jStore, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written.append(ns)
+    stored = memories(ns, 7)
+    neo.upsert_memories(ns, stored, max_memories=CAP)
+    neo.set_vector_model(ns, VectorModel("ten-d", 10))
+    assert neo.set_vectors(ns, {stored[2].id: random_codes(1, 10, 5)[0]}) == 1
+    # What an older graphsvc left: no memory in the queue, and no word of one on the namespace.
+    cypher("MATCH (m:Memory {namespace: $ns}) REMOVE m.vectorQueuedUs", ns=ns)
+    cypher("MATCH (s:NamespaceStat {namespace: $ns}) REMOVE s.vectorQueue", ns=ns)
+    assert neo.pending_vectors(ns, 10) == []
+    monkeypatch.setattr(neo4j_vectors, "QUEUE_PAGE", 3)  # several pages
+    again = neo4j_store_factory()()
+    again.open()
+    try:
+        waiting = [m.id for m in stored if m.id != stored[2].id]
+        assert [p.id for p in again.pending_vectors(ns, 10)] == waiting
+        flag = cypher("MATCH (s:NamespaceStat {namespace: $ns}) RETURN s.vectorQueue AS q", ns=ns)
+        assert flag == [{"q": True}]
+    finally:
+        again.close()

@@ -86,7 +86,8 @@ def write(
 
 
 def without(store: Store, ns: str, limit: int = 1000) -> list[UUID]:
-    return [m.id for m in store.memories_without_vectors(ns, None, limit)]
+    """The memories that wait for a vector (the vector queue), by id."""
+    return sorted((m.id for m in store.pending_vectors(ns, limit)), key=str)
 
 
 # -- the vector model ----------------------------------------------------------------------------
@@ -207,28 +208,24 @@ def test_set_vectors_replaces_and_skips_ids_the_namespace_does_not_hold(
     assert store.set_vectors(ns, {uuid4(): codes[6]}) == 0
 
 
-def test_memories_without_vectors_page_by_id(store: Store, ns: str) -> None:
+def test_the_vector_queue_holds_the_memories_without_a_vector_oldest_first(
+    store: Store, ns: str
+) -> None:
     store.set_vector_model(ns, MODEL)
     stored = memories(ns, 23)
     codes = random_codes(len(stored), 40)
     with_vector = {m.id: codes[i] for i, m in enumerate(stored) if i % 3 == 0}
-    write(store, ns, stored, with_vector)
-    missing = sorted((m.id for m in stored if m.id not in with_vector), key=str)
-    pages: list[list[UUID]] = []
-    after: UUID | None = None
-    while True:
-        page = store.memories_without_vectors(ns, after, 4)
-        if not page:
-            break
-        pages.append([m.id for m in page])
-        after = page[-1].id
-    assert [len(p) for p in pages] == [4, 4, 4, 3]
-    assert [mid for page in pages for mid in page] == missing
-    page = store.memories_without_vectors(ns, missing[5], 2)
-    assert [m.id for m in page] == missing[6:8]
-    assert page[0] == next(m for m in stored if m.id == missing[6])  # whole memories
-    assert store.memories_without_vectors(ns, missing[-1], 10) == []
-    assert store.memories_without_vectors(f"{ns}-empty", None, 10) == []
+    write(store, ns, list(reversed(stored)), with_vector)  # written in any order
+    waiting = [m for m in stored if m.id not in with_vector]  # recorded in this order
+    head = store.pending_vectors(ns, 4)
+    assert [(p.id, p.text) for p in head] == [(m.id, m.text) for m in waiting[:4]]
+    assert [p.recorded_us for p in head] == [
+        (m.recorded_at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+        for m in waiting[:4]
+    ]
+    assert [p.id for p in store.pending_vectors(ns, 100)] == [m.id for m in waiting]
+    assert store.pending_vectors(ns, 0) == []
+    assert store.pending_vectors(f"{ns}-empty", 10) == []
 
 
 def test_clear_vectors_works_in_atomic_batches(store: Store, ns: str) -> None:
@@ -397,4 +394,4 @@ def test_forget_erase_and_eviction_take_the_vector_with_the_memory(store: Store,
     store.erase(ns, EraseFilter(everything=True), at=BASE, batch_size=3)
     assert store.vector_count(ns) == 0
     assert store.similar(ns, query, 5, ids) == []
-    assert store.memories_without_vectors(ns, None, 5) == []
+    assert store.pending_vectors(ns, 5) == []

@@ -142,7 +142,7 @@ def state(store: MirrorStore) -> dict[str, Any]:
             "links_of": store.links_of(ns, ids[:20]),
             "supersessions": store.supersessions(ns, ids),
             "get": store.get_memories(ns, list(reversed(ids))),
-            "without_vectors": store.memories_without_vectors(ns, None, 1000),
+            "pending_vectors": store.pending_vectors(ns, 1000),
         }
     return out
 

@@ -73,7 +73,7 @@ def vector_state(store: MirrorStore, namespaces: tuple[str, ...]) -> dict[str, A
         out[ns] = {
             "model": model,
             "count": store.vector_count(ns),
-            "without": [m.id for m in store.memories_without_vectors(ns, None, CAP)],
+            "without": [m.id for m in store.pending_vectors(ns, CAP)],
             "similar": [
                 store.similar(ns, q[: model.dimension], 1000, []) if model else None
                 for q in queries
@@ -255,7 +255,7 @@ def test_data_without_vector_records_loads_without_vectors(tmp_path: Path) -> No
     try:
         assert store.vector_model("alpha") is None
         assert store.vector_count("alpha") == 0
-        assert len(store.memories_without_vectors("alpha", None, 10)) == 4
+        assert len(store.pending_vectors("alpha", 10)) == 4
         assert store.similar("alpha", random_codes(1, 3)[0], 5, []) == []
     finally:
         store.close()

@@ -34,6 +34,15 @@ from graphsvc.store.mirror.vectors import VectorTable
 
 #: Rows added at once from which their postings are built with numpy rather than row by row.
 BULK_ROWS = 64
+#: The bits of a memory key (``UUID.int``) in a :func:`queue_key`.
+KEY_BITS = 128
+KEY_MASK = (1 << KEY_BITS) - 1
+
+
+def queue_key(recorded_us: int, key: int) -> int:
+    """One integer that sorts a waiting memory by ``(recordedAt, id)``, as the vector queue
+    is read (:attr:`MirrorNamespace.pending`): one int per memory instead of a tuple."""
+    return (recorded_us << KEY_BITS) + key
 
 
 @dataclass
@@ -55,9 +64,11 @@ class MirrorNamespace:
     # (None while there is none).
     model: VectorModel | None = None
     vectors: VectorTable | None = None
-    # Every memory key in order (str(id) order), built by the first call that pages by id and
-    # kept up to date from then on.
-    by_id: SortedList | None = None
+    # The memories that wait for their vector (the vector queue), each as
+    # ``queue_key(recordedAt in microseconds, id.int)``, oldest first: built by the first call
+    # that reads the queue (empty at once when every memory has a vector) and kept up to date
+    # by every change from then on.
+    pending: SortedList | None = None
     # How many memories have each kind, tag, source and day (kept by every change).
     facets: Facets = field(default_factory=Facets)
 
@@ -149,8 +160,9 @@ class MirrorState:
         space.order.update(order)
         space.total_length += total
         space.facets.add(table, rows)
-        if space.by_id is not None:
-            space.by_id.update(key for _, key in order)
+        if space.pending is not None:  # new memories wait for their vectors (a write that
+            # gives them one takes them out again: _put_vectors)
+            space.pending.update(queue_key(us, key) for us, key in order)
 
     @staticmethod
     def _index_bulk(space: MirrorNamespace, rows: Sequence[int]) -> None:
@@ -203,6 +215,8 @@ class MirrorState:
             return
         counts = table.term_counts(row)
         length = table.lengths[row]
+        if space.pending is not None:
+            space.pending.discard(queue_key(table.recorded[row], key))
         space.facets.remove(table, row)
         table.remove(key)
         space.order.remove((table.recorded[row], key))
@@ -216,8 +230,6 @@ class MirrorState:
         for belief_id in space.beliefs_of.pop(key, set()):
             MirrorState._remove_belief(space, belief_id)
         self._remove_vector(space, key)
-        if space.by_id is not None:
-            space.by_id.remove(key)
 
     @staticmethod
     def _remove_postings(space: MirrorNamespace, rows_by_term: dict[int, list[int]]) -> None:
@@ -262,12 +274,45 @@ class MirrorState:
         matrix = np.frombuffer(b"".join(codes for _, codes in vectors), dtype=np.int8)
         table.put(ids, matrix.reshape(len(ids), model.dimension))
         space.vectors = table
+        pending = space.pending
+        if pending is not None:
+            memories = space.memories
+            recorded, row_of = memories.recorded, memories.row_of
+            for mid in ids:
+                pending.discard(queue_key(recorded[row_of[mid.int]], mid.int))
 
     @staticmethod
     def _remove_vector(space: MirrorNamespace, key: int) -> None:
+        """Remove a memory's vector, if it has one; a memory still stored then waits for a
+        vector again."""
         table = space.vectors
-        if table is not None and table.remove(key) and not len(table):
+        if table is None or not table.remove(key):
+            return
+        if not len(table):
             space.vectors = None
+        row = space.memories.row_of.get(key)
+        if row is not None and space.pending is not None:
+            space.pending.add(queue_key(space.memories.recorded[row], key))
+
+    @staticmethod
+    def _pending(space: MirrorNamespace) -> SortedList:
+        """The namespace's vector queue (:attr:`MirrorNamespace.pending`), built on first use:
+        empty at once when every memory has a vector, else from one pass over the rows (after
+        a reopen with a backlog); kept up to date by every change from then on."""
+        if space.pending is None:
+            table = space.memories
+            vectors = space.vectors
+            waiting = len(table) - (0 if vectors is None else len(vectors))
+            if waiting <= 0:
+                space.pending = SortedList()
+            else:
+                recorded = table.recorded
+                space.pending = SortedList(
+                    queue_key(recorded[row], key)
+                    for key, row in table.row_of.items()
+                    if vectors is None or key not in vectors
+                )
+        return space.pending
 
     def _erase_memories(
         self, space: MirrorNamespace, keys: Sequence[int]
@@ -294,13 +339,6 @@ class MirrorState:
                     events[index] = event.model_copy(update={"detail": detail})
                     rewritten.add((run, index))
         return len(links), len(beliefs), rewritten
-
-    @staticmethod
-    def _by_id(space: MirrorNamespace) -> SortedList:
-        """The namespace's memory keys in order (built on first use, then kept up to date)."""
-        if space.by_id is None:
-            space.by_id = SortedList(space.memories)
-        return space.by_id
 
     @staticmethod
     def _add_link(space: MirrorNamespace, link: Link) -> None:

@@ -39,8 +39,11 @@ from graphsvc.store.base import (
     Candidate,
     CandidateColumns,
     FacetCounts,
+    PendingVector,
+    QueueLease,
     Store,
     TermStats,
+    VectorBacklog,
     Walk,
     bad_facet,
     bad_model,
@@ -69,7 +72,7 @@ from graphsvc.store.mirror.rows import (
     log_vector_rows,
     memory_fields,
 )
-from graphsvc.store.mirror.state import MirrorNamespace
+from graphsvc.store.mirror.state import KEY_BITS, KEY_MASK, MirrorNamespace
 from graphsvc.store.mirror.table import (
     NO_TIME,
     LinkTuple,
@@ -133,6 +136,9 @@ class MirrorStore(MirrorLoader, Store):
         self._open = False
         # Threads a search by meaning splits a large namespace's vectors over (close stops them).
         self._search = SearchPool(search_threads)
+        # Who drains the vector queue, and until when (time.monotonic()): one process holds
+        # the data directory, so the lease lives in it (take_vector_queue).
+        self._lease: tuple[str, float] | None = None
 
     def close(self) -> None:
         try:
@@ -511,28 +517,100 @@ class MirrorStore(MirrorLoader, Store):
         with self._lock:
             return sorted(ns for ns, space in self._spaces.items() if space.memories)
 
-    def memories_without_vectors(
-        self, namespace: str, after: UUID | None, limit: int
-    ) -> list[Memory]:
-        with self._lock:
-            space = self._spaces.get(namespace)
-            if space is None or limit <= 0 or not space.memories:
-                return []
-            keys = self._by_id(space)
-            start = 0 if after is None else keys.bisect_right(after.int)
-            table = space.vectors
-            page: list[Memory] = []
-            for key in keys.islice(start):
-                if table is None or key not in table:
-                    page.append(space.memories[key])
-                    if len(page) == limit:
-                        break
-            return page
-
     def vector_count(self, namespace: str) -> int:
         with self._lock:
             space = self._spaces.get(namespace)
             return 0 if space is None or space.vectors is None else len(space.vectors)
+
+    # -- the vector queue ------------------------------------------------------------------------
+
+    def pending_vectors(self, namespace: str, limit: int) -> list[PendingVector]:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            if space is None or limit <= 0 or not space.memories:
+                return []
+            table = space.memories
+            row_of, texts = table.row_of, table.texts
+            page = []
+            for entry in self._pending(space).islice(0, limit):
+                key = entry & KEY_MASK
+                text = texts[row_of[key]]
+                assert text is not None  # a live row
+                page.append(PendingVector(table.uuid(key), entry >> KEY_BITS, text))
+            return page
+
+    def fill_vectors(
+        self,
+        namespace: str,
+        model: VectorModel,
+        vectors: Sequence[tuple[PendingVector, bytes]],
+    ) -> int:
+        with self._lock:
+            space = self._spaces.get(namespace)
+            if space is None or space.model != model:
+                return 0
+            for item, codes in vectors:
+                if len(codes) != model.dimension:
+                    raise wrong_length(
+                        f"the vector of memory {item.id}", len(codes), namespace, model
+                    )
+            table, stored = space.memories, space.vectors
+            row_of, recorded = table.row_of, table.recorded
+            given: dict[UUID, bytes] = {}
+            for item, codes in vectors:
+                key = item.id.int
+                row = row_of.get(key)
+                if (
+                    row is None
+                    or recorded[row] != item.recorded_us
+                    or (stored is not None and key in stored)
+                    or item.id in given
+                ):
+                    continue  # forgotten, written again, or given its vector meanwhile
+                given[item.id] = codes
+            if given:
+                known = list(given.items())
+                record = {"op": "vectors", "ns": namespace, "vectors": log_vector_rows(known)}
+                self._write(record, lambda: self._put_vectors(space, known))
+            return len(given)
+
+    def vector_backlogs(self) -> list[VectorBacklog]:
+        with self._lock:
+            found = []
+            for namespace in sorted(self._spaces):
+                space = self._spaces[namespace]
+                vectors = 0 if space.vectors is None else len(space.vectors)
+                if len(space.memories) > vectors:
+                    found.append(
+                        VectorBacklog(
+                            namespace, len(space.memories) - vectors, vectors, space.model
+                        )
+                    )
+            return found
+
+    def take_vector_queue(self, owner: str, seconds: float) -> bool:
+        if self._read_only:
+            return False
+        with self._lock:
+            now = time.monotonic()
+            lease = self._lease
+            if lease is None or lease[0] == owner or lease[1] <= now:
+                self._lease = (owner, now + seconds)
+                return True
+            return False
+
+    def release_vector_queue(self, owner: str) -> None:
+        with self._lock:
+            if self._lease is not None and self._lease[0] == owner:
+                self._lease = None
+
+    def vector_queue_lease(self) -> QueueLease | None:
+        with self._lock:
+            lease = self._lease
+            if lease is None:
+                return None
+            left = lease[1] - time.monotonic()
+            return QueueLease(lease[0], left) if left > 0 else None
 
     def similar(
         self, namespace: str, query: bytes, k: int, ids: Sequence[UUID]

@@ -7,11 +7,12 @@ exactly the nodes and relationships the Neo4j store writes for the same memories
 - ``memories.csv`` (``:Memory``): every property :func:`~graphsvc.store.neo4j.rows.memory_props`
   gives (the index helpers ``termText``, ``termSeq``, ``length``, ``recordedUs``, ``occurredUs``
   included), plus what ``create_memories.cypher`` adds (``namespace``, the DateTime copies
-  ``recordedAt`` and ``occurredAt``);
+  ``recordedAt`` and ``occurredAt``, and ``vectorQueuedUs``: it waits for its vector);
 - ``links.csv``: each link as ``merge_links.cypher`` stores it (``weight``, ``note``,
   ``createdUs``, ``createdAt``);
 - ``term_stats.csv`` (``:TermStat``: ``key``, ``namespace``, ``term``, ``df``) and
-  ``namespace_stat.csv`` (``:NamespaceStat``: ``memories``, ``totalLength``, ``vectors``), as the
+  ``namespace_stat.csv`` (``:NamespaceStat``: ``memories``, ``totalLength``, ``vectors``, and
+  ``vectorQueue``: every memory is in the vector queue, ``vectorQueuedUs``), as the
   store's statistics writes leave them (the document frequencies come from
   :func:`~graphsvc.store.neo4j.rows.term_deltas`); the namespace's link, belief and
   term counts are left out, and the store's first open counts them once (``backfill_counts``);
@@ -24,9 +25,9 @@ No constraint or index is written: the store makes them when it opens, as always
 they are online (the full-text index is then populated from the imported nodes).
 
 The importer REPLACES the whole database (Neo4j Community has one user database): this is for the
-first load of a fresh server only. Vectors are not written: with dense recall on, run
-``graphsvc embed`` once the server is up (it encodes every memory without a vector, as an import
-would have).
+first load of a fresh server only. Vectors are not written: every memory is imported waiting
+in the vector queue, and with dense recall on ``graphsvc embed`` encodes them once the server is
+up (it declares the namespace's model; from then on a server drains what is written).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ MEMORY_TYPES: dict[str, str] = {
     "occurredAt": "datetime",
     "validFrom": "datetime",
     "validUntil": "datetime",
+    "vectorQueuedUs": "long",
 }
 LINK_HEADER = (
     ":START_ID(Memory)",
@@ -86,6 +88,7 @@ NAMESPACE_STAT_HEADER = (
     "memories:long",
     "totalLength:long",
     "vectors:long",
+    "vectorQueue:boolean",
 )
 #: Array delimiters tried in turn (the first that no tag holds): control characters.
 ARRAY_DELIMITERS = ("\x1f", "\x1e", "\x1d", "\x1c", "\x07", "\x01")
@@ -126,6 +129,8 @@ def _formatter(csv_type: str, delimiter: str) -> Callable[[Any], str]:
     unquoted field (the property is not set)."""
     if csv_type == "long":
         return str
+    if csv_type == "boolean":
+        return lambda value: "true" if value else "false"
     if csv_type == "double":
         return _double
     if csv_type == "datetime":
@@ -176,6 +181,7 @@ def memory_row(namespace: str, memory: Memory) -> dict[str, Any]:
     props["occurredAt"] = memory.occurred_at
     props["validFrom"] = memory.valid_from
     props["validUntil"] = memory.valid_until
+    props["vectorQueuedUs"] = props["recordedUs"]  # imported without a vector: it waits
     return props
 
 
@@ -314,7 +320,7 @@ def _write(
         rows = _Rows(out, NAMESPACE_STAT_HEADER, delimiter)
         if memories:
             length = sum(len(m.terms) for m in memories)
-            rows.write([namespace, len(memories), length, 0])
+            rows.write([namespace, len(memories), length, 0, True])
     return tuple(multiline), len(terms)
 
 

@@ -107,11 +107,12 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class _Recalled:
     """What recall_columns.cypher says beside the columns: whether the plan fell back to the
-    newest memories of its rarest term, and the namespace's vector model."""
+    newest memories of its rarest term, the namespace's vector model, and its vector count."""
 
     fallback: bool
     model: VectorModel | None
     ahead: ReadAhead | None = None
+    vectors: int = 0
 
 
 def _erased_facets(memory: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -216,6 +217,7 @@ class Neo4jStore(Neo4jVectors, Store):
             self._ensure_vector_indexes()
             self._backfill_counts()
             self._backfill_facets()
+            self._backfill_vector_queue()
         except GraphsvcError:
             self.close()
             raise
@@ -785,7 +787,7 @@ class Neo4jStore(Neo4jVectors, Store):
         ``guess.size`` with them, so the window is usually read without a round trip of its
         own."""
         stats, columns, recalled = self._recall(namespace, terms, limit, guess, as_of)
-        return Recalled(stats, columns, recalled.model, recalled.ahead)
+        return Recalled(stats, columns, recalled.model, recalled.ahead, recalled.vectors)
 
     def _recall(
         self,
@@ -817,7 +819,9 @@ class Neo4jStore(Neo4jVectors, Store):
             int(row["memories"]), int(row["totalLength"]), {t: df[t] for t in distinct}
         )
         ahead = RowsAhead(row["ahead"]) if row["ahead"] else None
-        recalled = _Recalled(row["fallback"] is not None, vector_model_from_row(row), ahead)
+        recalled = _Recalled(
+            row["fallback"] is not None, vector_model_from_row(row), ahead, int(row["vectors"])
+        )
         return stats, columns_from_row(row, asked, terms), recalled
 
     def recent_candidates(
@@ -1025,19 +1029,6 @@ class Neo4jStore(Neo4jVectors, Store):
             tag=tag,
             since=since,
             until=until,
-        )
-        return [memory_from_props(namespace, row["memory"]) for row in rows]
-
-    def memories_without_vectors(
-        self, namespace: str, after: UUID | None, limit: int
-    ) -> list[Memory]:
-        if limit <= 0:
-            return []
-        rows = self._read(
-            "memories_without_vectors",
-            ns=namespace,
-            after="" if after is None else str(after),
-            limit=limit,
         )
         return [memory_from_props(namespace, row["memory"]) for row in rows]
 

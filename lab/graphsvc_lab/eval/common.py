@@ -66,11 +66,14 @@ def load_rows(
     service: MemoryService, namespace: str, rows: Sequence[dict[str, Any]], name: str
 ) -> Corpus:
     """Write ingest rows exactly as ``graphsvc ingest`` does (JSON Lines, validated as a whole,
-    then batches) and read back what the evaluation needs of the memories."""
+    then batches; with dense recall, the vector queue drained then, as ingest does without a
+    server) and read back what the evaluation needs of the memories."""
     lines = [json.dumps(row, ensure_ascii=False) for row in rows]
     plan = parse_jsonl(lines, name=name)
     clear_namespace(service, namespace)
     ingest(service, namespace, plan, name=name, progress=False)
+    if service.dense.model() is not None:
+        service.embed(namespace)
     memory_rows = [row for row in rows if row["type"] == "memory"]
     ids = tuple(UUID(row["id"]) for row in memory_rows)
     keys = tuple(str(row["source"]) for row in memory_rows)
