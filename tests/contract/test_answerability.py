@@ -44,6 +44,8 @@ def demo(store: Store, tmp_path: Path, default_encoder: OnnxEmbedder, ns: str) -
         store, make_settings(tmp_path), clock=fixed_clock(), dense=DenseRecall(default_encoder)
     )
     load_demo(hybrid, ns)
+    hybrid.embed(ns)  # the vector queue drained, as `graphsvc ingest` does with no server running
+    assert hybrid.bundle(ns, ANSWER).pending_vectors == 0
     return hybrid
 
 

@@ -133,8 +133,12 @@ def test_a_weak_match_by_meaning_alone_is_abstained_on(hybrid: MemoryService, ns
 
 def test_nothing_found_holds_no_answer(hybrid: MemoryService, ns: str) -> None:
     remember(hybrid, ns, PETS)
-    result = hybrid.bundle(ns, "quantum chromodynamics lattice gauge", min_score=0.0)
+    result = hybrid.bundle(ns, "quantum chromodynamics lattice gauge")
     assert result.top_score == 0.0 and result.skipped
+    # With abstention off (minScore 0) the bundle is not skipped: it is empty and says why.
+    off = hybrid.bundle(ns, "quantum chromodynamics lattice gauge", min_score=0.0)
+    assert off.top_score == 0.0 and not off.skipped and off.capsules == ()
+    assert "holds nothing that matches" in off.rendered
 
 
 def test_strangers_do_not_join_on_meaning(hybrid: MemoryService, ns: str) -> None:
