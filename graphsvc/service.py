@@ -362,9 +362,15 @@ class MemoryService:
         *,
         run_id: str | None = None,
         step: int = 0,
+        wait_for_vectors: bool | None = None,
     ) -> list[Memory]:
-        """Write memories, all or nothing. Returns them as stored, in input order."""
-        return self.write_memories(namespace, items, run_id=run_id, step=step)[0]
+        """Write memories, all or nothing. Returns them as stored, in input order.
+        ``wait_for_vectors``: acknowledge after their vectors are stored (True), or at lexical
+        speed with the vectors following from the queue (False); None: the server's
+        ``GRAPHSVC_EMBED_WRITES``."""
+        return self.write_memories(
+            namespace, items, run_id=run_id, step=step, wait_for_vectors=wait_for_vectors
+        )[0]
 
     def write_memories(
         self,
@@ -374,13 +380,16 @@ class MemoryService:
         run_id: str | None = None,
         step: int = 0,
         recorded: Sequence[datetime | None] | None = None,
+        wait_for_vectors: bool | None = None,
     ) -> tuple[list[Memory], WriteResult]:
         """As :meth:`remember_many`, and also say what was created, unchanged and evicted.
         ``recorded``: a ``recordedAt`` to restore per item (None: the write's time), for an
         import of what an export recorded."""
         self._check_write(namespace, items, run_id)
         start = self._now(len(items))
-        return self._write_memories(namespace, items, start, run_id, step, recorded)
+        return self._write_memories(
+            namespace, items, start, run_id, step, recorded, wait_for_vectors
+        )
 
     def write_batches(
         self,
@@ -458,11 +467,16 @@ class MemoryService:
         run_id: str | None,
         step: int,
         recorded: Sequence[datetime | None] | None = None,
+        wait_for_vectors: bool | None = None,
     ) -> tuple[list[Memory], WriteResult]:
         """A checked write, recorded from ``start`` (one microsecond a memory) or at the times
-        ``recorded`` restores."""
+        ``recorded`` restores; its vectors in the write or from the queue as
+        :meth:`remember_many` says."""
         memories = self._make_memories(namespace, items, start, recorded)
-        inline = self.settings.embed_writes == "inline"
+        if wait_for_vectors is None:
+            inline = self.settings.embed_writes == "inline"
+        else:
+            inline = wait_for_vectors
         if inline:
             vectors = self._vectors(namespace, memories)
         else:  # their vectors follow from the queue, which drains namespaces of its model

@@ -150,10 +150,18 @@ class AsyncGraphsvcClient:
         return await self._run(op)
 
     async def remember_many(
-        self, items: Sequence[MemoryInput], *, run_id: str | None = None, step: int = 0
+        self,
+        items: Sequence[MemoryInput],
+        *,
+        run_id: str | None = None,
+        step: int = 0,
+        wait_for_vectors: bool | None = None,
     ) -> list[Memory]:
-        """Write memories, all or nothing; returned in input order."""
-        return await self._run(remember_many_op(items, run_id=run_id, step=step))
+        """Write memories, all or nothing; returned in input order. ``wait_for_vectors``: True
+        answers once their vectors are stored (found by meaning at once), False at lexical
+        speed; None: the server's setting."""
+        op = remember_many_op(items, run_id=run_id, step=step, wait_for_vectors=wait_for_vectors)
+        return await self._run(op)
 
     async def link(
         self,

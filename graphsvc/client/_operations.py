@@ -118,8 +118,9 @@ REMEMBER = f"""mutation Remember($input: MemoryInput!, $runId: String, $step: In
   result: remember(input: $input, runId: $runId, step: $step) {{ {MEMORY_FIELDS} }}
 }}"""
 REMEMBER_MANY = f"""mutation RememberMany($inputs: [MemoryInput!]!, $runId: String,
-    $step: Int! = 0) {{
-  result: rememberMany(inputs: $inputs, runId: $runId, step: $step) {{ {MEMORY_FIELDS} }}
+    $step: Int! = 0, $waitForVectors: Boolean) {{
+  result: rememberMany(inputs: $inputs, runId: $runId, step: $step,
+    waitForVectors: $waitForVectors) {{ {MEMORY_FIELDS} }}
 }}"""
 LINK = f"""mutation Link($input: LinkInput!) {{
   result: link(input: $input) {{ {LINK_FIELDS} }}
@@ -285,11 +286,20 @@ def remember_op(
 
 
 def remember_many_op(
-    items: Sequence[MemoryInput], *, run_id: str | None = None, step: int = 0
+    items: Sequence[MemoryInput],
+    *,
+    run_id: str | None = None,
+    step: int = 0,
+    wait_for_vectors: bool | None = None,
 ) -> Operation[list[Memory]]:
     return Operation(
         REMEMBER_MANY,
-        {"inputs": [_memory_input(i) for i in items], "runId": run_id, "step": step},
+        {
+            "inputs": [_memory_input(i) for i in items],
+            "runId": run_id,
+            "step": step,
+            "waitForVectors": wait_for_vectors,
+        },
         _parse_list(Memory.model_validate),
     )
 

@@ -144,10 +144,18 @@ class GraphsvcClient:
         return self._run(op)
 
     def remember_many(
-        self, items: Sequence[MemoryInput], *, run_id: str | None = None, step: int = 0
+        self,
+        items: Sequence[MemoryInput],
+        *,
+        run_id: str | None = None,
+        step: int = 0,
+        wait_for_vectors: bool | None = None,
     ) -> list[Memory]:
-        """Write memories, all or nothing; returned in input order."""
-        return self._run(remember_many_op(items, run_id=run_id, step=step))
+        """Write memories, all or nothing; returned in input order. ``wait_for_vectors``: True
+        answers once their vectors are stored (found by meaning at once), False at lexical
+        speed; None: the server's setting."""
+        op = remember_many_op(items, run_id=run_id, step=step, wait_for_vectors=wait_for_vectors)
+        return self._run(op)
 
     def link(
         self,

@@ -104,6 +104,23 @@ def test_a_write_is_acknowledged_before_its_vectors_which_the_queue_brings(
     assert service.embed(ns) == 0  # nothing waits
 
 
+def test_a_write_may_wait_for_its_vectors_and_another_may_not(
+    service: MemoryService, ns: str
+) -> None:
+    # A caller that searches by meaning right after writing (a vector store) asks the write to
+    # store its vectors; the server's setting still decides for everyone else.
+    items = [MemoryInput(text=t) for t in PETS]
+    service.remember_many(ns, items, wait_for_vectors=True)
+    stats = service.stats(ns)
+    assert (stats.vectors, stats.pending_vectors) == (4, 0)
+    found = service.bundle(ns, "dog destroying furniture", min_score=0.0)
+    assert found.pending_vectors == 0 and "puppy" in found.capsules[0].text
+    ids = remember(service, ns, MORE)  # the server's default: the queue
+    assert service.stats(ns).pending_vectors == len(ids)
+    service.remember_many(ns, [MemoryInput(text="a third write")], wait_for_vectors=False)
+    assert service.stats(ns).pending_vectors == len(ids) + 1
+
+
 def test_the_vectors_the_queue_stores_are_the_encoders_own(
     service: MemoryService, store: Store, encoder: OnnxEmbedder, ns: str
 ) -> None:

@@ -117,13 +117,27 @@ class MemoryMutation:
         inputs: Annotated[list[MemoryInput], arg("The memories, in order.")],
         run_id: OptionalRunId = None,
         step: Step = 0,
+        wait_for_vectors: Annotated[
+            bool | None,
+            arg(
+                "true: answer once the memories' vectors are stored, so that the next read "
+                "finds them by meaning (the write runs at the encoder's speed); false: answer at "
+                "lexical speed, the vectors following from the vector queue; null: the "
+                "server's GRAPHSVC_EMBED_WRITES."
+            ),
+        ] = None,
     ) -> list[m.Memory]:
         ctx = info.context
         ctx.caller.require_write("rememberMany")
         check_batch(len(inputs), "memories", ctx.service.settings.max_batch)
         items = [to_domain(m.MemoryInput, item, f"inputs.{i}") for i, item in enumerate(inputs)]
         return await ctx.run(
-            ctx.service.remember_many, ctx.namespace, items, run_id=run_id, step=step
+            ctx.service.remember_many,
+            ctx.namespace,
+            items,
+            run_id=run_id,
+            step=step,
+            wait_for_vectors=wait_for_vectors,
         )
 
     @mutation("Link two memories of the caller's namespace.", Link)

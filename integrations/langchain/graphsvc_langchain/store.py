@@ -81,6 +81,9 @@ class GraphsvcStore(BaseStore):
             everything recall reaches; None lets graphsvc abstain (no items) when its best score
             is below the stage's threshold.
         stage: graphsvc's scoring stage for searches (``default``, ``recent``, ``exact``).
+        wait_for_vectors: each put answers once its items' vectors are stored, so a search
+            right after it finds them by meaning (True, the default); False writes at lexical
+            speed and the vectors follow from graphsvc's vector queue.
         timeout: seconds per request.
         client / async_client: graphsvc clients to use instead of new ones.
     """
@@ -94,12 +97,14 @@ class GraphsvcStore(BaseStore):
         api_key: str | None = None,
         min_score: float | None = 0.0,
         stage: str | None = None,
+        wait_for_vectors: bool = True,
         timeout: float = DEFAULT_TIMEOUT,
         client: GraphsvcClient | None = None,
         async_client: AsyncGraphsvcClient | None = None,
     ) -> None:
         self.min_score = min_score
         self.stage = stage
+        self.wait_for_vectors = wait_for_vectors
         self._connection = Connection(
             url, api_key=api_key, timeout=timeout, client=client, async_client=async_client
         )
@@ -171,7 +176,9 @@ class GraphsvcStore(BaseStore):
                 stale.append(memory_id)
         yield from _io.forget(stale)
         for part in _io.chunks(writes, WRITE_BATCH):
-            yield _io.Call("remember_many", (list(part),))
+            yield _io.Call(
+                "remember_many", (list(part),), {"wait_for_vectors": self.wait_for_vectors}
+            )
 
     def _search(self, op: SearchOp) -> _io.Plan[list[SearchItem]]:
         found: list[SearchItem] = []

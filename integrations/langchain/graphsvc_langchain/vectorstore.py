@@ -59,6 +59,10 @@ class GraphsvcVectorStore(VectorStore):
             memory recall reaches, as a vector store does; None lets graphsvc abstain (no
             documents) when its best score is below the stage's threshold.
         stage: graphsvc's scoring stage (``default``, ``recent``, ``exact``).
+        wait_for_vectors: each write answers once its documents' vectors are stored, so a
+            search right after it finds them by meaning, as a vector store's caller expects
+            (True, the default); False writes at lexical speed and the vectors follow from
+            graphsvc's vector queue (words find the documents at once, meaning a moment later).
         timeout: seconds per request.
         client / async_client: graphsvc clients to use instead of new ones.
     """
@@ -72,6 +76,7 @@ class GraphsvcVectorStore(VectorStore):
         embeddings: Embeddings | None = None,
         min_score: float | None = 0.0,
         stage: str | None = None,
+        wait_for_vectors: bool = True,
         timeout: float = DEFAULT_TIMEOUT,
         client: GraphsvcClient | None = None,
         async_client: AsyncGraphsvcClient | None = None,
@@ -80,6 +85,7 @@ class GraphsvcVectorStore(VectorStore):
         self.tag = checked_tag(f"lc:{collection}", "the collection name")
         self.min_score = min_score
         self.stage = stage
+        self.wait_for_vectors = wait_for_vectors
         self._embeddings = embeddings
         self._connection = Connection(
             url, api_key=api_key, timeout=timeout, client=client, async_client=async_client
@@ -139,7 +145,9 @@ class GraphsvcVectorStore(VectorStore):
         ]
         yield from _io.forget([i for i in stale if i is not None])
         for part in _io.chunks(memories, WRITE_BATCH):
-            yield _io.Call("remember_many", (list(part),))
+            yield _io.Call(
+                "remember_many", (list(part),), {"wait_for_vectors": self.wait_for_vectors}
+            )
         return doc_ids
 
     def _document(self, memory: _io.Stored) -> Document | None:
