@@ -18,6 +18,9 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { PYTHON, type Server, cleanEnv, python, startServer, tempDir } from "./support.js";
 
 const PYTHON_SDK = fileURLToPath(new URL("../../test/python_mcp.py", import.meta.url));
+// Both SDKs must read the same store: each write stores its vectors before it answers, or the
+// second SDK would read vectors the queue brought after the first one's reads.
+const SETTINGS = { GRAPHSVC_EMBED_WRITES: "inline" };
 
 const FIRST = "00000000-0000-4000-8000-0000000000b1";
 const SECOND = "00000000-0000-4000-8000-0000000000b2";
@@ -130,7 +133,7 @@ describe("MCP over stdio, as --print-config says", () => {
     const printed = spawnSync(
       PYTHON,
       ["-m", "graphsvc.cli", "mcp", "--print-config", "--data-dir", dataDir, "--create"],
-      { env: cleanEnv(), encoding: "utf-8" },
+      { env: cleanEnv(SETTINGS), encoding: "utf-8" },
     );
     assert.equal(printed.status, 0, printed.stderr);
     const entry = JSON.parse(printed.stdout).mcpServers.graphsvc as {
@@ -155,7 +158,7 @@ describe("MCP over stdio, as --print-config says", () => {
 describe("MCP over /mcp with a key", () => {
   let server: Server;
   before(async () => {
-    server = await startServer();
+    server = await startServer(SETTINGS);
   });
   after(async () => {
     await server?.stop();

@@ -34,7 +34,7 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-export async function startServer(): Promise<Server> {
+export async function startServer(settings: Record<string, string> = {}): Promise<Server> {
   const dataDir = join(tempDir("graphsvc-ts-"), "data");
   const namespace = `ts${randomBytes(4).toString("hex")}`;
   const writeKey = randomBytes(24).toString("base64url");
@@ -42,6 +42,7 @@ export async function startServer(): Promise<Server> {
   const env = cleanEnv({
     GRAPHSVC_FSYNC: "false",
     GRAPHSVC_API_KEYS: `${writeKey}=${namespace}:write,${readKey}=${namespace}:read`,
+    ...settings,
   });
   const args = ["-m", "graphsvc.api.serve", "--port", "0", "--data-dir", dataDir, "--create"];
   const child: ChildProcess = spawn(PYTHON, args, { env, stdio: ["ignore", "pipe", "pipe"] });
