@@ -473,10 +473,9 @@ class MemoryService:
         ``recorded`` restores; its vectors in the write or from the queue as
         :meth:`remember_many` says."""
         memories = self._make_memories(namespace, items, start, recorded)
-        if wait_for_vectors is None:
-            inline = self.settings.embed_writes == "inline"
-        else:
-            inline = wait_for_vectors
+        inline = (
+            self.settings.embed_writes == "inline" if wait_for_vectors is None else wait_for_vectors
+        )
         if inline:
             vectors = self._vectors(namespace, memories)
         else:  # their vectors follow from the queue, which drains namespaces of its model

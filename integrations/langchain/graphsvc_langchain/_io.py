@@ -22,7 +22,7 @@ from uuid import UUID
 
 from graphsvc.client import AsyncGraphsvcClient, GraphsvcClient
 from graphsvc.errors import NotFoundError
-from graphsvc.model import ContextBundle, EraseReceipt
+from graphsvc.model import ContextBundle, EraseReceipt, MemoryInput
 
 R = TypeVar("R")
 
@@ -146,6 +146,17 @@ def forget(ids: Sequence[UUID]) -> Plan[None]:
         except NotFoundError:
             still = yield from read(part)
             pending = [i for i in part if i in still] + pending
+
+
+# Memories written per request.
+WRITE_BATCH = 500
+
+
+def remember(memories: Sequence[MemoryInput], wait_for_vectors: bool) -> Plan[None]:
+    """Write ``memories`` in batches of :data:`WRITE_BATCH`, each all or nothing; with
+    ``wait_for_vectors`` each answers once its vectors are stored (found by meaning at once)."""
+    for part in chunks(memories, WRITE_BATCH):
+        yield Call("remember_many", (list(part),), {"wait_for_vectors": wait_for_vectors})
 
 
 MEMORIES = f"""query Page($first: Int, $after: String, $kind: String, $tag: String) {{

@@ -58,7 +58,6 @@ from graphsvc_langchain._filters import matches
 KIND = "langgraph.item"
 SOURCE_PREFIX = "langgraph:"
 TAG_PREFIX = "lg:"
-WRITE_BATCH = 500
 
 Namespace = tuple[str, ...]
 
@@ -175,10 +174,7 @@ class GraphsvcStore(BaseStore):
             ):
                 stale.append(memory_id)
         yield from _io.forget(stale)
-        for part in _io.chunks(writes, WRITE_BATCH):
-            yield _io.Call(
-                "remember_many", (list(part),), {"wait_for_vectors": self.wait_for_vectors}
-            )
+        yield from _io.remember(writes, self.wait_for_vectors)
 
     def _search(self, op: SearchOp) -> _io.Plan[list[SearchItem]]:
         found: list[SearchItem] = []

@@ -39,8 +39,6 @@ from graphsvc_langchain._filters import matches
 
 KIND = "document"
 SOURCE_PREFIX = "langchain:"
-# Memories written per request.
-WRITE_BATCH = 500
 
 
 class GraphsvcVectorStore(VectorStore):
@@ -144,10 +142,7 @@ class GraphsvcVectorStore(VectorStore):
             != (m.text, m.source, m.tags)
         ]
         yield from _io.forget([i for i in stale if i is not None])
-        for part in _io.chunks(memories, WRITE_BATCH):
-            yield _io.Call(
-                "remember_many", (list(part),), {"wait_for_vectors": self.wait_for_vectors}
-            )
+        yield from _io.remember(memories, self.wait_for_vectors)
         return doc_ids
 
     def _document(self, memory: _io.Stored) -> Document | None:
