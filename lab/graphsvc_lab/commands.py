@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "graphsvc_lab.bench_erase:bench_erase",
         "Erase half of a namespace with bundles asked all the while; time both.",
     ),
+    "fingerprint": (
+        "graphsvc_lab.fingerprint:fingerprint",
+        "Print a sha256 per section of many reads over fixed data, to compare stores or checkouts.",
+    ),
     "bench-http": (
         "graphsvc_lab.bench_http:bench_http",
         "Measure bundle and reconstruct over HTTP with concurrent clients, against a fresh server.",
