@@ -86,7 +86,8 @@ Json = dict[str, Any]
 def http_app() -> Starlette:
     """``create_app`` with the MCP endpoint mounted and its session manager in the lifespan,
     exactly as the lead wires it into ``create_app`` (uvicorn's ``--factory`` calls this)."""
-    from graphsvc.api.app import configure_logging, create_app
+    from graphsvc.api.app import create_app
+    from graphsvc.api.logs import configure_logging
     from graphsvc.mcp.http import McpHttp
 
     settings = Settings()
