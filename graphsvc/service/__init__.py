@@ -7,11 +7,8 @@ same things with the same messages.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
-import re
-import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -24,7 +21,6 @@ from graphsvc import validity
 from graphsvc.dense import VectorModel
 from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
-    NAMESPACE_RE,
     AsOf,
     AsOfMode,
     Belief,
@@ -43,11 +39,9 @@ from graphsvc.model import (
     ReconstructedBelief,
     ValidityInterval,
     WriteResult,
-    as_utc,
     construct,
     unicode_problem,
     utcnow,
-    uuid_of_int,
 )
 from graphsvc.prompt import (
     AGENT_EVENT_KINDS,
@@ -63,141 +57,24 @@ from graphsvc.recall.pipeline import ReadAheadPool, RecallPipeline
 from graphsvc.recall.policy import RecallPolicy
 from graphsvc.requests import BundleQuery, ReconstructQuery
 from graphsvc.retrieval import DenseRecall
+from graphsvc.service.checks import (
+    check_interval,
+    check_namespace,
+    check_run_id,
+    check_text,
+    in_range,
+    known_bound,
+    restored_times,
+)
+from graphsvc.service.clock import ServiceClock
+from graphsvc.service.ids import CONTENT_ID_NAMESPACE, content_id, content_ids
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store, nothing_to_erase
-from graphsvc.store.journal import isoformats
 from graphsvc.text import analyse_many, estimate_tokens
 from graphsvc.vector_queue import VectorQueue
 
-# Ids derived from content live in this UUIDv5 namespace, so that re-ingesting a file is a no-op.
-CONTENT_ID_NAMESPACE = UUID("6f1c1e0e-5b7a-4d0e-9a53-9b8f3f2c6a10")
-_RUN_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
-
-
-_CONTENT_ID_PREFIX = CONTENT_ID_NAMESPACE.bytes
-# UUID(bytes=..., version=5): clear the variant and version bits, then set RFC 4122's variant
-# and version 5 (what uuid.uuid5 does through UUID.__init__).
-_VERSION_MASK = ~((0xC000 << 48) | (0xF000 << 64))
-_VERSION_BITS = (0x8000 << 48) | (5 << 76)
-
-
-def content_id(namespace: str, item: MemoryInput) -> UUID:
-    """The id of a memory written without one: a UUIDv5 of its namespace and content (the
-    item's own ``id``, if any, plays no part).
-
-    Fields are length-prefixed (``len:value``; a missing value is ``-``), so no two different
-    contents share a name whatever characters they hold. The same UUID as
-    ``uuid.uuid5(CONTENT_ID_NAMESPACE, name)``, without its checks (one per memory written).
-    """
-    occurred = item.occurred_at
-    return _derived_id(_head(namespace), item, None if occurred is None else occurred.isoformat())
-
-
-def content_ids(namespace: str, items: Sequence[MemoryInput]) -> list[UUID]:
-    """Each item's id: its own, or :func:`content_id` (a write's batch at once: the times'
-    ISO forms from one call)."""
-    head = _head(namespace)
-    times = iter(isoformats([t for item in items if (t := item.occurred_at) is not None]))
-    ids: list[UUID] = []
-    for item in items:
-        iso = None if item.occurred_at is None else next(times)  # one per timed item, id or not
-        ids.append(item.id or _derived_id(head, item, iso))
-    return ids
-
-
-def _head(namespace: str) -> str:
-    return f"{len(namespace)}:{namespace}"
-
-
-def _derived_id(head: str, item: MemoryInput, occurred: str | None) -> UUID:
-    """:func:`content_id` of ``item`` in the namespace whose prefix is ``head``, given its
-    ``occurredAt`` in ISO form."""
-    kind, text, source = item.kind, item.text, item.source
-    name = (
-        f"{head}{len(kind)}:{kind}{len(text)}:{text}"
-        f"{'-' if occurred is None else f'{len(occurred)}:{occurred}'}"
-        f"{'-' if source is None else f'{len(source)}:{source}'}"
-    )
-    if tags := item.tags:
-        name += "".join([f"{len(tag)}:{tag}" for tag in tags])
-    if item.valid_from is not None or item.valid_until is not None:
-        # Only a memory with a validity names it (after a marker no tag list can end with), so
-        # the ids of memories without one are those graphsvc always derived.
-        name += "\x1fvalid" + "".join(
-            "-" if t is None else f"{len(iso := t.isoformat())}:{iso}"
-            for t in (item.valid_from, item.valid_until)
-        )
-    digest = hashlib.sha1(_CONTENT_ID_PREFIX + name.encode("utf-8"), usedforsecurity=False)
-    return uuid_of_int((int.from_bytes(digest.digest()[:16]) & _VERSION_MASK) | _VERSION_BITS)
-
-
 #: Members of a fact's history at most (:meth:`MemoryService.history`).
 HISTORY_MAX = 200
-
-_NIL_ID = str(UUID(int=0))
-
-
-def check_interval(item: MemoryInput, recorded_at: datetime, position: int | None = None) -> None:
-    """Refuse a memory that would never be true: a ``validUntil`` at or before its start, which
-    is its ``validFrom``, else its ``occurredAt``, else when it is written (``recorded_at``).
-    (``validFrom`` against ``validUntil`` is checked by :class:`MemoryInput` itself.)
-
-    Raises:
-        BadInputError: the message names the field, the start it was checked against and, for
-            a memory of a batch (``position``), which one.
-    """
-    end = item.valid_until
-    if end is None:
-        return
-    if item.valid_from is not None:
-        start, what = item.valid_from, "its validFrom"
-    elif item.occurred_at is not None:
-        start, what = item.occurred_at, "its occurredAt"
-    else:
-        start, what = recorded_at, "when it is written, as it has no validFrom or occurredAt"
-    if end > start:
-        return
-    where = "" if position is None else f"memory {position} of the write: "
-    raise BadInputError(
-        f"{where}validUntil ({end.isoformat()}) must be after the memory's start, {what} "
-        f"({start.isoformat()}): such a memory would never be true. Give validFrom (when it "
-        "became true) or a later validUntil; nothing was written"
-    )
-
-
-def restored_times(
-    now: Sequence[datetime], restored: Sequence[datetime | None], field: str
-) -> list[datetime]:
-    """The times of a write whose items may carry the time an export recorded (``restored``,
-    None: the write's own time, ``now``).
-
-    Raises:
-        BadInputError: the lengths differ, or a restored time is later than the write (a time
-            that has not come cannot have been recorded).
-    """
-    if len(restored) != len(now):
-        raise BadInputError(f"{len(restored)} {field} times for {len(now)} items")
-    times: list[datetime] = []
-    for at, (mine, theirs) in enumerate(zip(now, restored, strict=True)):
-        if theirs is None:
-            times.append(mine)
-            continue
-        theirs = as_utc(theirs)
-        if theirs > mine:
-            raise BadInputError(
-                f"item {at}: {field} ({theirs.isoformat()}) is later than now "
-                f"({mine.isoformat()}): an import restores times that were recorded, never "
-                "future ones"
-            )
-        times.append(theirs)
-    return times
-
-
-def known_bound(at: datetime) -> tuple[datetime, str]:
-    """The page key (:meth:`Store.list_memories` ``after``) below which exactly the memories
-    recorded at or before ``at`` lie: one microsecond later (the stores' precision) with the
-    least id, which no memory's id is below."""
-    return at + timedelta(microseconds=1), _NIL_ID
 
 
 class MemoryService:
@@ -224,9 +101,8 @@ class MemoryService:
         self.store = store
         self.settings = settings
         self.dense = dense if dense is not None else DenseRecall(None)
-        self._clock = clock
-        self._last = datetime.min.replace(tzinfo=utcnow().tzinfo)
-        self._clock_lock = threading.Lock()
+        #: The times the service records and the instant its reads answer for.
+        self.clock = ServiceClock(clock)
         self.policy = policy if policy is not None else RecallPolicy.from_settings(settings)
         self._read_ahead = ReadAheadPool(2 * settings.api_threads)
         #: The ranking pipeline: every bundle and reconstruct ranks through it.
@@ -235,64 +111,17 @@ class MemoryService:
         #: (:meth:`VectorQueue.start`); :meth:`embed` drains with it offline.
         self.vector_queue = VectorQueue(store, self.dense, settings)
 
-    def _now(self, count: int = 1) -> datetime:
-        """A timestamp after every one handed out before; ``count`` reserves that many
-        consecutive microseconds (one per memory of a batch, so recorded order is total)."""
-        with self._clock_lock:
-            now = self._clock()
-            if now <= self._last:
-                now = self._last + timedelta(microseconds=1)
-            self._last = now + timedelta(microseconds=count - 1)
-            return now
-
-    def _instant(self) -> datetime:
-        """Now, for a read: never before a time this service handed out, so that nothing it
-        recorded is in the future of a read that follows."""
-        with self._clock_lock:
-            return max(self._clock(), self._last)
-
     # -- validation ------------------------------------------------------------------------------
 
-    @staticmethod
-    def check_namespace(namespace: str) -> str:
-        if not NAMESPACE_RE.match(namespace):
-            raise BadInputError(
-                f"invalid namespace {namespace!r}: use 1-64 letters, digits, '_' or '-'"
-            )
-        return namespace
-
-    @staticmethod
-    def check_run_id(run_id: str) -> str:
-        if not _RUN_ID_RE.match(run_id):
-            raise BadInputError(
-                f"invalid run id {run_id!r}: use 1-128 letters, digits, '_', '.', ':' or '-'"
-            )
-        return run_id
-
-    def _check_text(self, text: str, what: str) -> None:
-        if not text or text.isspace():  # as `not text.strip()`, without the copy
-            raise BadInputError(f"{what} is empty: send some text")
-        problem = unicode_problem(text)
-        if problem is not None:
-            raise BadInputError(f"{what}: {problem}")
-        if len(text) > self.settings.max_text_chars:
-            raise LimitExceededError(
-                f"{what} has {len(text)} characters; the limit is {self.settings.max_text_chars} "
-                "(GRAPHSVC_MAX_TEXT_CHARS): split it into several memories"
-            )
-
-    @staticmethod
-    def _in_range(name: str, value: int | float, low: int | float, high: int | float) -> None:
-        if value < low:
-            raise BadInputError(f"{name} must be at least {low}, got {value}")
-        if value > high:
-            raise LimitExceededError(f"{name} must be at most {high}, got {value}")
+    # The checks that need no settings, as every surface calls them on the service.
+    check_namespace = staticmethod(check_namespace)
+    check_run_id = staticmethod(check_run_id)
 
     # -- writes ----------------------------------------------------------------------------------
 
     def check_input(self, item: MemoryInput) -> None:
         """Check a memory input against the limits of the settings."""
-        self._check_text(item.text, "memory text")
+        check_text(item.text, "memory text", self.settings.max_text_chars)
 
     def make_memory(self, namespace: str, item: MemoryInput, recorded_at: datetime) -> Memory:
         """Validate an input against the limits and build the memory to store."""
@@ -386,7 +215,7 @@ class MemoryService:
         ``recorded``: a ``recordedAt`` to restore per item (None: the write's time), for an
         import of what an export recorded."""
         self._check_write(namespace, items, run_id)
-        start = self._now(len(items))
+        start = self.clock.now(len(items))
         return self._write_memories(
             namespace, items, start, run_id, step, recorded, wait_for_vectors
         )
@@ -430,7 +259,7 @@ class MemoryService:
         with ThreadPoolExecutor(writers, thread_name_prefix="graphsvc-write") as pool:
             for batch in batches:
                 self._check_write(namespace, batch, None)
-                start = self._now(len(batch))
+                start = self.clock.now(len(batch))
                 pending.append(
                     pool.submit(self._write_memories, namespace, batch, start, None, 0, next(times))
                 )
@@ -510,7 +339,7 @@ class MemoryService:
             for m in stored
         ]
         if run_id is not None:
-            at = self._now()
+            at = self.clock.now()
             if result.created:
                 made = {m.id: m for m in memories}
                 new_tokens = sum(made[i].tokens for i in result.created)
@@ -582,7 +411,7 @@ class MemoryService:
         for item in items:
             if item.source == item.target:
                 raise BadInputError(f"cannot link memory {item.source} to itself")
-        now = self._now()
+        now = self.clock.now()
         times = [now] * len(items)
         if created is not None:
             times = restored_times(times, created, "createdAt")
@@ -603,7 +432,7 @@ class MemoryService:
     def forget(self, namespace: str, memory_id: UUID) -> ForgetReceipt:
         """Remove a memory, its links and the beliefs built on it; say what was removed."""
         self.check_namespace(namespace)
-        return self.store.forget(namespace, memory_id, at=self._now())
+        return self.store.forget(namespace, memory_id, at=self.clock.now())
 
     def erase(
         self,
@@ -653,7 +482,7 @@ class MemoryService:
         return self.store.erase(
             namespace,
             spec,
-            at=self._now(),
+            at=self.clock.now(),
             batch_size=s.erase_batch,
             time_budget=s.erase_time_budget,
             progress=progress,
@@ -687,7 +516,7 @@ class MemoryService:
             return {}
         successors = self.store.successors(namespace, [m.id for m in memories], when)
         return validity.validities(
-            memories, successors, self._instant() if when is None else when.at
+            memories, successors, self.clock.instant() if when is None else when.at
         )
 
     def get_memory(self, namespace: str, memory_id: UUID) -> Memory | None:
@@ -789,16 +618,16 @@ class MemoryService:
         ask = BundleQuery.of(request, options)
         s = self.settings
         self.check_namespace(namespace)
-        self._check_text(ask.query, "query")
+        check_text(ask.query, "query", s.max_text_chars)
         budget = s.default_budget_tokens if ask.budget_tokens is None else ask.budget_tokens
-        self._in_range("budgetTokens", budget, 1, s.max_budget_tokens)
+        in_range("budgetTokens", budget, 1, s.max_budget_tokens)
         stage_name = ask.stage or "default"
         chosen = get_stage(stage_name)
         floor = self.min_score_for(chosen) if ask.min_score is None else ask.min_score
         if not 0.0 <= floor <= 1.0:
             raise BadInputError(f"minScore must be between 0 and 1, got {floor}")
         cap = s.default_max_capsules if ask.max_capsules is None else ask.max_capsules
-        self._in_range("maxCapsules", cap, 1, s.max_capsules_limit)
+        in_range("maxCapsules", cap, 1, s.max_capsules_limit)
         when = ask.when
         ranking = self.recall.rank(namespace, ask.query, stage_name, as_of=when)
         spec = BundleRequest(
@@ -846,7 +675,7 @@ class MemoryService:
             kind=ContextEventKind.MEMORY_RECALL,
             detail=detail,
             est_tokens=result.used_tokens,
-            at=self._now(),
+            at=self.clock.now(),
         )
 
     def reconstruct(
@@ -864,11 +693,11 @@ class MemoryService:
         ask = ReconstructQuery.of(request, options)
         s = self.settings
         self.check_namespace(namespace)
-        self._check_text(ask.cue, "cue")
+        check_text(ask.cue, "cue", s.max_text_chars)
         k = s.default_k if ask.k is None else ask.k
-        self._in_range("k", k, 1, s.max_k)
+        in_range("k", k, 1, s.max_k)
         depth = s.default_depth if ask.depth is None else ask.depth
-        self._in_range("depth", depth, 0, s.max_depth)
+        in_range("depth", depth, 0, s.max_depth)
         when = ask.when
         hits, walk = self.recall.hits_and_walk(namespace, ask.cue, k, depth, when)
         memories = [item.memory for item in hits] + [memory for memory, _ in walk.reached]
@@ -899,7 +728,7 @@ class MemoryService:
         ask = ReconstructQuery.of(request, options)
         belief = self.reconstruct(namespace, ask)
         cue = ask.cue
-        now = self._now()
+        now = self.clock.now()
         belief_id = uuid.uuid5(
             CONTENT_ID_NAMESPACE,
             json.dumps([namespace, cue, now.isoformat(), [str(i) for i in belief.source_ids]]),
@@ -956,7 +785,7 @@ class MemoryService:
             kind=kind,
             detail=detail,
             est_tokens=est_tokens,
-            at=self._now(),
+            at=self.clock.now(),
         )
 
     def events(self, namespace: str, run_id: str) -> list[ContextEvent]:
@@ -998,7 +827,7 @@ class MemoryService:
             default_max_capsules=s.default_max_capsules,
             max_capsules_limit=s.max_capsules_limit,
         )
-        today = self._clock().date()  # the day in UTC: the clock is UTC
+        today = self.clock.today()
         plan = plan_prompt(request, window, today, max_query_chars=s.max_text_chars)
         memory = None
         if plan.bundle_budget > 0:
@@ -1022,7 +851,7 @@ class MemoryService:
             kind=ContextEventKind.ASSEMBLED,
             detail=assembled_detail(result),
             est_tokens=result.context_ledger.estimated_input_tokens,
-            at=self._now(),
+            at=self.clock.now(),
         )
         return result.model_copy(update={"assembled_event": event})
 
@@ -1136,7 +965,7 @@ class MemoryService:
             BadInputError: as :meth:`embed_model`, or ``batch`` is below 1.
         """
         if batch is not None:
-            self._in_range("batch", batch, 1, 10_000)
+            in_range("batch", batch, 1, 10_000)
         model = self.embed_model(namespace, rebuild=rebuild)
         return self.vector_queue.drain(namespace, model, limit=batch, progress=progress)
 
@@ -1202,4 +1031,10 @@ class MemoryService:
         self.store.close()
 
 
-__all__ = ["MemoryService", "content_id"]
+__all__ = [
+    "CONTENT_ID_NAMESPACE",
+    "MemoryService",
+    "check_interval",
+    "content_id",
+    "content_ids",
+]
