@@ -64,8 +64,9 @@ from graphsvc.recall.policy import RecallPolicy
 from graphsvc.requests import BundleQuery, ReconstructQuery
 from graphsvc.retrieval import DenseRecall
 from graphsvc.settings import Settings
-from graphsvc.store.base import Store, nothing_to_erase
+from graphsvc.store.base import Store
 from graphsvc.store.journal import isoformats
+from graphsvc.store.rules import nothing_to_erase
 from graphsvc.text import analyse_many, estimate_tokens
 from graphsvc.vector_queue import VectorQueue
 

@@ -23,7 +23,8 @@ from graphsvc.dense import VectorModel
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.recall import STAGES, plan_candidates, rank_columns, window_guess
 from graphsvc.store import cypher as named
-from graphsvc.store.base import EPOCH, Candidate, CandidateColumns, Store, micros
+from graphsvc.store.base import Store
+from graphsvc.store.candidates import EPOCH, Candidate, CandidateColumns, micros
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.neo4j import Neo4jStore
 from graphsvc.store.neo4j.store import RowsAhead

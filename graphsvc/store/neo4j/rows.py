@@ -23,7 +23,7 @@ from graphsvc.model import (
     as_utc,
     construct,
 )
-from graphsvc.store.base import EPOCH, Candidate, CandidateColumns, micros
+from graphsvc.store.candidates import EPOCH, Candidate, CandidateColumns, micros
 
 KEY_SEP = "\x1f"
 # What recall_columns.cypher returns for a missing occurredUs: below any time a datetime can hold

@@ -36,34 +36,26 @@ from graphsvc.model import (
     Successor,
     WriteResult,
 )
-from graphsvc.store.base import (
-    DAY_FACETS,
-    FACETS,
+from graphsvc.store.base import Store
+from graphsvc.store.candidates import (
     Candidate,
     CandidateColumns,
-    FacetCounts,
     ReadAhead,
     Recalled,
-    Store,
     TermStats,
-    Walk,
     WindowGuess,
-    bad_facet,
-    belief_memory_missing,
-    erase_started,
-    facet_deltas,
-    link_end_missing,
-    memory_facets,
-    memory_missing,
     micros,
-    no_assembled_event,
-    redact,
-    sort_links,
-    split_upsert,
-    supersedes_cycle,
-    uuids_in,
 )
 from graphsvc.store.cypher import query
+from graphsvc.store.facets import (
+    DAY_FACETS,
+    FACETS,
+    FacetCounts,
+    bad_facet,
+    facet_deltas,
+    memory_facets,
+)
+from graphsvc.store.graph import Walk, sort_links
 from graphsvc.store.neo4j.boundary import DEFAULT_TIMEOUT, PING_TIMEOUT
 from graphsvc.store.neo4j.rows import (
     KEY_SEP,
@@ -82,6 +74,17 @@ from graphsvc.store.neo4j.rows import (
     utc_datetime,
 )
 from graphsvc.store.neo4j.vectors import Neo4jVectors, vector_model_from_row
+from graphsvc.store.rules import (
+    belief_memory_missing,
+    erase_started,
+    link_end_missing,
+    memory_missing,
+    no_assembled_event,
+    redact,
+    split_upsert,
+    supersedes_cycle,
+    uuids_in,
+)
 
 # Terms per full-text query: Lucene refuses more than 1024 clauses, and some versions return
 # nothing for very long queries; chunks stay well below both.

@@ -48,7 +48,8 @@ from neo4j.exceptions import Neo4jError
 
 from graphsvc.dense import VectorModel, cosines, top_k, with_given
 from graphsvc.errors import BadInputError, GraphsvcError, StoreCorruptError
-from graphsvc.store.base import (
+from graphsvc.store.neo4j.boundary import Neo4jBoundary
+from graphsvc.store.vectors import (
     PendingVector,
     QueueLease,
     VectorBacklog,
@@ -57,7 +58,6 @@ from graphsvc.store.base import (
     vectors_in_the_way,
     wrong_length,
 )
-from graphsvc.store.neo4j.boundary import Neo4jBoundary
 
 #: Namespaces with at most this many vectors are scanned exactly in Cypher instead of asking the
 #: (approximate, shared) vector index.
