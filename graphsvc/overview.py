@@ -20,7 +20,8 @@ from pydantic import Field
 
 from graphsvc.errors import BadInputError
 from graphsvc.model import Link, LinkKind, Model
-from graphsvc.store.base import FacetCounts, Store
+from graphsvc.store.base import Store
+from graphsvc.store.facets import FacetCounts
 
 #: The most values of each facet an overview may list.
 MAX_TOP = 20

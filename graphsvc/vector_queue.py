@@ -50,7 +50,8 @@ from graphsvc.dense import VectorModel
 from graphsvc.errors import BadInputError, GraphsvcError
 from graphsvc.retrieval import DenseRecall
 from graphsvc.settings import Settings
-from graphsvc.store.base import PendingVector, Store, VectorBacklog
+from graphsvc.store.base import Store
+from graphsvc.store.vectors import PendingVector, VectorBacklog
 
 log = logging.getLogger("graphsvc.vector_queue")
 

@@ -51,7 +51,7 @@ from graphsvc.recall.scoring import (
     score_candidates,
     window_guess,
 )
-from graphsvc.store.base import CandidatePlan, plan_candidates
+from graphsvc.store.candidates import CandidatePlan, plan_candidates
 
 __all__ = [
     "BM25_B",

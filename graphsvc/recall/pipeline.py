@@ -35,7 +35,9 @@ from graphsvc.recall.scoring import (
     window_guess,
 )
 from graphsvc.retrieval import HYBRID, LEXICAL, DenseRecall, Retrieval
-from graphsvc.store.base import ReadAhead, Store, TermStats, Walk
+from graphsvc.store.base import Store
+from graphsvc.store.candidates import ReadAhead, TermStats
+from graphsvc.store.graph import Walk
 from graphsvc.text import query_terms
 
 T = TypeVar("T")

@@ -11,7 +11,7 @@ from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import EraseFilter, EraseReceipt, ForgetReceipt, Link, LinkInput
 from graphsvc.service.checks import restored_times
 from graphsvc.service.core import ServiceCore
-from graphsvc.store.base import nothing_to_erase
+from graphsvc.store.rules import nothing_to_erase
 
 
 class LinksAndErase(ServiceCore):

@@ -28,7 +28,8 @@ from graphsvc.dense import VectorModel
 from graphsvc.model import EraseFilter, Memory
 from graphsvc.store.cypher import query
 from graphsvc.store.neo4j import Neo4jStore
-from graphsvc.store.neo4j import vectors as neo4j_vectors
+from graphsvc.store.neo4j import candidates as neo4j_candidates
+from graphsvc.store.neo4j import queue as neo4j_queue
 from graphsvc.text import analyse, estimate_tokens
 from tests.neo4j_server import cypher, neo4j_store_factory, profiled_rows
 
@@ -121,7 +122,7 @@ class Trace:
 
     def __init__(self, store: Neo4jStore, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[tuple[str, str | None, int]] = []
-        original = store._read
+        original = store.boundary.read
 
         def traced(name: str, /, **params: Any) -> Any:
             rows = original(name, **params)
@@ -129,7 +130,7 @@ class Trace:
                 self.calls.append((params["mode"], rows[0]["mode"], params["fetch"]))
             return rows
 
-        monkeypatch.setattr(store, "_read", traced)
+        monkeypatch.setattr(store.boundary, "read", traced)
 
     def modes(self) -> list[str | None]:
         ran = [ran for _, ran, _ in self.calls]
@@ -147,7 +148,7 @@ def small_thresholds(monkeypatch: pytest.MonkeyPatch, **values: float) -> None:
     }
     settings |= values
     for name, value in settings.items():
-        monkeypatch.setattr(neo4j_vectors, name, value)
+        monkeypatch.setattr(neo4j_candidates, name, value)
 
 
 # -- schema ---------------------------------------------------------------------------------------
@@ -277,7 +278,7 @@ def test_the_index_path_gives_the_exhaustive_answer_in_one_round_trip(
     assert neo.similar(ns, query, 0, ids[:3]) == expected(query, given, 0, ids[:3])
     assert trace.modes() == ["given"]
     # Below the threshold the namespace is scanned exactly, also in one round trip.
-    monkeypatch.setattr(neo4j_vectors, "EXACT_BELOW", 1_000)
+    monkeypatch.setattr(neo4j_candidates, "EXACT_BELOW", 1_000)
     query = random_codes(1, 9, 9)[0]
     assert neo.similar(ns, query, 7, ids[:3]) == expected(query, given, 7, ids[:3])
     assert trace.modes() == ["scan"]
@@ -293,14 +294,14 @@ def test_only_a_scan_reads_the_namespace_s_vectors(
     small_thresholds(monkeypatch)
     given = fill(neo, ns, VectorModel("fourteen-d", 14), random_codes(150, 14, 14))
     asked: list[dict[str, Any]] = []
-    original = neo._read
+    original = neo.boundary.read
 
     def traced(name: str, /, **params: Any) -> Any:
         if name == "similar":
             asked.append(params)
         return original(name, **params)
 
-    monkeypatch.setattr(neo, "_read", traced)
+    monkeypatch.setattr(neo.boundary, "read", traced)
     ids = list(given)[:4]
     neo.similar(ns, random_codes(1, 14, 15)[0], 5, ids)
     neo.similar(ns, random_codes(1, 14, 16)[0], 0, ids)
@@ -315,7 +316,7 @@ def test_only_a_scan_reads_the_namespace_s_vectors(
         busiest = max(plan, key=lambda op: op[2])
         assert busiest[2] <= 40, (params["mode"], busiest)
     # A scan does read them all, and is still asked for when the index cannot vouch.
-    monkeypatch.setattr(neo4j_vectors, "EXACT_BELOW", 1_000)
+    monkeypatch.setattr(neo4j_candidates, "EXACT_BELOW", 1_000)
     asked.clear()
     neo.similar(ns, random_codes(1, 14, 17)[0], 5, ids)
     plan = profiled_rows(query("similar"), asked[0])
@@ -397,7 +398,7 @@ def test_vectors_leave_with_their_memories_and_the_count_stays_exact(
 
 # -- what to ask next (no server) ----------------------------------------------------------------
 
-FIRST = neo4j_vectors.Ask("index", 400)
+FIRST = neo4j_candidates.Ask("index", 400)
 
 
 def answer(
@@ -406,20 +407,20 @@ def answer(
     mine: int = 400,
     least: float = 0.1,
     vectors: int = 100_000,
-) -> neo4j_vectors.Answer:
-    return neo4j_vectors.Answer(mode, returned, mine, least, vectors)
+) -> neo4j_candidates.Answer:
+    return neo4j_candidates.Answer(mode, returned, mine, least, vectors)
 
 
 def test_the_index_is_trusted_when_its_lowest_row_is_clearly_below_the_kth() -> None:
-    ask = neo4j_vectors.next_ask
+    ask = neo4j_candidates.next_ask
     assert ask(FIRST, answer(least=0.2), k=10, kth=0.45, zero=False, first=400) is None
     # Within SLACK of the k-th: a left-out row could tie with it.
     again = ask(FIRST, answer(least=0.45 - 0.5e-4), k=10, kth=0.45, zero=False, first=400)
-    assert again == neo4j_vectors.Ask("index", 3200, None, 1)
+    assert again == neo4j_candidates.Ask("index", 3200, None, 1)
     # A flat neighbourhood (a query far from everything): clear is enough there too.
     assert ask(FIRST, answer(least=0.15), k=10, kth=0.2, zero=False, first=400) is None
     # Asked again, the answer is trusted once its lowest row is below the k-th.
-    again = neo4j_vectors.Ask("index", 3200, None, 1)
+    again = neo4j_candidates.Ask("index", 3200, None, 1)
     assert ask(again, answer(least=0.12), k=10, kth=0.2, zero=False, first=400) is None
     # The index held fewer vectors than asked: it answered with all of them.
     assert (
@@ -429,36 +430,36 @@ def test_the_index_is_trusted_when_its_lowest_row_is_clearly_below_the_kth() -> 
 
 
 def test_a_crowded_or_exhausted_index_leads_to_a_scan() -> None:
-    ask = neo4j_vectors.next_ask
+    ask = neo4j_candidates.next_ask
     # Few of the namespace among the rows: grow by what it takes to see 2k of them.
     few = ask(FIRST, answer(mine=2), k=10, kth=None, zero=False, first=400)
-    assert few == neo4j_vectors.Ask("index", 4000, None, 1)
+    assert few == neo4j_candidates.Ask("index", 4000, None, 1)
     none = ask(FIRST, answer(mine=0), k=10, kth=None, zero=False, first=400)
-    assert none == neo4j_vectors.Ask("index", 6400, None, 1)
+    assert none == neo4j_candidates.Ask("index", 6400, None, 1)
     most = ask(none, answer(mine=0), k=10, kth=None, zero=False, first=400)
-    assert most == neo4j_vectors.Ask("index", neo4j_vectors.MAX_FETCH, None, 2)
+    assert most == neo4j_candidates.Ask("index", neo4j_candidates.MAX_FETCH, None, 2)
     assert ask(most, answer(mine=0), k=10, kth=None, zero=False, first=400) == (
-        neo4j_vectors.Ask("scan", 400, None, 3)
+        neo4j_candidates.Ask("scan", 400, None, 3)
     )
     # Asking for as many rows as the namespace holds: a scan costs no more.
     small = answer(mine=1, vectors=3_000)
     assert ask(FIRST, small, k=10, kth=None, zero=False, first=400) == (
-        neo4j_vectors.Ask("scan", 400, None, 1)
+        neo4j_candidates.Ask("scan", 400, None, 1)
     )
     # The k-th is not clearly positive: vectors of zeros (not in the index) may belong.
     assert ask(FIRST, answer(least=-0.5), k=10, kth=0.0, zero=False, first=400) == (
-        neo4j_vectors.Ask("index", 3200, None, 1)
+        neo4j_candidates.Ask("index", 3200, None, 1)
     )
 
 
 def test_a_scan_is_complete_or_fetches_everything_that_can_reach_the_kth() -> None:
-    ask = neo4j_vectors.next_ask
-    scan = neo4j_vectors.Ask("scan", 400)
+    ask = neo4j_candidates.next_ask
+    scan = neo4j_candidates.Ask("scan", 400)
     assert ask(scan, answer("scan", returned=120), k=10, kth=0.3, zero=False, first=400) is None
     assert ask(scan, answer("scan", least=0.1), k=10, kth=0.3, zero=False, first=400) is None
     tied = ask(scan, answer("scan", least=0.3), k=10, kth=0.3, zero=False, first=400)
-    assert tied is not None and tied.mode == "scan" and tied.fetch == neo4j_vectors.NO_LIMIT
-    assert tied.floor == pytest.approx((1.0 + 0.3 - neo4j_vectors.SLACK) / 2.0)
+    assert tied is not None and tied.mode == "scan" and tied.fetch == neo4j_candidates.NO_LIMIT
+    assert tied.floor == pytest.approx((1.0 + 0.3 - neo4j_candidates.SLACK) / 2.0)
     assert ask(tied, answer("scan", least=0.3), k=10, kth=0.3, zero=False, first=400) is None
     assert ask(scan, answer("scan", least=0.0), k=10, kth=0.0, zero=True, first=400) is None
 
@@ -498,7 +499,7 @@ def test_a_database_written_before_the_vector_queue_gets_its_queue_at_open(
     cypher("MATCH (m:Memory {namespace: $ns}) REMOVE m.vectorQueuedUs", ns=ns)
     cypher("MATCH (s:NamespaceStat {namespace: $ns}) REMOVE s.vectorQueue", ns=ns)
     assert neo.pending_vectors(ns, 10) == []
-    monkeypatch.setattr(neo4j_vectors, "QUEUE_PAGE", 3)  # several pages
+    monkeypatch.setattr(neo4j_queue, "QUEUE_PAGE", 3)  # several pages
     again = neo4j_store_factory()()
     again.open()
     try:

@@ -26,8 +26,9 @@ from graphsvc.model import MemoryInput
 from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
-from graphsvc.store.base import PendingVector, Store
+from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
+from graphsvc.store.vectors import PendingVector
 from graphsvc.vector_queue import VectorQueue
 from tests.helpers import WrappedEncoder, fixed_clock, make_settings
 from tests.neo4j_server import neo4j_store_factory

@@ -22,7 +22,7 @@ from graphsvc.recall.answerability import (
     probability,
     unseen_share,
 )
-from graphsvc.store.base import TermStats
+from graphsvc.store.candidates import TermStats
 from tests.unit.test_recall import mem
 
 FAST = hsettings(max_examples=200, deadline=None)

@@ -33,34 +33,16 @@ from graphsvc.model import (
     Successor,
     WriteResult,
 )
-from graphsvc.store.base import (
-    FACETS,
-    HISTORY_HOPS,
+from graphsvc.store.base import Store
+from graphsvc.store.candidates import (
     Candidate,
     CandidateColumns,
-    FacetCounts,
-    PendingVector,
-    QueueLease,
-    Store,
     TermStats,
-    VectorBacklog,
-    Walk,
-    bad_facet,
-    bad_model,
-    belief_memory_missing,
-    erase_started,
-    link_end_missing,
-    memory_missing,
     micros,
-    no_assembled_event,
-    no_vector_model,
     plan_candidates,
-    sort_links,
-    split_upsert,
-    supersedes_cycle,
-    vectors_in_the_way,
-    wrong_length,
 )
+from graphsvc.store.facets import FACETS, FacetCounts, bad_facet
+from graphsvc.store.graph import HISTORY_HOPS, Walk, sort_links
 from graphsvc.store.journal import LogHead
 from graphsvc.store.mirror.loader import MirrorLoader
 from graphsvc.store.mirror.rows import (
@@ -80,6 +62,24 @@ from graphsvc.store.mirror.table import (
     from_micros,
     make_link,
     row_matcher,
+)
+from graphsvc.store.rules import (
+    belief_memory_missing,
+    erase_started,
+    link_end_missing,
+    memory_missing,
+    no_assembled_event,
+    split_upsert,
+    supersedes_cycle,
+)
+from graphsvc.store.vectors import (
+    PendingVector,
+    QueueLease,
+    VectorBacklog,
+    bad_model,
+    no_vector_model,
+    vectors_in_the_way,
+    wrong_length,
 )
 
 _id_of = attrgetter("id")

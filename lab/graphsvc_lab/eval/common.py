@@ -30,7 +30,8 @@ from graphsvc.recall.policy import FUSION_MODES, RecallPolicy
 from graphsvc.retrieval import DenseRecall, settings_embedder
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
-from graphsvc.store.base import Store, micros
+from graphsvc.store.base import Store
+from graphsvc.store.candidates import micros
 from graphsvc.text import estimate_tokens
 from graphsvc_lab.eval.vectors import CachedEmbedder
 
