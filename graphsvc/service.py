@@ -21,7 +21,9 @@ from typing import Any
 from uuid import UUID
 
 from graphsvc import validity
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
+from graphsvc.embedding.dense_recall import DenseRecall
+from graphsvc.embedding.queue import VectorQueue
 from graphsvc.errors import BadInputError, LimitExceededError
 from graphsvc.model import (
     NAMESPACE_RE,
@@ -62,12 +64,10 @@ from graphsvc.recall import BundleRequest, Stage, build_belief, build_bundle, ge
 from graphsvc.recall.pipeline import ReadAheadPool, RecallPipeline
 from graphsvc.recall.policy import RecallPolicy
 from graphsvc.requests import BundleQuery, ReconstructQuery
-from graphsvc.retrieval import DenseRecall
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store, nothing_to_erase
 from graphsvc.store.journal import isoformats
 from graphsvc.text import analyse_many, estimate_tokens
-from graphsvc.vector_queue import VectorQueue
 
 # Ids derived from content live in this UUIDv5 namespace, so that re-ingesting a file is a no-op.
 CONTENT_ID_NAMESPACE = UUID("6f1c1e0e-5b7a-4d0e-9a53-9b8f3f2c6a10")
@@ -1198,6 +1198,7 @@ class MemoryService:
         encoder's. Safe to call twice."""
         self.vector_queue.close(self.settings.shutdown_timeout)
         self._read_ahead.close()
+        self.recall.close()
         self.dense.close()
         self.store.close()
 

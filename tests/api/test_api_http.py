@@ -50,7 +50,7 @@ from graphsvc.api.loopback import is_loopback
 from graphsvc.api.ratelimit import ClientAddresses, Rate, TokenBuckets, retry_after
 from graphsvc.api.schema import make_schema, schema
 from graphsvc.api.serve import serve
-from graphsvc.embed import DEFAULT_MODEL
+from graphsvc.embedding.registry import DEFAULT_MODEL
 from graphsvc.errors import BadInputError, StoreUnavailableError
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings

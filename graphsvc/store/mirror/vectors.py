@@ -31,17 +31,14 @@ from uuid import UUID
 import numpy as np
 from numpy.typing import NDArray
 
-from graphsvc.dense import (
+from graphsvc.embedding.codes import Codes, cosines, squared_norms, top_k
+from graphsvc.embedding.search import (
     BLOCK_ROWS,
     SKETCH_MIN_ENERGY,
-    Codes,
     Projected,
     SearchPool,
     Sketch,
-    cosines,
     nearest_rows,
-    squared_norms,
-    top_k,
 )
 
 T = TypeVar("T", bound=np.generic)

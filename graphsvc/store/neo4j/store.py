@@ -18,7 +18,7 @@ import neo4j
 from neo4j import Transaction
 from pydantic import SecretStr
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.errors import BadInputError, GraphsvcError
 from graphsvc.model import (
     AsOf,

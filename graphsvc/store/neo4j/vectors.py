@@ -46,7 +46,7 @@ import numpy as np
 from neo4j import Transaction
 from neo4j.exceptions import Neo4jError
 
-from graphsvc.dense import VectorModel, cosines, top_k, with_given
+from graphsvc.embedding.codes import VectorModel, cosines, top_k, with_given
 from graphsvc.errors import BadInputError, GraphsvcError, StoreCorruptError
 from graphsvc.store.base import (
     PendingVector,
