@@ -20,9 +20,9 @@ question with its own evidence, read off the ranking once it is made (:func:`evi
 - ``margin``: how far the best cosine stands above the :data:`MARGIN_RANK`-th best (0 without
   an encoder): one memory that matches by meaning, rather than a topic many share.
 
-A logistic model of these (:class:`~graphsvc.embed.Answerability`, coefficients fitted in the
-lab and kept as data in each encoder's registry entry; :data:`LEXICAL` when recall is lexical)
-turns them into ``topScore``, which a bundle's ``minScore`` is compared with.
+A logistic model of these (:class:`~graphsvc.embedding.registry.Answerability`, coefficients fitted
+in the lab and kept as data in each encoder's registry entry; :data:`LEXICAL` when recall is
+lexical) turns them into ``topScore``, which a bundle's ``minScore`` is compared with.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import math
 from collections.abc import Mapping, Sequence
 from uuid import UUID
 
-from graphsvc.embed import Answerability
+from graphsvc.embedding.registry import Answerability
 from graphsvc.model import AnswerEvidence as Evidence
 from graphsvc.model import construct
 from graphsvc.recall.scoring import PLACES, Scored

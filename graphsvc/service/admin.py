@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from uuid import UUID
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.errors import BadInputError
 from graphsvc.model import Belief, Link, Memory, NamespaceStats
 from graphsvc.service.checks import in_range
@@ -133,5 +133,6 @@ class Admin(ServiceCore):
         encoder's. Safe to call twice."""
         self.vector_queue.close(self.settings.shutdown_timeout)
         self._read_ahead.close()
+        self.recall.close()
         self.dense.close()
         self.store.close()

@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 from uuid import UUID
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.model import (
     AsOf,
     Belief,
@@ -110,11 +110,11 @@ class MemoryWrites(ABC):
         the namespace then holds more than ``max_memories``, the oldest (by ``recordedAt``, then
         id) among those not in this batch are forgotten, links included (``evicted``).
 
-        ``vectors`` (int8 codes, :mod:`graphsvc.dense`, of the namespace's :meth:`vector_model`) are
-        stored with the memories they name in the same all-or-nothing write: a created memory gets
-        its vector, an unchanged one gets it only if it has none. A vector whose length is not the
-        model's dimension, or any vector while the namespace has no vector model, is a BadInputError
-        and nothing is written."""
+        ``vectors`` (int8 codes, :mod:`graphsvc.embedding.codes`, of the namespace's
+        :meth:`vector_model`) are stored with the memories they name in the same all-or-nothing
+        write: a created memory gets its vector, an unchanged one gets it only if it has none. A
+        vector whose length is not the model's dimension, or any vector while the namespace has no
+        vector model, is a BadInputError and nothing is written."""
 
     @abstractmethod
     def add_links(self, namespace: str, links: Sequence[Link]) -> None:
@@ -370,14 +370,14 @@ class CandidateReads(ABC):
     def similar(
         self, namespace: str, query: bytes, k: int, ids: Sequence[UUID]
     ) -> list[tuple[UUID, float]]:
-        """Dense recall in one call: the exact cosines (:func:`graphsvc.dense.cosines`) of the
-        memories ``ids`` names that have a vector, together with the ``k`` memories of the
+        """Dense recall in one call: the exact cosines (:func:`graphsvc.embedding.codes.cosines`) of
+        the memories ``ids`` names that have a vector, together with the ``k`` memories of the
         namespace of highest exact cosine with ``query`` (codes of the namespace's model), each
         once, sorted by cosine descending then id. Ids of other namespaces or without a vector are
-        left out. Empty when the namespace has no vector model. A store may find the ``k`` best
-        with an approximate index, but must re-score them exactly (the k best of the exact
-        ranking must come out, as the embedded store's exhaustive search gives them, on every
-        namespace the tests and the dev data hold); BadInputError for a wrong length."""
+        left out. Empty when the namespace has no vector model. A store may find the ``k`` best with
+        an approximate index, but must re-score them exactly (the k best of the exact ranking must
+        come out, as the embedded store's exhaustive search gives them, on every namespace the tests
+        and the dev data hold); BadInputError for a wrong length."""
 
 
 class VectorStorage(ABC):

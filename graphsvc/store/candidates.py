@@ -15,7 +15,7 @@ from uuid import UUID
 import numpy as np
 from numpy.typing import NDArray
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.model import Memory
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.errors import BadInputError
 
 
@@ -62,7 +62,7 @@ def no_vector_model(namespace: str) -> BadInputError:
 def wrong_length(what: str, length: int, namespace: str, model: VectorModel) -> BadInputError:
     return BadInputError(
         f"{what} has {length} codes, but namespace {namespace!r} uses vector model "
-        f"{describe_model(model)}: encode it with that model (graphsvc.dense.quantize)"
+        f"{describe_model(model)}: encode it with that model (graphsvc.embedding.codes.quantize)"
     )
 
 

@@ -46,7 +46,7 @@ from graphsvc.api.ratelimit import ClientAddresses, Rate, TokenBuckets, retry_af
 from graphsvc.api.schema import make_schema, schema
 from graphsvc.api.serve import serve
 from graphsvc.api.view import GraphQLView
-from graphsvc.embed import DEFAULT_MODEL
+from graphsvc.embedding.registry import DEFAULT_MODEL
 from graphsvc.errors import BadInputError, StoreUnavailableError
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings

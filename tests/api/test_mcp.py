@@ -44,10 +44,10 @@ from mcp.types import (
 from starlette.applications import Starlette
 
 from graphsvc.api.auth import ApiKeys, Principal, Role, hash_key
+from graphsvc.embedding.dense_recall import DenseRecall
 from graphsvc.errors import BadInputError
 from graphsvc.mcp.server import BELIEF_URI, INSTRUCTIONS, MEMORY_URI, GraphsvcMcp
 from graphsvc.mcp.stdio import configured_keys, stdio_principal
-from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store

@@ -19,7 +19,7 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.recall import STAGES, plan_candidates, rank_columns, window_guess
 from graphsvc.store import cypher as named

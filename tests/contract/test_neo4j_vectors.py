@@ -4,11 +4,11 @@ of that dimension is first set, and again at open), vectors as float properties 
 asking again for more, and scanning the namespace when the index cannot vouch for the ``k`` best.
 
 The behaviour both stores share is tested once for both in ``test_vectors.py``. The index path is
-reached here on small namespaces by lowering the store's thresholds (``EXACT_BELOW`` and the
-fetch sizes), so the logic that guards large namespaces runs in seconds; every answer is compared
-with the exhaustive one (:func:`graphsvc.dense.cosines` and :func:`graphsvc.dense.top_k`). Each
-test uses a dimension of its own (no other suite uses these) and erases its namespaces at the end,
-so the index it looks at holds only its own vectors.
+reached here on small namespaces by lowering the store's thresholds (``EXACT_BELOW`` and the fetch
+sizes), so the logic that guards large namespaces runs in seconds; every answer is compared with the
+exhaustive one (:func:`graphsvc.embedding.codes.cosines` and
+:func:`graphsvc.embedding.codes.top_k`). Each test uses a dimension of its own (no other suite uses
+these) and erases its namespaces at the end, so the index it looks at holds only its own vectors.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from uuid import UUID, uuid4
 import numpy as np
 import pytest
 
-from graphsvc import dense
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel, cosines, quantize, to_bytes, top_k, with_given
 from graphsvc.model import EraseFilter, Memory
 from graphsvc.store.cypher import query
 from graphsvc.store.neo4j import Neo4jStore
@@ -82,7 +81,7 @@ def memories(ns: str, count: int) -> list[Memory]:
 
 def codes_of(rows: np.ndarray[Any, Any]) -> list[bytes]:
     unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
-    return [dense.to_bytes(row) for row in dense.quantize(unit.astype(np.float32))]
+    return [to_bytes(row) for row in quantize(unit.astype(np.float32))]
 
 
 def random_codes(count: int, dimension: int, seed: int) -> list[bytes]:
@@ -92,14 +91,14 @@ def random_codes(count: int, dimension: int, seed: int) -> list[bytes]:
 def expected(
     query: bytes, stored: Mapping[UUID, bytes], k: int, ids: Sequence[UUID] = ()
 ) -> list[tuple[UUID, float]]:
-    """The exhaustive answer: dense.cosines over every stored vector, dense.top_k, plus the ids
+    """The exhaustive answer: cosines over every stored vector, top_k, plus the ids
     asked that have a vector."""
     order = list(stored)
     if not order:
         return []
     matrix = np.stack([np.frombuffer(stored[i], dtype=np.int8) for i in order])
-    scores = dense.cosines(np.frombuffer(query, dtype=np.int8), matrix)
-    found = dict(dense.top_k(order, scores, k))
+    scores = cosines(np.frombuffer(query, dtype=np.int8), matrix)
+    found = dict(top_k(order, scores, k))
     for mid in ids:
         if mid in stored:
             found.setdefault(mid, float(scores[order.index(mid)]))
@@ -271,7 +270,7 @@ def test_the_index_path_gives_the_exhaustive_answer_in_one_round_trip(
         assert trace.modes() == ["index"]
         # What a bundle asks in two calls (the k nearest beside its lexical ranking, then its
         # ranked memories' cosines) comes to what one call answers.
-        two = dense.with_given(neo.similar(ns, query, 5, []), neo.similar(ns, query, 0, asked), 5)
+        two = with_given(neo.similar(ns, query, 5, []), neo.similar(ns, query, 0, asked), 5)
         assert two == expected(query, given, 5, asked)
         trace.modes()
     # k = 0: only the vectors of the ids asked are read.
@@ -355,21 +354,21 @@ def test_ties_and_vectors_of_zeros_are_exact_on_the_index_path(
     same = np.zeros(dimension, dtype=np.int8)
     same[0], same[1] = 90, 40
     zero = np.zeros(dimension, dtype=np.int8)
-    axes = dense.quantize(np.eye(dimension, dtype=np.float32)[2:6])
+    axes = quantize(np.eye(dimension, dtype=np.float32)[2:6])
     rows = [same] * 30 + [zero] * 12 + list(axes)
-    given = fill(neo, ns, VectorModel("twelve-d", dimension), [dense.to_bytes(r) for r in rows])
+    given = fill(neo, ns, VectorModel("twelve-d", dimension), [to_bytes(r) for r in rows])
     trace = Trace(neo, monkeypatch)
-    query = dense.to_bytes(same)
+    query = to_bytes(same)
     for k in (1, 5, 29, 30, 31, 40):  # the k-th place inside the tie, at its end, past it
         assert neo.similar(ns, query, k, []) == expected(query, given, k)
     assert "scan" in trace.modes()  # ties at the boundary: the index cannot vouch for them
     # A query orthogonal to all but four: the k best run into the zeros the index does not hold.
     axis = np.zeros(dimension, dtype=np.int8)
     axis[2] = 127
-    assert neo.similar(ns, dense.to_bytes(axis), 8, []) == expected(dense.to_bytes(axis), given, 8)
+    assert neo.similar(ns, to_bytes(axis), 8, []) == expected(to_bytes(axis), given, 8)
     assert trace.modes()[-1] == "scan"
     # A query of zeros: every cosine is 0, the k smallest ids come out.
-    assert neo.similar(ns, dense.to_bytes(zero), 6, []) == expected(dense.to_bytes(zero), given, 6)
+    assert neo.similar(ns, to_bytes(zero), 6, []) == expected(to_bytes(zero), given, 6)
 
 
 @pytest.mark.neo4j

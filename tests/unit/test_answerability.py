@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from graphsvc.embed import PACKAGED_MODELS, Answerability
+from graphsvc.embedding.registry import PACKAGED_MODELS, Answerability
 from graphsvc.recall import Scored
 from graphsvc.recall.answerability import (
     LEXICAL,

@@ -14,7 +14,7 @@ from uuid import UUID
 import numpy as np
 from sortedcontainers import SortedList
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.errors import StoreCorruptError
 from graphsvc.model import Belief, ContextEvent, Link
 from graphsvc.store.mirror.columns import gather_terms

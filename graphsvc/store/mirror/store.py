@@ -16,7 +16,8 @@ from uuid import UUID
 import numpy as np
 from numpy.typing import NDArray
 
-from graphsvc.dense import SearchPool, VectorModel, with_given
+from graphsvc.embedding.codes import VectorModel, with_given
+from graphsvc.embedding.search import SearchPool
 from graphsvc.model import (
     AsOf,
     Belief,

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.errors import StoreUnavailableError
 from graphsvc.model import Belief, ContextEvent
 from graphsvc.store import journal

@@ -7,24 +7,23 @@ frequencies are counted in Cypher, and the best ``guess.size`` of them by the ra
 are read ahead with them, so the ranked window is usually read without a round trip of its own.
 
 By meaning. ``similar`` asks in one round trip for the model, the count, the candidates and the
-vectors of the given ids (``cypher/similar.cypher``). A namespace of more than
-:data:`EXACT_BELOW` vectors gets its candidates from the dimension's HNSW index (approximate, and
-shared by every namespace of the dimension, so filtered by namespace), asked for
-:data:`OVERFETCH` times ``k`` neighbours (Neo4j searches with ``ef`` equal to that count); a
-smaller one is ranked whole in Cypher by Neo4j's float cosine. Only candidates that can reach the
-``k`` best come back with their codes (Neo4j's cosine is within :data:`SLACK` of the exact one),
-and they are re-scored exactly (:func:`graphsvc.dense.cosines`), the ``k`` best taken by
-:func:`graphsvc.dense.top_k`: the embedded store's answer whenever the candidates hold the exact
-``k`` best. :func:`next_ask` checks that they do, or asks again: the index for more (a crowded
-index, ties at the boundary), then a scan; a scan with a floor fetches
-everything that can reach the ``k``-th, which is exact by construction. What is left
-approximate is the index's own recall, as far as a neighbour HNSW missed can still hide above the
-lowest row it returned. That is not rare at scale: on ``graphsvc bench --embed synthetic``'s
-100,000 vectors (Neo4j 5.26, M 16, ef_construction 100), the index did not return a stored vector
-among the 5 nearest of itself for 134 of 200 sampled memories (33 of 200 at 100), and this search
-gives the exact top 10 for 71 of the bench's 100 queries (its word-hash vectors are a hard case:
-on MiniLM vectors of real text, every BEAM turn, it gave it for all 400 BEAM questions). A
-namespace of at most :data:`EXACT_BELOW` vectors is exact.
+vectors of the given ids (``cypher/similar.cypher``). A namespace of more than :data:`EXACT_BELOW`
+vectors gets its candidates from the dimension's HNSW index (approximate, and shared by every
+namespace of the dimension, so filtered by namespace), asked for :data:`OVERFETCH` times ``k``
+neighbours (Neo4j searches with ``ef`` equal to that count); a smaller one is ranked whole in Cypher
+by Neo4j's float cosine. Only candidates that can reach the ``k`` best come back with their codes
+(Neo4j's cosine is within :data:`SLACK` of the exact one), and they are re-scored exactly
+(:func:`graphsvc.embedding.codes.cosines`), the ``k`` best taken by
+:func:`graphsvc.embedding.codes.top_k`: the embedded store's answer whenever the candidates hold the
+exact ``k`` best. :func:`next_ask` checks that they do, or asks again: the index for more (a crowded
+index, ties at the boundary), then a scan; a scan with a floor fetches everything that can reach the
+``k``-th, which is exact by construction. What is left approximate is the index's own recall, as far
+as a neighbour HNSW missed can still hide above the lowest row it returned. That is not rare at
+scale: on ``graphsvc bench --embed synthetic``'s 100,000 vectors (Neo4j 5.26, M 16, ef_construction
+100), the index did not return a stored vector among the 5 nearest of itself for 134 of 200 sampled
+memories (33 of 200 at 100), and this search gives the exact top 10 for 71 of the bench's 100
+queries (its word-hash vectors are a hard case: on MiniLM vectors of real text, every BEAM turn, it
+gave it for all 400 BEAM questions). A namespace of at most :data:`EXACT_BELOW` vectors is exact.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ from uuid import UUID
 
 import numpy as np
 
-from graphsvc.dense import VectorModel, cosines, top_k, with_given
+from graphsvc.embedding.codes import VectorModel, cosines, top_k, with_given
 from graphsvc.errors import StoreCorruptError
 from graphsvc.model import AsOf
 from graphsvc.store.base import CandidateReads

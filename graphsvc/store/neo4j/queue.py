@@ -12,7 +12,7 @@ from uuid import UUID
 import numpy as np
 from neo4j import Transaction
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.store.base import VectorQueue
 from graphsvc.store.neo4j.boundary import Neo4jBoundary, tx_query
 from graphsvc.store.neo4j.counts import bump_counts

@@ -5,15 +5,14 @@ of each namespace and the vectors on its memories. How ``similar`` searches them
 A namespace's model is a ``:VectorModel {namespace, modelId, dimension}`` node (kept by an erase of
 everything: it is the namespace's setting, not its data). A memory's vector is the property
 ``vector_<d>`` (``d`` its dimension), written with ``db.create.setNodeVectorProperty`` (float32)
-from the int8 codes of :mod:`graphsvc.dense`, beside ``vectorDimension = d``, which only memories
-with a vector have (the ``memory_namespace_vector`` index finds them). Each dimension has its own
-vector index, ``memory_vector_<d>`` (cosine, quantization off), created when a model of that
+from the int8 codes of :mod:`graphsvc.embedding.codes`, beside ``vectorDimension = d``, which only
+memories with a vector have (the ``memory_namespace_vector`` index finds them). Each dimension has
+its own vector index, ``memory_vector_<d>`` (cosine, quantization off), created when a model of that
 dimension is first set and again at open if missing; namespaces with different models coexist.
 ``NamespaceStat.vectors`` counts a namespace's vectors exactly, in the transaction of every write
-and delete. A vector is a property of its memory: forget, erase and eviction take it with the
-node. Writes that store vectors or change the model lock the namespace's ``NamespaceStat``
-first, so a model never changes under a transaction storing vectors of the old.
-"""
+and delete. A vector is a property of its memory: forget, erase and eviction take it with the node.
+Writes that store vectors or change the model lock the namespace's ``NamespaceStat`` first, so a
+model never changes under a transaction storing vectors of the old."""
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ import numpy as np
 from neo4j import Transaction
 from neo4j.exceptions import Neo4jError
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.errors import BadInputError, GraphsvcError
 from graphsvc.store.base import VectorStorage
 from graphsvc.store.neo4j.boundary import Neo4jBoundary, tx_query
