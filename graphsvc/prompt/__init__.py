@@ -7,17 +7,21 @@ user turn, window settings) and returns a :class:`PromptBundle`: the parts as ca
 for every token, the system prompt text (``rendered``) and the same prompt lowered to the
 Anthropic Messages API shape (``messages``).
 
-Three modules:
+Five modules:
 
 - :mod:`graphsvc.prompt.models`: the request, the assembled prompt, the drift report, their enums,
   defaults and limits. Pure data, re-exported here; importing :mod:`graphsvc.prompt` loads nothing
   beyond pydantic and graphsvc's own light modules (the Python client relies on it).
 - :mod:`graphsvc.prompt.assembly`: the pure functions that build a prompt (``resolve_window``,
-  ``plan_prompt``, ``finish_prompt``, the renderers).
+  ``plan_prompt``, ``finish_prompt``).
+- :mod:`graphsvc.prompt.parts`: each of the caller's parts carried, costed and rendered as its
+  block, and the transcript lowered to messages.
+- :mod:`graphsvc.prompt.memory_section`: the ``<memory>`` section, its notes, and the reserve its
+  frame takes (``render_memory``, ``memory_reserve``).
 - :mod:`graphsvc.prompt.trace`: the pure functions that summarise the trace
   (``assembled_detail``, ``drift_report``).
 
-The last two need the recall and text-analysis stack (numpy, regex, PyStemmer), so they are
+The last four need the recall and text-analysis stack (numpy, regex, PyStemmer), so they are
 imported from their modules, never from here.
 """
 

@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from graphsvc.model import ContextEvent, ContextEventKind
-from graphsvc.prompt.assembly import plural
 from graphsvc.prompt.models import DriftReport, DriftStep, HistoryReuse, PromptBundle, Visibility
+from graphsvc.prompt.parts import plural
 from graphsvc.recall import PLACES
 
 QUOTE_CHARS = 80  # how much of a query the assembled event's detail quotes

@@ -237,6 +237,97 @@ class BundleRequest:
     as_of: AsOf | None = None
 
 
+def _pack(
+    request: BundleRequest,
+    ranked: Sequence[Scored],
+    skipped: bool,
+    floor: float,
+    validity: Mapping[UUID, MemoryValidity],
+) -> tuple[list[tuple[Scored, str]], list[Scored], _PackedTerms]:
+    """Each ranked memory's fate, in rank order (``match`` or why it is excluded: abstained,
+    below_floor, duplicate, max_capsules, budget), the packed ones, and their term sets.
+
+    Packing pays for the dated form of every capsule, chronological or not, so the selection
+    does not depend on how it is presented ("ordering changes presentation only") and the
+    re-rendered capsules always fit the budget.
+    """
+    decided: list[tuple[Scored, str]] = []
+    packed_items: list[Scored] = []
+    packed_terms = _PackedTerms()
+    spent = 0
+    for item in ranked:
+        if skipped:
+            decided.append((item, "abstained"))
+            continue
+        if item.score < floor or item.score <= 0.0:
+            decided.append((item, "below_floor"))
+            continue
+        term_set = frozenset(item.memory.terms)
+        if packed_terms.is_duplicate(term_set):
+            decided.append((item, "duplicate"))
+            continue
+        if len(packed_items) >= request.max_capsules:
+            decided.append((item, "max_capsules"))
+            continue
+        cost = estimate_tokens(_capsule_text(item.memory, True, validity.get(item.memory.id)))
+        if spent + cost > request.budget_tokens:
+            decided.append((item, "budget"))
+            continue
+        decided.append((item, "match"))
+        packed_items.append(item)
+        packed_terms.add(term_set)
+        spent += cost
+    return decided, packed_items, packed_terms
+
+
+def _coverage(
+    terms: Sequence[str],
+    stats: TermStats,
+    packed: Sequence[frozenset[str]],
+    offers_nothing: bool,
+) -> tuple[float, tuple[str, ...]]:
+    """The IDF-weighted share of the query's discriminating terms the ``packed`` term sets cover
+    (0 for a bundle that abstains or matched nothing, 1 when no term discriminates), and the
+    terms they miss, highest weight first."""
+    discriminating = [t for t in terms if stats.coverage_weight(t) > 0.0]
+    seen_terms: set[str] = set()
+    for frozen_terms in packed:
+        seen_terms |= frozen_terms
+    covered = [t for t in discriminating if t in seen_terms]
+    uncovered = sorted(
+        (t for t in discriminating if t not in seen_terms),
+        key=lambda t: (-stats.coverage_weight(t), t),
+    )
+    total = sum(stats.coverage_weight(t) for t in discriminating)
+    if offers_nothing:
+        coverage = 0.0
+    elif total <= 0.0:
+        coverage = 1.0
+    else:
+        coverage = round(sum(stats.coverage_weight(t) for t in covered) / total, PLACES)
+    return coverage, tuple(uncovered)
+
+
+def _capsules(
+    decided: Sequence[tuple[Scored, str]],
+    packed_items: Sequence[Scored],
+    chronological: bool,
+    words: Mapping[str, str],
+    validity: Mapping[UUID, MemoryValidity],
+) -> tuple[tuple[ContextCapsule, ...], tuple[ContextCapsule, ...]]:
+    """The packed capsules (oldest first when ``chronological``, else in rank order) and the
+    excluded ones (in rank order, each with its reason), rendered for that order."""
+    packed: list[ContextCapsule] = []
+    excluded: list[ContextCapsule] = []
+    for item, why in decided:
+        capsule = _capsule(item, chronological, why, words, validity.get(item.memory.id))
+        (packed if why == "match" else excluded).append(capsule)
+    if chronological and packed:
+        order = {item.memory.id: chronological_key(item.memory) for item in packed_items}
+        packed.sort(key=lambda c: order[c.memory_id])
+    return tuple(packed), tuple(excluded)
+
+
 def build_bundle(
     request: BundleRequest,
     terms: Sequence[str],
@@ -267,35 +358,7 @@ def build_bundle(
     # Ranking scores live on another scale than minScore's (a probability), so they are floored
     # only relative to the best one.
     floor = request.relative_floor * best
-    decided: list[tuple[Scored, str]] = []
-    packed_items: list[Scored] = []
-    packed_terms = _PackedTerms()
-    # Packing pays for the dated form of every capsule, chronological or not, so the selection
-    # does not depend on how it is presented ("ordering changes presentation only") and the
-    # re-rendered capsules always fit the budget.
-    spent = 0
-    for item in ranked:
-        if skipped:
-            decided.append((item, "abstained"))
-            continue
-        if item.score < floor or item.score <= 0.0:
-            decided.append((item, "below_floor"))
-            continue
-        term_set = frozenset(item.memory.terms)
-        if packed_terms.is_duplicate(term_set):
-            decided.append((item, "duplicate"))
-            continue
-        if len(packed_items) >= request.max_capsules:
-            decided.append((item, "max_capsules"))
-            continue
-        cost = estimate_tokens(_capsule_text(item.memory, True, valid.get(item.memory.id)))
-        if spent + cost > request.budget_tokens:
-            decided.append((item, "budget"))
-            continue
-        decided.append((item, "match"))
-        packed_items.append(item)
-        packed_terms.add(term_set)
-        spent += cost
+    decided, packed_items, packed_terms = _pack(request, ranked, skipped, floor, valid)
 
     # Oldest first when the question asks about order, and whenever the memories offered carry
     # dates on more than one day: a reader then sees evidence in the order it happened, with its
@@ -304,35 +367,11 @@ def build_bundle(
     offered = [item.memory for item in packed_items]
     reason = order_reason(request.query, offered) if offered else None
     chronological = reason is not None
-    packed: list[ContextCapsule] = []
-    excluded: list[ContextCapsule] = []
-    for item, why in decided:
-        capsule = _capsule(item, chronological, why, words, valid.get(item.memory.id))
-        (packed if why == "match" else excluded).append(capsule)
-
-    discriminating = [t for t in terms if stats.coverage_weight(t) > 0.0]
-    seen_terms: set[str] = set()
-    for frozen_terms in packed_terms.in_order:
-        seen_terms |= frozen_terms
-    covered = [t for t in discriminating if t in seen_terms]
-    uncovered = sorted(
-        (t for t in discriminating if t not in seen_terms),
-        key=lambda t: (-stats.coverage_weight(t), t),
+    capsules, excluded = _capsules(decided, packed_items, chronological, words, valid)
+    coverage, uncovered_terms = _coverage(
+        terms, stats, packed_terms.in_order, skipped or not ranked
     )
-    total = sum(stats.coverage_weight(t) for t in discriminating)
-    if skipped or not ranked:
-        coverage = 0.0
-    elif total <= 0.0:
-        coverage = 1.0
-    else:
-        coverage = round(sum(stats.coverage_weight(t) for t in covered) / total, PLACES)
-
-    if chronological and packed:
-        order = {item.memory.id: chronological_key(item.memory) for item in packed_items}
-        packed.sort(key=lambda c: order[c.memory_id])
-
-    used = sum(c.tokens for c in packed)
-    capsules, uncovered_terms = tuple(packed), tuple(uncovered)
+    used = sum(c.tokens for c in capsules)
     uncovered_words = tuple(words.get(t, t) for t in uncovered_terms)
     rendered = _render(
         skipped,
@@ -356,7 +395,7 @@ def build_bundle(
         min_score=request.min_score,
         used_tokens=used,
         capsules=capsules,
-        excluded=tuple(excluded),
+        excluded=excluded,
         skipped=skipped,
         top_score=top_score,
         answer_evidence=evidence if evidence is not None else AnswerEvidence(),

@@ -51,7 +51,6 @@ def fuse(
     the lexical ranking's order, then dense-only memories by cosine descending, newest
     ``recordedAt`` first, then id. ``matched`` stays the query terms a memory holds.
     """
-    keep = 1.0 - weight
     if length_b > 0.0 and avg_length > 0.0:
         ranked = [
             Scored(
@@ -65,6 +64,39 @@ def fuse(
     position = {it.memory.id: i for i, it in enumerate(ranked)}
     members = [(it.memory.id, it.score) for it in ranked] + [(m.id, 0.0) for m in dense_only]
     similar = {m_id: max(cosine.get(m_id, 0.0), 0.0) for m_id, _ in members}
+    value = _fused(members, similar, position, ranked, cosine, weight, mode, rrf_k)
+    items = [
+        Scored(it.memory, round(value[it.memory.id], PLACES), it.matched, it.evidence)
+        for it in ranked
+    ]
+    for memory in dense_only:
+        items.append(Scored(memory, round(value[memory.id], PLACES), matched_terms(memory, terms)))
+    return sorted(
+        items,
+        key=lambda it: (
+            -it.score,
+            position.get(it.memory.id, len(position)),
+            -cosine.get(it.memory.id, 0.0),
+            -micros(it.memory.recorded_at),
+            it.memory.id.int,
+        ),
+    )
+
+
+def _fused(
+    members: Sequence[tuple[UUID, float]],
+    similar: Mapping[UUID, float],
+    position: Mapping[UUID, int],
+    ranked: Sequence[Scored],
+    cosine: Mapping[UUID, float],
+    weight: float,
+    mode: FusionMode,
+    rrf_k: int,
+) -> dict[UUID, float]:
+    """Each member's fused score, before rounding, by ``mode`` (:func:`fuse` says how each mode
+    scales the two parts): ``members`` are the ids with their lexical-graph scores, ``similar``
+    their cosines floored at 0, ``position`` their lexical ranks."""
+    keep = 1.0 - weight
     if mode == "rrf":
         parts = _reciprocal_ranks(members, similar, position, rrf_k)
         scale = float(rrf_k + 1)
@@ -92,22 +124,7 @@ def fuse(
             + weight * ((similar[m_id] - cosine_low) / cosine_scale)
             for m_id, score in members
         }
-    items = [
-        Scored(it.memory, round(value[it.memory.id], PLACES), it.matched, it.evidence)
-        for it in ranked
-    ]
-    for memory in dense_only:
-        items.append(Scored(memory, round(value[memory.id], PLACES), matched_terms(memory, terms)))
-    return sorted(
-        items,
-        key=lambda it: (
-            -it.score,
-            position.get(it.memory.id, len(position)),
-            -cosine.get(it.memory.id, 0.0),
-            -micros(it.memory.recorded_at),
-            it.memory.id.int,
-        ),
-    )
+    return value
 
 
 def _reciprocal_ranks(

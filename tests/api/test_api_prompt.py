@@ -28,7 +28,7 @@ from graphsvc.client import AsyncGraphsvcClient, GraphsvcClient
 from graphsvc.errors import BadInputError, NotFoundError
 from graphsvc.model import ContextEventKind, MemoryInput
 from graphsvc.prompt import AGENT_EVENT_KINDS, UNCHANGED_MARKER, PromptInput
-from graphsvc.prompt.assembly import sha256_hex
+from graphsvc.prompt.parts import sha256_hex
 from graphsvc.service import MemoryService
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore

@@ -16,7 +16,8 @@ from graphsvc.errors import BadInputError, LimitExceededError, NotFoundError
 from graphsvc.model import ContextEventKind
 from graphsvc.model import MemoryInput as NewMemory
 from graphsvc.prompt import AGENT_EVENT_KINDS, UNCHANGED_MARKER, PromptInput, Visibility
-from graphsvc.prompt.assembly import memory_reserve, sha256_hex
+from graphsvc.prompt.memory_section import memory_reserve
+from graphsvc.prompt.parts import sha256_hex
 from graphsvc.service import MemoryService
 from graphsvc.store.base import Store
 from graphsvc.text import estimate_tokens

@@ -34,16 +34,9 @@ from graphsvc.prompt import (
     TranscriptRole,
     Visibility,
 )
-from graphsvc.prompt.assembly import (
-    PromptPlan,
-    Window,
-    finish_prompt,
-    memory_reserve,
-    plan_prompt,
-    render_memory,
-    resolve_window,
-    sha256_hex,
-)
+from graphsvc.prompt.assembly import PromptPlan, Window, finish_prompt, plan_prompt, resolve_window
+from graphsvc.prompt.memory_section import memory_reserve, render_memory
+from graphsvc.prompt.parts import sha256_hex
 from graphsvc.prompt.trace import assembled_detail, drift_report
 from graphsvc.text import asks_about_order, estimate_tokens, query_terms, query_words
 
