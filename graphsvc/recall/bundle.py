@@ -22,9 +22,10 @@ from graphsvc.model import (
     Validity,
     construct,
 )
+from graphsvc.recall.query import Query
 from graphsvc.recall.scoring import PLACES, Scored, Stage
 from graphsvc.store.candidates import TermStats
-from graphsvc.text import asks_about_order, estimate_tokens, query_words
+from graphsvc.text import asks_about_order, estimate_tokens
 from graphsvc.validity import as_of_phrase, marked
 
 # Capsules whose term sets overlap this much (Jaccard) with a packed one are duplicates.
@@ -330,7 +331,7 @@ def _capsules(
 
 def build_bundle(
     request: BundleRequest,
-    terms: Sequence[str],
+    query: Query,
     stats: TermStats,
     ranked: Sequence[Scored],
     top_score: float,
@@ -339,7 +340,9 @@ def build_bundle(
 ) -> ContextBundle:
     """Abstain, de-duplicate, pack, measure coverage and render (docs/design.md, the bundle).
 
-    ``ranked`` is the ranked window (after :func:`apply_supersessions`); each of its items ends in
+    ``query`` is the request's query as analysed once (:class:`~graphsvc.recall.query.Query`: its
+    terms and the user's words for them). ``ranked`` is the ranked window (after
+    :func:`apply_supersessions`); each of its items ends in
     ``capsules`` or in ``excluded`` with a reason. ``top_score`` is the probability that memory
     holds the answer (:mod:`graphsvc.recall.answerability`), made of ``evidence``: it alone
     decides abstention against ``minScore``. Capsules are floored relative to the best ranking
@@ -349,7 +352,7 @@ def build_bundle(
     """
     valid = validity or {}
     # The user's own word for each term ("Mars" for "mar"): what the frontends show.
-    words = dict(query_words(request.query))
+    words = query.words
     best = max((item.score for item in ranked), default=0.0)
     # Nothing ranked abstains too, unless abstention is off (minScore 0): then the bundle is
     # simply empty, and says that nothing matched.
@@ -369,7 +372,7 @@ def build_bundle(
     chronological = reason is not None
     capsules, excluded = _capsules(decided, packed_items, chronological, words, valid)
     coverage, uncovered_terms = _coverage(
-        terms, stats, packed_terms.in_order, skipped or not ranked
+        query.terms, stats, packed_terms.in_order, skipped or not ranked
     )
     used = sum(c.tokens for c in capsules)
     uncovered_words = tuple(words.get(t, t) for t in uncovered_terms)

@@ -45,7 +45,6 @@ from graphsvc.recall.scoring import (
 from graphsvc.store.base import Store
 from graphsvc.store.candidates import ReadAhead, TermStats
 from graphsvc.store.graph import Walk
-from graphsvc.text import query_terms
 
 T = TypeVar("T")
 
@@ -231,7 +230,7 @@ class RecallPipeline:
         encoder's thread (onnxruntime runs without the GIL, so it overlaps the lexical ranking)
         unless recall is lexical-only or ``namespace`` was last found lexical
         (:meth:`QueryEncoder.soon`)."""
-        return Query(text, query_terms(text), self.queries.soon(text, namespace))
+        return Query.analysed(text, self.queries.soon(text, namespace))
 
     def rank(
         self,

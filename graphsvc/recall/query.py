@@ -2,16 +2,19 @@
 
 The recall pipeline makes one when a request arrives (:meth:`RecallPipeline.analyse
 <graphsvc.recall.pipeline.RecallPipeline.analyse>`) and hands it to every stage that reads the
-query: its terms (tokenised once, what the store's candidates and every lexical score read) and
-the future of its stored codes (encoded once, what the search by meaning and the exact cosines of
-the ranked memories read). Pure: the codes are encoded elsewhere
-(:mod:`graphsvc.recall.query_encoder`); the value only holds their future.
-"""
+query: its terms (tokenised once, what the store's candidates and every lexical score read), the
+user's own word for each term (what a bundle names in ``uncoveredWords``) and the future of its
+stored codes (encoded once, what the search by meaning and the exact cosines of the ranked memories
+read). Pure: the codes are encoded elsewhere (:mod:`graphsvc.recall.query_encoder`); the value only
+holds their future."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+
+from graphsvc.text import query_words
 
 
 @dataclass(frozen=True)
@@ -21,13 +24,22 @@ class Query:
     Attributes:
         text: the query as asked.
         terms: its analysed terms (:func:`graphsvc.text.query_terms`), deduplicated, in order.
+        words: each term's word as the user wrote it ("Mars" for "mar",
+            :func:`graphsvc.text.query_words`).
         codes: the future of its stored codes; None when it is not encoded (recall is
             lexical-only, or the namespace was last found lexical: :meth:`encoded` adds it).
     """
 
     text: str
     terms: list[str]
+    words: Mapping[str, str]
     codes: Future[bytes] | None = None
+
+    @classmethod
+    def analysed(cls, text: str, codes: Future[bytes] | None = None) -> Query:
+        """``text`` tokenised once into its terms and their words; ``codes`` as :attr:`codes`."""
+        pairs = query_words(text)
+        return cls(text, [term for term, _ in pairs], dict(pairs), codes)
 
     def encoded(self, codes: Future[bytes] | None) -> Query:
         """This query with the future of its codes."""

@@ -80,7 +80,7 @@ class Recall(ServiceCore):
         valid = validities(self.store, namespace, ranked, when, self.clock)
         result = build_bundle(
             spec,
-            ranking.terms,
+            ranking.query,
             ranking.stats,
             ranking.ranked,
             ranking.top_score,

@@ -26,6 +26,7 @@ from graphsvc.recall import (
     unlinked_seeds,
 )
 from graphsvc.recall.policy import ConversationPolicy, FusionMode
+from graphsvc.recall.query import Query
 from graphsvc.store.candidates import TermStats
 from graphsvc.store.graph import Walk
 from tests.unit.test_recall import BASE, mem
@@ -87,16 +88,16 @@ def stats() -> TermStats:
 
 def test_abstention_uses_answerability_not_the_fused_score() -> None:
     ranked = [scored(1, 0.6)]  # fused: high thanks to the cosine
-    skipped = build_bundle(request(0.45), ["alpha"], stats(), ranked, 0.3)
+    skipped = build_bundle(request(0.45), Query.analysed("alpha"), stats(), ranked, 0.3)
     assert skipped.skipped and skipped.top_score == 0.3 and skipped.capsules == ()
-    kept = build_bundle(request(0.45), ["alpha"], stats(), ranked, 0.5)
+    kept = build_bundle(request(0.45), Query.analysed("alpha"), stats(), ranked, 0.5)
     assert not kept.skipped and [c.score for c in kept.capsules] == [0.6]
     assert kept.retrieval == "hybrid"
 
 
 def test_hybrid_floor_is_relative_to_the_best_fused_score() -> None:
     ranked = [scored(1, 0.6), scored(2, 0.2), scored(3, 0.1)]
-    result = build_bundle(request(0.3), ["alpha"], stats(), ranked, 0.5)
+    result = build_bundle(request(0.3), Query.analysed("alpha"), stats(), ranked, 0.5)
     # floor 0.3 * 0.6 = 0.18: 0.2 stays although it is below minScore, 0.1 does not.
     assert [c.score for c in result.capsules] == [0.6, 0.2]
     assert [c.reason for c in result.excluded] == ["below_floor"]

@@ -34,6 +34,7 @@ from graphsvc.recall import (
     score_candidates,
     spans_days,
 )
+from graphsvc.recall.query import Query
 from graphsvc.recall.scoring import matched_terms
 from graphsvc.store.candidates import Candidate, TermStats
 from graphsvc.store.graph import Walk
@@ -429,7 +430,7 @@ def _bundle(
     terms = query_terms(query)
     req = request(query, budget=budget, min_score=min_score, max_capsules=max_capsules)
     top = best(ranked) if top_score is None else top_score
-    return build_bundle(req, terms, stats_for(corpus, terms), ranked, top)
+    return build_bundle(req, Query.analysed(query), stats_for(corpus, terms), ranked, top)
 
 
 def best(ranked: Sequence[Scored]) -> float:
@@ -503,7 +504,7 @@ def test_below_the_floor_is_relative_to_the_best_score_never_to_min_score() -> N
     ranked = [scored(a, 0.7), scored(b, 0.3), scored(c, 0.2), scored(d, 0.0)]
     terms = query_terms("alpha")
     req = BundleRequest("alpha", 1_000, 0.5, 20, STAGES["default"], 0.3)
-    bundle = build_bundle(req, terms, stats_for(corpus, terms), ranked, 0.9)
+    bundle = build_bundle(req, Query.analysed(req.query), stats_for(corpus, terms), ranked, 0.9)
     assert not bundle.skipped
     assert ids(bundle.capsules) == [a.id, b.id]  # 0.3 is below minScore, above 0.3 * 0.7
     assert [x.reason for x in bundle.excluded] == ["below_floor", "below_floor"]
@@ -551,7 +552,13 @@ def test_coverage_is_idf_weighted_over_the_packed_capsules() -> None:
     corpus = [a, mem(2, "bravo"), mem(3, "bravo golf"), mem(4, "echo")]
     terms = query_terms("alpha bravo zulu")
     stats = stats_for(corpus, terms)
-    bundle = build_bundle(request("alpha bravo zulu"), terms, stats, [scored(a, 0.8)], 0.8)
+    bundle = build_bundle(
+        request("alpha bravo zulu"),
+        Query.analysed("alpha bravo zulu"),
+        stats,
+        [scored(a, 0.8)],
+        0.8,
+    )
     # BM25's IDF, ln(1 + (N - df + 0.5) / (df + 0.5)), with N = 4; an unseen term has df = 0.
     w_alpha, w_bravo, w_zulu = (math.log(1 + 3.5 / 1.5), math.log(1 + 2.5 / 2.5), math.log(10))
     assert bundle.evidence_coverage == round(w_alpha / (w_alpha + w_bravo + w_zulu), 6)
@@ -712,7 +719,7 @@ def dated_cost(memory: Memory) -> int:
 @given(bundle_cases())
 def test_bundle_invariants(case: tuple[BundleRequest, list[str], TermStats, list[Scored]]) -> None:
     req, terms, stats, ranked = case
-    bundle = build_bundle(req, terms, stats, ranked, best(ranked))
+    bundle = build_bundle(req, Query.analysed(req.query), stats, ranked, best(ranked))
 
     # Every ranked candidate is accounted for exactly once.
     assert Counter(ids(bundle.capsules) + ids(bundle.excluded)) == Counter(
@@ -798,12 +805,20 @@ def test_chronological_ordering_changes_presentation_only(
     terms, stats, ranked = rank(query, corpus, stage)
     budget = sum(estimate_tokens(f"[0000-00-00] {r.memory.text}") for r in ranked) or 1
     plain = build_bundle(
-        request(query, budget=budget, stage=stage), terms, stats, ranked, best(ranked)
+        request(query, budget=budget, stage=stage),
+        Query.analysed(query),
+        stats,
+        ranked,
+        best(ranked),
     )
     timely_query = f"{marker} {query}"
     assert query_terms(timely_query) == terms
     timely = build_bundle(
-        request(timely_query, budget=budget, stage=stage), terms, stats, ranked, best(ranked)
+        request(timely_query, budget=budget, stage=stage),
+        Query.analysed(timely_query),
+        stats,
+        ranked,
+        best(ranked),
     )
     # A question about order orders what is offered; with nothing offered there is no order.
     assert timely.chronological == bool(timely.capsules)
@@ -841,9 +856,11 @@ def test_chronological_ordering_changes_presentation_only(
 def test_bundles_are_deterministic(
     case: tuple[BundleRequest, list[str], TermStats, list[Scored]],
 ) -> None:
-    req, terms, stats, ranked = case
-    first = build_bundle(req, terms, stats, ranked, best(ranked)).to_json_dict()
-    again = build_bundle(req, terms, stats, list(ranked), best(ranked)).to_json_dict()
+    req, _, stats, ranked = case
+    first = build_bundle(req, Query.analysed(req.query), stats, ranked, best(ranked)).to_json_dict()
+    again = build_bundle(
+        req, Query.analysed(req.query), stats, list(ranked), best(ranked)
+    ).to_json_dict()
     assert first == again
 
 
