@@ -27,14 +27,14 @@ from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.store import journal
 from graphsvc.store.mirror import MirrorStore, loader
-from graphsvc.store.mirror.rows import log_memory_row
-from graphsvc.store.mirror.table import (
+from graphsvc.store.mirror.links import (
     LinkGraph,
     LinkTuple,
-    MemoryTable,
     link_tuple_from_row,
     link_tuples_from_rows,
 )
+from graphsvc.store.mirror.rows import log_memory_row
+from graphsvc.store.mirror.table import MemoryTable
 from graphsvc.text import analyse, estimate_tokens
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)

@@ -36,9 +36,10 @@ from graphsvc.store.journal import (
     Problem,
 )
 from graphsvc.store.mirror import columns
+from graphsvc.store.mirror.links import link_tuples_from_rows
 from graphsvc.store.mirror.rows import model_from_log_row
 from graphsvc.store.mirror.state import MirrorNamespace
-from graphsvc.store.mirror.table import Posting, link_tuples_from_rows
+from graphsvc.store.mirror.table import Posting
 from graphsvc.store.mirror.vectors import VectorTable
 from graphsvc.store.mirror.writer import FORMAT_VERSION, MirrorWriter
 

@@ -20,16 +20,15 @@ from graphsvc.model import Belief, ContextEvent, Link
 from graphsvc.store.base import redact, uuids_in
 from graphsvc.store.mirror.columns import gather_terms
 from graphsvc.store.mirror.facets import Facets
-from graphsvc.store.mirror.rows import model_from_log_row
-from graphsvc.store.mirror.table import (
+from graphsvc.store.mirror.links import (
     LinkGraph,
     LinkTuple,
-    MemoryTable,
-    Posting,
     link_tuple,
     link_tuples_from_rows,
     make_link,
 )
+from graphsvc.store.mirror.rows import model_from_log_row
+from graphsvc.store.mirror.table import MemoryTable, Posting
 from graphsvc.store.mirror.vectors import VectorTable
 
 #: Rows added at once from which their postings are built with numpy rather than row by row.

@@ -62,6 +62,7 @@ from graphsvc.store.base import (
     wrong_length,
 )
 from graphsvc.store.journal import LogHead
+from graphsvc.store.mirror.links import LinkTuple, make_link
 from graphsvc.store.mirror.loader import MirrorLoader
 from graphsvc.store.mirror.rows import (
     log_belief_row,
@@ -73,14 +74,7 @@ from graphsvc.store.mirror.rows import (
     memory_fields,
 )
 from graphsvc.store.mirror.state import KEY_BITS, KEY_MASK, MirrorNamespace
-from graphsvc.store.mirror.table import (
-    NO_TIME,
-    LinkTuple,
-    MemoryTable,
-    from_micros,
-    make_link,
-    row_matcher,
-)
+from graphsvc.store.mirror.table import NO_TIME, MemoryTable, from_micros, row_matcher
 
 _id_of = attrgetter("id")
 #: Most memories one slice of an erase examines before it lets go of the store's lock, matching

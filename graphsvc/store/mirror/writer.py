@@ -33,9 +33,10 @@ from graphsvc.store.journal import (
     SnapshotHead,
 )
 from graphsvc.store.mirror import columns
+from graphsvc.store.mirror.links import LinkTuple, link_row
 from graphsvc.store.mirror.rows import log_belief_row, log_event_row, log_model_row
 from graphsvc.store.mirror.state import MirrorState
-from graphsvc.store.mirror.table import LinkTuple, MemoryTable, link_row
+from graphsvc.store.mirror.table import MemoryTable
 from graphsvc.store.mirror.vectors import VectorShare
 
 logger = logging.getLogger("graphsvc.store")
