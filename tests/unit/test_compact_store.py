@@ -25,7 +25,7 @@ import pytest
 
 from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
-from graphsvc.store import journal
+from graphsvc.store import datadir, journal
 from graphsvc.store.mirror import MirrorStore, loader
 from graphsvc.store.mirror.links import (
     LinkGraph,
@@ -156,7 +156,7 @@ def test_a_reopened_store_answers_the_same(tmp_path: Path, version: int | None) 
     expected = state(store)
     store.close()
     if version is not None:
-        snapshot = journal.read_snapshot(tmp_path / journal.SNAPSHOT_NAME)
+        snapshot = datadir.read_snapshot(tmp_path / journal.SNAPSHOT_NAME)
         assert snapshot.head.version == version
     reopened = open_store(tmp_path)
     try:
@@ -186,7 +186,7 @@ def test_a_version_2_snapshot_is_read_and_the_next_one_is_version_3(tmp_path: Pa
         store.snapshot()
     finally:
         store.close()
-    assert journal.read_snapshot(tmp_path / journal.SNAPSHOT_NAME).head.version == 3
+    assert datadir.read_snapshot(tmp_path / journal.SNAPSHOT_NAME).head.version == 3
     store = open_store(tmp_path, read_only=True)
     try:
         assert state(store) == expected
@@ -270,7 +270,7 @@ def test_a_background_compaction_holds_the_state_of_its_start(tmp_path: Path) ->
     assert store.wait_for_compaction(60)
     expected = state(store)
     store.close()
-    snapshot = journal.read_snapshot(tmp_path / journal.SNAPSHOT_NAME)
+    snapshot = datadir.read_snapshot(tmp_path / journal.SNAPSHOT_NAME)
     assert snapshot.head.version == 3
     reopened = open_store(tmp_path)
     try:

@@ -24,7 +24,7 @@ from graphsvc import dense
 from graphsvc.dense import VectorModel
 from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Memory
-from graphsvc.store import journal
+from graphsvc.store import datadir, journal
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.mirror.vectors import MIN_CAPACITY, VectorTable
 from graphsvc.store.repair import repair
@@ -174,7 +174,7 @@ def test_the_snapshot_holds_the_vectors_compactly_and_the_log_continues_it(
     store = open_store(data_dir)
     populate(store)
     store.snapshot()
-    frames = [f.record() for f in journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).frames]
+    frames = [f.record() for f in datadir.read_snapshot(data_dir / journal.SNAPSHOT_NAME).frames]
     vectors = [f for f in frames if f["op"] == "vectors"]
     assert {f["ns"] for f in vectors} == {"alpha", "beta"}
     alpha = next(f for f in vectors if f["ns"] == "alpha")
@@ -225,7 +225,7 @@ def test_a_snapshot_of_many_vectors_comes_in_chunks(tmp_path: Path) -> None:
     before = store.similar("alpha", query, 50, [batch[2000].id])
     store.snapshot()
     store.close()
-    frames = [f.record() for f in journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).frames]
+    frames = [f.record() for f in datadir.read_snapshot(data_dir / journal.SNAPSHOT_NAME).frames]
     assert [len(base64.b64decode(f["ids"])) // 16 for f in frames if f["op"] == "vectors"] == [
         1000,
         1000,

@@ -21,7 +21,8 @@ import numpy as np
 
 from graphsvc.errors import StoreCorruptError, StoreUnavailableError
 from graphsvc.model import Belief, ContextEvent
-from graphsvc.store import journal
+from graphsvc.store import datadir, journal
+from graphsvc.store.datadir import Chain
 from graphsvc.store.journal import (
     CLEAN_NAME,
     LOCK_NAME,
@@ -30,7 +31,6 @@ from graphsvc.store.journal import (
     SNAPSHOT_NAME,
     SNAPSHOT_TMP_NAME,
     SNAPSHOT_VERSION,
-    Chain,
     LogError,
     LogHead,
     Problem,
@@ -201,9 +201,9 @@ class MirrorLoader(MirrorWriter):
                     os.close(self._log_fd)
                     self._log_fd = None
                 if clean and self._dir is not None and self._log_head is not None:
-                    marker = journal.Marker(log=str(self._log_head.log), seq=self._seq)
+                    marker = datadir.Marker(log=str(self._log_head.log), seq=self._seq)
                     try:
-                        journal.write_marker(self._dir, marker)
+                        datadir.write_marker(self._dir, marker)
                     except OSError as exc:
                         logger.warning(
                             "could not write %s in %s (%s): the next open cannot tell a torn "
@@ -305,7 +305,7 @@ class MirrorLoader(MirrorWriter):
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                chain = journal.inspect(root, lock_existed=lock_existed)
+                chain = datadir.inspect(root, lock_existed=lock_existed)
             except (FileNotFoundError, LogError):
                 if last:
                     raise
@@ -320,7 +320,7 @@ class MirrorLoader(MirrorWriter):
 
     # -- loading ---------------------------------------------------------------------------------
 
-    def load_snapshot(self, snapshot: journal.Snapshot) -> None:
+    def load_snapshot(self, snapshot: datadir.Snapshot) -> None:
         """Load a verified snapshot into an empty store.
 
         Raises:
@@ -592,7 +592,7 @@ class MirrorLoader(MirrorWriter):
                 heads.append(chain.snapshot.head.store)
             store = next((s for s in heads if s is not None), None) or journal.new_log_id()
             if chain.segments or chain.snapshot is not None:
-                journal.write_store_id(root, store)
+                datadir.write_store_id(root, store)
             # A brand-new store writes it after its first log (below): store.json without a log
             # is then always a store whose log is gone.
         self._store_id = store
@@ -623,7 +623,7 @@ class MirrorLoader(MirrorWriter):
             head = LogHead(journal.new_log_id(), gen=0, base=0, prev=None, store=store)
             self._install_segment(head)
             if chain.store is None and chain.snapshot is None:
-                journal.write_store_id(root, store)
+                datadir.write_store_id(root, store)
             return
         active = chain.segments[-1]
         scan = active.scan
