@@ -271,7 +271,7 @@ def _check_vectors(store: MirrorStore, expected: Callable[[list[str]], list[byte
     memories = [m for m in store.export(QUEUE_NS) if isinstance(m, Memory)]
     waiting = {p.id for p in store.pending_vectors(QUEUE_NS, len(memories) + 1)}
     # The stored codes themselves (what a search reads), from the store's own table.
-    space = store._spaces.get(QUEUE_NS)  # what is stored
+    space = store._state.spaces.get(QUEUE_NS)  # what is stored
     table = None if space is None else space.vectors
     with_vector = [m for m in memories if table is not None and m.id.int in table]
     for memory in memories:

@@ -40,6 +40,7 @@ from graphsvc.model import LinkInput, LinkKind, Memory, MemoryInput
 from graphsvc.service import MemoryService
 from graphsvc.store import datadir, journal
 from graphsvc.store.mirror import MirrorStore
+from graphsvc.store.mirror.snapshot import snapshot_frames
 from graphsvc.store.repair import repair, repair_command
 from tests.helpers import fixed_clock, make_settings
 
@@ -1327,9 +1328,9 @@ def test_a_crash_at_any_point_of_a_compaction_reopens_to_the_same_state(
         service.remember("alpha", MemoryInput(text="a zebra in the log before the compaction"))
         before = state(store, probe)
         crashes = {"before": (_copy(data_dir, "before"), before)}
-        with store._lock:  # the compaction's steps, one at a time
-            store._rotate()
-            capture = store._capture()
+        with store._log.lock:  # the compaction's steps, one at a time
+            store._log.rotate()
+            capture = store._log.capture()
         switched = _copy(data_dir, "switched")
         crashes["switched"] = (switched, before)
         # Between writing the new segment and the first rename: the old files and the new one.
@@ -1344,12 +1345,12 @@ def test_a_crash_at_any_point_of_a_compaction_reopens_to_the_same_state(
         service.remember("beta", MemoryInput(text="a zebra written during the compaction"))
         during = state(store, probe)
         half = _copy(data_dir, "snapshot-half-written")
-        frames = b"".join(store._snapshot_frames(capture))
+        frames = b"".join(snapshot_frames(capture))
         (half / journal.SNAPSHOT_TMP_NAME).write_bytes(frames[: len(frames) // 2])
         crashes["snapshot-half-written"] = (half, during)
         retired = data_dir / journal.OLD_LOG_NAME
         old_segment = retired.read_bytes()
-        store._write_snapshot(capture, True)
+        store._log.write_snapshot(capture, True)
         assert not retired.exists()
         crashes["done"] = (_copy(data_dir, "done"), during)
         # Between the snapshot's rename and the retired segment's deletion.

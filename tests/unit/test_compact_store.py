@@ -259,12 +259,12 @@ def test_a_background_compaction_holds_the_state_of_its_start(tmp_path: Path) ->
     store = open_store(tmp_path, snapshot_bytes=1 << 40)
     memories = populate(store)
     before = state(store)
-    store._snapshot_bytes = 1  # the next write starts a background compaction
+    store._log.snapshot_bytes = 1  # the next write starts a background compaction
     extra = make_memory(NS, 5000, random.Random(1))
     store.upsert_memories(NS, [extra], max_memories=10_000)
     assert store.compacting or store.wait_for_compaction()
     # Writes while it runs: removals clear columns in place, additions grow them.
-    store._snapshot_bytes = 1 << 40
+    store._log.snapshot_bytes = 1 << 40
     store.forget(OTHER, memories[60].id, at=BASE)  # populate returns the memories of OTHER
     store.upsert_memories(NS, [make_memory(NS, 5001, random.Random(2))], max_memories=10_000)
     assert store.wait_for_compaction(60)
@@ -287,13 +287,13 @@ def test_rows_are_keyed_by_id_and_a_removed_row_is_a_hole(tmp_path: Path) -> Non
         memories = [make_memory(NS, n, rng) for n in range(6)]
         store.upsert_memories(NS, memories, max_memories=100)
         store.forget(NS, memories[2].id, at=BASE)
-        table = store._spaces[NS].memories
+        table = store._state.spaces[NS].memories
         assert len(table) == 5 and memories[2].id.int not in table
         assert table.ids[2] is None and len(table.ids) == 6
         assert store.get_memories(NS, [memories[2].id, memories[3].id, UUID(int=1)]) == [
             memories[3]
         ]
-        for posting in store._spaces[NS].postings.values():
+        for posting in store._state.spaces[NS].postings.values():
             assert 2 not in posting.rows and list(posting.rows) == sorted(posting.rows)
     finally:
         store.close()
@@ -310,7 +310,7 @@ def test_postings_built_in_bulk_equal_those_built_row_by_row() -> None:
     bulk.upsert_memories(NS, memories, max_memories=10_000)
 
     def postings(store: MirrorStore) -> dict[str, tuple[list[int], list[int]]]:
-        found = store._spaces[NS].postings
+        found = store._state.spaces[NS].postings
         return {term: (list(p.rows), list(p.tfs)) for term, p in found.items()}
 
     assert postings(bulk) == postings(one_by_one)
@@ -400,7 +400,7 @@ def test_a_large_load_freezes_its_objects_and_a_dropped_store_is_still_freed(
         assert gc.get_freeze_count() > frozen + 100
         assert state(large) == expected
         large.close()
-        table = weakref.ref(large._spaces[NS].memories)
+        table = weakref.ref(large._state.spaces[NS].memories)
         del large
         assert table() is None  # freed without a collection
     finally:

@@ -320,8 +320,8 @@ def test_a_compaction_writes_the_vectors_as_they_were_when_it_started(tmp_path: 
     store.upsert_memories(
         "alpha", batch, max_memories=CAP, vectors={m.id: codes[i] for i, m in enumerate(batch)}
     )
-    with store._lock:
-        capture = store._capture()
+    with store._log.lock:
+        capture = store._log.capture()
     (share,) = [share for _, _, share in capture.vectors if share is not None]
     frozen = (list(share.ids), share.codes(0, len(share.ids)))
     assert frozen[1] == b"".join(codes[i] for i in range(40))
@@ -333,7 +333,7 @@ def test_a_compaction_writes_the_vectors_as_they_were_when_it_started(tmp_path: 
     assert (share.ids, share.codes(0, len(share.ids))) == frozen
     # Once the snapshot is written, rows change in place again (no more copies).
     capture.release()
-    table = store._spaces["alpha"].vectors
+    table = store._state.spaces["alpha"].vectors
     assert table is not None
     matrix = table._matrix
     store.forget("alpha", batch[10].id, at=BASE)
