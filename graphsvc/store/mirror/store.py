@@ -6,6 +6,7 @@ directory (:class:`~graphsvc.store.mirror.loader.MirrorLoader`), and one part pe
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -30,14 +31,14 @@ R = TypeVar("R")
 def answered_by(
     part: str, method: Callable[Concatenate[Any, P], R]
 ) -> Callable[Concatenate[Any, P], R]:
-    """A method of the store that calls ``method`` of the part held in the attribute ``part``
-    (its signature, checked by mypy against the interface it implements, and its docstring)."""
+    """A method of the store that calls ``method`` of the part held in the attribute ``part``:
+    it has the method's signature (which mypy checks against the interface it implements), name
+    and docstring, and ``__wrapped__`` names where the work is done."""
 
     def forward(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
         return method(getattr(self, part), *args, **kwargs)
 
-    forward.__name__ = forward.__qualname__ = method.__name__
-    forward.__doc__ = method.__doc__
+    functools.update_wrapper(forward, method)
     return forward
 
 
