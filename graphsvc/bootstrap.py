@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from threadpoolctl import threadpool_limits
 
-from graphsvc.retrieval import DenseRecall
+from graphsvc.embedding.dense_recall import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -162,10 +162,53 @@ def ingest(
             embedded store writes one at a time). One when the file could reach the
             namespace's memory cap: every batch then evicts under the namespace's count lock,
             and two at once on Neo4j can deadlock there and be retried.
+
+    Raises:
+        BadInputError: a memory or link the store refuses, named ``name:line`` (nothing written).
     """
     service.check_namespace(namespace)
+    first_line = _check_memories(service, namespace, plan, name)
+    _check_links(service, namespace, plan, name, first_line)
+
+    show = sys.stderr.isatty() if progress is None else progress
+    total = len(first_line) + len(plan.links)
+    unique = [item.model_copy(update={"id": mid}) for mid, (_, item) in first_line.items()]
+    cap = service.settings.max_memories_per_namespace
+    if writers > 1 and service.stats(namespace).memories + len(unique) > cap:
+        writers = 1
+    times = [plan.recorded_at.get(number) for number, _ in first_line.values()]
+    with tqdm(total=total, unit="item", disable=not show, file=sys.stderr) as bar:
+
+        def acknowledged(items: int) -> None:
+            bar.update(items)
+            if on_batch is not None:
+                on_batch(items)
+
+        began = time.perf_counter()
+        created, unchanged, evicted = _write_memories(
+            service,
+            namespace,
+            unique,
+            times if plan.recorded_at else None,
+            writers=writers,
+            acknowledged=acknowledged,
+        )
+        seconds = time.perf_counter() - began
+        links = _write_links(service, namespace, plan, acknowledged=acknowledged)
+    return IngestReport(created, unchanged, links, evicted, seconds)
+
+
+def _check_memories(
+    service: MemoryService, namespace: str, plan: IngestPlan, name: str
+) -> dict[UUID, tuple[int, MemoryInput]]:
+    """Every memory of the plan as the store would take it (its input, and its interval with
+    the ``recordedAt`` an export restores), by id: the line it first appears on and its input,
+    in file order. A repeated line is kept once.
+
+    Raises:
+        BadInputError: a memory refused, or an id on two lines with other content.
+    """
     first_line: dict[UUID, tuple[int, MemoryInput]] = {}
-    ids: list[UUID] = []
     for number, item in plan.memories:
         try:
             service.check_input(item)
@@ -181,7 +224,22 @@ def ingest(
                 raise _fail(name, number, f"id {mid} is also on line {seen[0]} with other content")
             continue
         first_line[mid] = (number, item)
-        ids.append(mid)
+    return first_line
+
+
+def _check_links(
+    service: MemoryService,
+    namespace: str,
+    plan: IngestPlan,
+    name: str,
+    first_line: Mapping[UUID, object],
+) -> None:
+    """Every link joins two memories, each in the file or already in the namespace (one read
+    for all those outside the file), and not a memory to itself.
+
+    Raises:
+        BadInputError: the first link that does not.
+    """
     endpoints = {end for _, lk in plan.links for end in (lk.source, lk.target)}
     outside = sorted(endpoints - first_line.keys(), key=str)
     present = {m.id for m in service.get_memories(namespace, outside)} if outside else set()
@@ -197,38 +255,49 @@ def ingest(
         if lk.source == lk.target:
             raise _fail(name, number, f"cannot link memory {lk.source} to itself")
 
-    show = sys.stderr.isatty() if progress is None else progress
-    total = len(ids) + len(plan.links)
+
+def _write_memories(
+    service: MemoryService,
+    namespace: str,
+    unique: list[MemoryInput],
+    times: list[datetime | None] | None,
+    *,
+    writers: int,
+    acknowledged: Callable[[int], None],
+) -> tuple[int, int, int]:
+    """Write the memories in batches of ``GRAPHSVC_MAX_BATCH`` (``times``: the ``recordedAt``
+    each restores); returns how many were created, unchanged and evicted."""
     created = unchanged = evicted = 0
     size = service.settings.max_batch
-    unique = [first_line[mid][1].model_copy(update={"id": mid}) for mid in ids]
-    cap = service.settings.max_memories_per_namespace
-    if writers > 1 and service.stats(namespace).memories + len(unique) > cap:
-        writers = 1
-    times = [plan.recorded_at.get(first_line[mid][0]) for mid in ids]
-    with tqdm(total=total, unit="item", disable=not show, file=sys.stderr) as bar:
-        batches = list(_batches(unique, size))
-        batch_times = list(_batches(times, size)) if plan.recorded_at else None
-        began = time.perf_counter()
-        written = service.write_batches(namespace, batches, writers=writers, recorded=batch_times)
-        for batch, (_, result) in zip(batches, written, strict=True):
-            created += len(result.created)
-            unchanged += len(result.unchanged)
-            evicted += len(result.evicted)
-            bar.update(len(batch))
-            if on_batch is not None:
-                on_batch(len(batch))
-        seconds = time.perf_counter() - began
-        links = [lk for _, lk in plan.links]
-        link_times = [plan.created_at.get(number) for number, _ in plan.links]
-        for start in range(0, len(links), size):
-            link_batch = links[start : start + size]
-            restored = link_times[start : start + size] if plan.created_at else None
-            service.add_links(namespace, link_batch, restored)
-            bar.update(len(link_batch))
-            if on_batch is not None:
-                on_batch(len(link_batch))
-    return IngestReport(created, unchanged, len(links), evicted, seconds)
+    batches = list(_batches(unique, size))
+    batch_times = list(_batches(times, size)) if times is not None else None
+    written = service.write_batches(namespace, batches, writers=writers, recorded=batch_times)
+    for batch, (_, result) in zip(batches, written, strict=True):
+        created += len(result.created)
+        unchanged += len(result.unchanged)
+        evicted += len(result.evicted)
+        acknowledged(len(batch))
+    return created, unchanged, evicted
+
+
+def _write_links(
+    service: MemoryService,
+    namespace: str,
+    plan: IngestPlan,
+    *,
+    acknowledged: Callable[[int], None],
+) -> int:
+    """Write the links in batches of ``GRAPHSVC_MAX_BATCH``, with the ``createdAt`` an export
+    recorded; returns how many."""
+    size = service.settings.max_batch
+    links = [lk for _, lk in plan.links]
+    link_times = [plan.created_at.get(number) for number, _ in plan.links]
+    for start in range(0, len(links), size):
+        link_batch = links[start : start + size]
+        restored = link_times[start : start + size] if plan.created_at else None
+        service.add_links(namespace, link_batch, restored)
+        acknowledged(len(link_batch))
+    return len(links)
 
 
 def memory_row(memory: Memory) -> dict[str, Any]:

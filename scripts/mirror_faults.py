@@ -91,9 +91,9 @@ QUEUE_NS = "vectors"
 QUEUE_WRITER = """
 import random, sys, time
 from pathlib import Path
-from graphsvc.embed import open_embedder
+from graphsvc.embedding.encoder import open_embedder
 from graphsvc.model import MemoryInput
-from graphsvc.retrieval import DenseRecall
+from graphsvc.embedding.dense_recall import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.mirror import MirrorStore
@@ -292,9 +292,10 @@ def queue_kill_loop(
 ) -> QueueFigures | str:
     """kill -9 while the vector queue drains (see the module docstring); a reason when it
     cannot run (no embedding model installed)."""
-    from graphsvc import dense as codes_of
-    from graphsvc.embed import ModelUnavailableError, open_embedder
-    from graphsvc.retrieval import DenseRecall
+    from graphsvc.embedding.codes import quantize, to_bytes
+    from graphsvc.embedding.dense_recall import DenseRecall
+    from graphsvc.embedding.encoder import open_embedder
+    from graphsvc.embedding.registry import ModelUnavailableError
 
     try:
         encoder = open_embedder().load()
@@ -305,8 +306,8 @@ def queue_kill_loop(
     def expected(texts: list[str]) -> list[bytes]:
         todo = [t for t in dict.fromkeys(texts) if t not in known]
         if todo:
-            rows = codes_of.quantize(encoder.embed(todo))
-            known.update(zip(todo, (codes_of.to_bytes(r) for r in rows), strict=True))
+            rows = quantize(encoder.embed(todo))
+            known.update(zip(todo, (to_bytes(r) for r in rows), strict=True))
         return [known[t] for t in texts]
 
     figures = QueueFigures()

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from graphsvc.embed import ModelUnavailableError, OnnxEmbedder, Vectors, open_embedder
+from graphsvc.embedding.encoder import OnnxEmbedder, Vectors, open_embedder
+from graphsvc.embedding.registry import ModelUnavailableError
 from graphsvc.settings import Settings
 
 STORES = ["mirror", pytest.param("neo4j", marks=pytest.mark.neo4j)]

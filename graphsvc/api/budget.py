@@ -7,7 +7,7 @@ so the nested resolvers also count the rows they hand to graphql-core here
 (:meth:`RequestBudget.take`). Past ``GRAPHSVC_MAX_RESULT_ROWS`` rows, or past the request's
 deadline (``GRAPHSVC_REQUEST_TIMEOUT``), the request stops: the failure is kept, the request's
 task is cancelled (so graphql-core starts no more work for it), and every later call raises the
-same error. The view answers the kept failure (:class:`graphsvc.api.app.GraphQLView`).
+same error. The view answers the kept failure (:class:`graphsvc.api.view.GraphQLView`).
 
 The deadline is checked here, on each resolver call, as well as by the view's timer: a request
 that keeps the event loop busy delays the timer, never these checks.

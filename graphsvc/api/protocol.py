@@ -14,9 +14,9 @@ The size of a request's headers (request line included) is bounded too, at
 (``h11_max_incomplete_event_size``; uvicorn answers 400), so a head that arrived in one read (at
 most the read's size, 256 KiB) is parsed. httptools bounds nothing (its parser keeps whatever
 arrives), so the httptools protocol here (:func:`httptools_protocol`) counts both the bytes that
-arrive while a request's headers are incomplete and the request line and headers as parsed, and
-past the bound answers ``431 Request Header Fields Too Large`` (``LIMIT_EXCEEDED``) and closes the
-connection: at most the bound plus one read is held.
+arrive while a request's headers are incomplete and the request line and headers as parsed
+(:class:`HeadSize`), and past the bound answers ``431 Request Header Fields Too Large``
+(``LIMIT_EXCEEDED``) and closes the connection: at most the bound plus one read is held.
 
 Which parser serves is ``GRAPHSVC_HTTP_PARSER`` (:func:`protocol_class`): httptools (C, less CPU
 a request) when installed, else h11; either way both bounds hold.
@@ -226,6 +226,55 @@ class HeaderDeadlineProtocol(H11Protocol):
         super().connection_lost(exc)
 
 
+class HeadSize:
+    """The size of the request heads arriving on one connection, against a bound (httptools
+    bounds nothing itself; see the module's description). Two counts: the bytes received while a
+    request's headers are incomplete (what is held before the parser has seen them all), and the
+    request line and headers as parsed (a head that arrived in one read).
+
+    Args:
+        bound: most bytes of a request's line and headers.
+    """
+
+    __slots__ = ("bound", "in_head", "parsed", "received")
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.in_head = True  # the next bytes belong to a request line or headers
+        self.received = 0  # bytes received while in_head
+        self.parsed = 0  # the current request's line and headers, as parsed
+
+    def arrived(self, size: int) -> None:
+        """``size`` bytes arrived on the connection."""
+        if self.in_head:
+            self.received += size
+
+    def incomplete_too_large(self) -> bool:
+        """Whether the bytes of a head not yet complete passed the bound."""
+        return self.in_head and self.received > self.bound
+
+    def begin(self) -> None:
+        """A request's line begins."""
+        self.parsed = 0
+
+    def add(self, size: int) -> None:
+        """``size`` bytes of the request line or of a header were parsed."""
+        self.parsed += size
+
+    def complete(self) -> bool:
+        """The head is complete: False when it passed the bound (all of it in one read), else the
+        body's bytes follow, which the bound does not count."""
+        if self.parsed > self.bound:
+            return False
+        self.in_head = False
+        self.received = 0
+        return True
+
+    def message_complete(self) -> None:
+        """The request's body ended: the next bytes are the next request's head."""
+        self.in_head = True
+
+
 @functools.cache
 def httptools_protocol() -> type[asyncio.Protocol]:
     """:class:`HttpToolsDeadlineProtocol`: uvicorn's httptools protocol with the deadline and the
@@ -249,20 +298,16 @@ def httptools_protocol() -> type[asyncio.Protocol]:
         ) -> None:
             super().__init__(config, server_state, app_state, _loop)
             self.header_deadline = HeaderDeadline(self, getattr(config, "header_timeout", None))
-            self.max_head_bytes = MAX_HEAD_BYTES
-            self.in_head = True  # the next bytes belong to a request line or headers
-            self.head_bytes = 0  # bytes received while in_head
-            self.head_size = 0  # the current request's line and headers, as parsed
+            self.head_size = HeadSize(MAX_HEAD_BYTES)
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)  # type: ignore[arg-type]
             self.header_deadline.arm()
 
         def data_received(self, data: bytes) -> None:
-            if self.in_head:
-                self.head_bytes += len(data)
+            self.head_size.arrived(len(data))
             super().data_received(data)  # the parser's callbacks below run in here
-            if self.in_head and self.head_bytes > self.max_head_bytes:
+            if self.head_size.incomplete_too_large():
                 self.refuse_head()  # incomplete headers past the bound: read no more of them
 
         def refuse_head(self) -> None:
@@ -280,27 +325,25 @@ def httptools_protocol() -> type[asyncio.Protocol]:
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
-            self.head_size = 0
+            self.head_size.begin()
 
         def on_url(self, url: bytes) -> None:
-            self.head_size += len(url)
+            self.head_size.add(len(url))
             super().on_url(url)
 
         def on_header(self, name: bytes, value: bytes) -> None:
-            self.head_size += len(name) + len(value) + 4  # "name: value\r\n"
+            self.head_size.add(len(name) + len(value) + 4)  # "name: value\r\n"
             super().on_header(name, value)
 
         def on_headers_complete(self) -> None:
-            if self.head_size > self.max_head_bytes:  # all of it in one read
+            if not self.head_size.complete():  # all of it in one read, past the bound
                 self.refuse_head()
                 raise _HeadTooLargeError
-            self.in_head = False
-            self.head_bytes = 0
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
             super().on_message_complete()
-            self.in_head = True
+            self.head_size.message_complete()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -319,6 +362,7 @@ __all__ = [
     "MAX_HEAD_BYTES",
     "PARSERS",
     "REQUEST_TIMEOUT_RESPONSE",
+    "HeadSize",
     "HeaderDeadline",
     "HeaderDeadlineProtocol",
     "ServerConfig",

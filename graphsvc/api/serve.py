@@ -46,8 +46,9 @@ from typing import Any, NoReturn
 import click
 import uvicorn
 
-from graphsvc.api.app import configure_logging, create_app
+from graphsvc.api.app import create_app
 from graphsvc.api.auth import ApiKeys
+from graphsvc.api.logs import configure_logging
 from graphsvc.api.loopback import is_loopback
 from graphsvc.api.protocol import ServerConfig, protocol_class
 from graphsvc.bootstrap import store_label

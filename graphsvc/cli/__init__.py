@@ -102,7 +102,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # Entry-point group of command tables shaped like COMMANDS (graphsvc-lab declares one).
 PLUGINS = "graphsvc.commands"
 # The commands graphsvc-lab brings, named here so that asking for one without it says what to do.
-LAB_COMMANDS = ("bench", "bench-erase", "bench-http", "convert", "eval")
+LAB_COMMANDS = ("bench", "bench-erase", "bench-http", "convert", "eval", "fingerprint")
 LAB_INSTALL = "install graphsvc-lab: pip install -e lab (from a graphsvc checkout)"
 
 

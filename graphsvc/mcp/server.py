@@ -61,7 +61,10 @@ from graphsvc.errors import (
     StoreUnavailableError,
     validation_message,
 )
-from graphsvc.mcp.tools import PROFILES, Call, ToolSpec, input_schema, output_schema, to_json
+from graphsvc.mcp.tools import PROFILES
+from graphsvc.mcp.tools.answers import to_json
+from graphsvc.mcp.tools.common import Call, ToolSpec
+from graphsvc.mcp.tools.schemas import input_schema, output_schema
 from graphsvc.service import MemoryService
 
 logger = logging.getLogger("graphsvc.mcp")

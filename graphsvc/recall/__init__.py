@@ -1,11 +1,15 @@
 """The recall engine (docs/design.md, read semantics): from what a store returns to a
 :class:`~graphsvc.model.ContextBundle` or a :class:`~graphsvc.model.ReconstructedBelief`.
 
-One module per concern, each pure (no I/O): :mod:`~graphsvc.recall.scoring` (the lexical score),
-:mod:`~graphsvc.recall.conversation` (answers after questions, speakers),
-:mod:`~graphsvc.recall.fusion` (hybrid recall), :mod:`~graphsvc.recall.bundle` and
-:mod:`~graphsvc.recall.belief`. The package re-exports their public names, so
-``from graphsvc.recall import X`` works whichever module ``X`` lives in.
+One module per concern, each pure (no I/O): :mod:`~graphsvc.recall.query` (a query analysed
+once), :mod:`~graphsvc.recall.scoring` (the lexical score), :mod:`~graphsvc.recall.conversation`
+(answers after questions, speakers), :mod:`~graphsvc.recall.fusion` (hybrid recall),
+:mod:`~graphsvc.recall.bundle` and :mod:`~graphsvc.recall.belief`. The package re-exports their
+public names, so ``from graphsvc.recall import X`` works whichever module ``X`` lives in.
+
+Two are not pure and say so: :mod:`~graphsvc.recall.pipeline`, the one that talks to the store, and
+:mod:`~graphsvc.recall.query_encoder`, which encodes the pipeline's queries on a thread of its own
+(no I/O; the encoder comes from :mod:`graphsvc.embedding`).
 
 Three types name what a ranking holds: :class:`Ranked` (a candidate's id, score and matched terms,
 before its memory is read), :class:`Scored` (a ranked memory) and the service's ``Ranking`` (a
@@ -34,6 +38,7 @@ from graphsvc.recall.conversation import (
     unlinked_seeds,
 )
 from graphsvc.recall.fusion import calibrate, fuse, length_prior
+from graphsvc.recall.query import Query
 from graphsvc.recall.scoring import (
     BM25_B,
     BM25_K1,
@@ -51,7 +56,7 @@ from graphsvc.recall.scoring import (
     score_candidates,
     window_guess,
 )
-from graphsvc.store.base import CandidatePlan, plan_candidates
+from graphsvc.store.candidates import CandidatePlan, plan_candidates
 
 __all__ = [
     "BM25_B",
@@ -64,6 +69,7 @@ __all__ = [
     "SUMMARY_CHARS",
     "BundleRequest",
     "CandidatePlan",
+    "Query",
     "Ranked",
     "Scored",
     "Stage",

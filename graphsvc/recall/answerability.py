@@ -7,7 +7,7 @@ question with its own evidence, read off the ranking once it is made (:func:`evi
 - ``coverage``: the best IDF coverage of the query by one ranked memory, after the graph
   features (answers inherit it from their questions; speaker attribution lowers it for a
   question that credits the wrong speaker). A word no memory holds weighs the most
-  (:meth:`~graphsvc.store.base.TermStats.coverage_weight`): the strongest sign of a gap.
+  (:meth:`~graphsvc.store.candidates.TermStats.coverage_weight`): the strongest sign of a gap.
 - ``unseen``: the share of the query's coverage weight on words no memory of the namespace holds.
 - ``bm25``: the best lexical-graph ranking score (BM25 over the most a memory could earn).
 - ``cosine``: the best cosine of a memory found by meaning, read above the encoder's unrelated
@@ -20,9 +20,9 @@ question with its own evidence, read off the ranking once it is made (:func:`evi
 - ``margin``: how far the best cosine stands above the :data:`MARGIN_RANK`-th best (0 without
   an encoder): one memory that matches by meaning, rather than a topic many share.
 
-A logistic model of these (:class:`~graphsvc.embed.Answerability`, coefficients fitted in the
-lab and kept as data in each encoder's registry entry; :data:`LEXICAL` when recall is lexical)
-turns them into ``topScore``, which a bundle's ``minScore`` is compared with.
+A logistic model of these (:class:`~graphsvc.embedding.registry.Answerability`, coefficients fitted
+in the lab and kept as data in each encoder's registry entry; :data:`LEXICAL` when recall is
+lexical) turns them into ``topScore``, which a bundle's ``minScore`` is compared with.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ import math
 from collections.abc import Mapping, Sequence
 from uuid import UUID
 
-from graphsvc.embed import Answerability
+from graphsvc.embedding.registry import Answerability
 from graphsvc.model import AnswerEvidence as Evidence
 from graphsvc.model import construct
 from graphsvc.recall.scoring import PLACES, Scored
-from graphsvc.store.base import TermStats
+from graphsvc.store.candidates import TermStats
 
 #: The rank whose cosine ``margin`` measures the best one against.
 MARGIN_RANK = 10

@@ -11,7 +11,7 @@ from uuid import UUID
 from graphsvc.model import AsOf, LinkKind, Memory, MemoryValidity, ReconstructedBelief
 from graphsvc.recall.bundle import fmt_score
 from graphsvc.recall.scoring import PLACES, Scored
-from graphsvc.store.base import Walk
+from graphsvc.store.graph import Walk
 from graphsvc.validity import as_of_phrase, marked
 
 # A summary line quotes at most this many characters of a memory.

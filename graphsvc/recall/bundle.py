@@ -23,7 +23,7 @@ from graphsvc.model import (
     construct,
 )
 from graphsvc.recall.scoring import PLACES, Scored, Stage
-from graphsvc.store.base import TermStats
+from graphsvc.store.candidates import TermStats
 from graphsvc.text import asks_about_order, estimate_tokens, query_words
 from graphsvc.validity import as_of_phrase, marked
 

@@ -13,7 +13,7 @@ from uuid import UUID
 from graphsvc.model import Link, LinkKind, Memory
 from graphsvc.recall.policy import ConversationPolicy
 from graphsvc.recall.scoring import PLACES, Scored, matched_terms
-from graphsvc.store.base import Walk
+from graphsvc.store.graph import Walk
 from graphsvc.text import analyse
 
 # The weights of both features (ConversationPolicy's fields say what each does).

@@ -12,7 +12,7 @@ from uuid import UUID
 from graphsvc.model import Memory
 from graphsvc.recall.policy import FusionMode
 from graphsvc.recall.scoring import PLACES, Scored, matched_terms
-from graphsvc.store.base import micros
+from graphsvc.store.candidates import micros
 
 
 def fuse(

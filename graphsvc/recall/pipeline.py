@@ -5,6 +5,11 @@ attributed, fused with the search by meaning, in rank order (docs/design.md, rea
 needs and nothing more: the store, the dense recall, the :class:`RecallPolicy`, the pool of the
 reads that run beside a request's own, and the odds of the early walk. Everything it computes
 goes through the pure functions of the other modules.
+
+A request's query is analysed once (:meth:`RecallPipeline.analyse`): a
+:class:`~graphsvc.recall.query.Query` holding its terms and the future of its codes, which the
+pipeline's :class:`~graphsvc.recall.query_encoder.QueryEncoder` starts encoding at once; every
+stage reads that one value, so a request tokenises its query once and encodes it once.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from uuid import UUID
 
-from graphsvc.dense import with_given
+from graphsvc.embedding.codes import with_given
+from graphsvc.embedding.dense_recall import HYBRID, LEXICAL, DenseRecall, Retrieval
 from graphsvc.errors import GraphsvcError, StoreUnavailableError
 from graphsvc.model import AsOf, LinkKind, Memory
 from graphsvc.recall.answerability import LEXICAL as LEXICAL_ANSWERABILITY
@@ -24,6 +30,8 @@ from graphsvc.recall.answerability import Evidence, evidence_of, probability
 from graphsvc.recall.conversation import answer_seeds, attribute, expand_answers, unlinked_seeds
 from graphsvc.recall.fusion import calibrate, fuse
 from graphsvc.recall.policy import RecallPolicy
+from graphsvc.recall.query import Query
+from graphsvc.recall.query_encoder import QueryEncoder
 from graphsvc.recall.scoring import (
     Ranked,
     Scored,
@@ -34,8 +42,9 @@ from graphsvc.recall.scoring import (
     rank_order,
     window_guess,
 )
-from graphsvc.retrieval import HYBRID, LEXICAL, DenseRecall, Retrieval
-from graphsvc.store.base import ReadAhead, Store, TermStats, Walk
+from graphsvc.store.base import Store
+from graphsvc.store.candidates import ReadAhead, TermStats
+from graphsvc.store.graph import Walk
 from graphsvc.text import query_terms
 
 T = TypeVar("T")
@@ -43,12 +52,12 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Ranking:
-    """A query's ranked window: its terms and statistics, the scored memories (supersessions
-    applied), how it was found, the evidence that memory holds the answer and the probability
-    answerability makes of it (``top_score``, what ``minScore`` is compared with), and what
-    recall by meaning did not see."""
+    """A query's ranked window: the query (:class:`Query`: its terms) and the statistics, the
+    scored memories (supersessions applied), how it was found, the evidence that memory holds
+    the answer and the probability answerability makes of it (``top_score``, what ``minScore``
+    is compared with), and what recall by meaning did not see."""
 
-    terms: list[str]
+    query: Query
     stats: TermStats
     ranked: list[Scored]
     retrieval: Retrieval
@@ -58,6 +67,11 @@ class Ranking:
     #: recall by meaning is incomplete or off (None: complete): :meth:`DenseRecall.backlog`.
     pending_vectors: int = 0
     retrieval_note: str | None = None
+
+    @property
+    def terms(self) -> list[str]:
+        """The query's analysed terms."""
+        return self.query.terms
 
 
 class ReadAheadPool:
@@ -204,32 +218,44 @@ class RecallPipeline:
         self.policy = policy
         self.pool = pool
         self.odds = odds if odds is not None else GuessOdds()
+        #: The codes of its queries, each encoded once (:meth:`analyse`).
+        self.queries = QueryEncoder(dense)
+
+    def close(self) -> None:
+        """Stop the query encoder's thread (a later query starts it again); the pool is its
+        owner's to close."""
+        self.queries.close()
+
+    def analyse(self, namespace: str, text: str) -> Query:
+        """The query ``text`` as every stage reads it: its terms, and its codes encoding now on the
+        encoder's thread (onnxruntime runs without the GIL, so it overlaps the lexical ranking)
+        unless recall is lexical-only or ``namespace`` was last found lexical
+        (:meth:`QueryEncoder.soon`)."""
+        return Query(text, query_terms(text), self.queries.soon(text, namespace))
 
     def rank(
         self,
         namespace: str,
-        query: str,
+        text: str,
         stage_name: str,
         early: Callable[[list[Ranked]], None] | None = None,
         read_ahead: bool = True,
         as_of: AsOf | None = None,
     ) -> Ranking:
-        """Candidates for a query, scored, in rank order with supersessions applied. ``early``
-        is handed the lexical ranking as soon as it is known, before its memories are read (a
-        reconstruct starts its walk there: :class:`EarlyWalk`). ``read_ahead``: the store may
-        read the likely window with the candidates (:meth:`Store.recall_window`). ``as_of``:
+        """Candidates for the query ``text``, scored, in rank order with supersessions applied.
+        ``early`` is handed the lexical ranking as soon as it is known, before its memories are
+        read (a reconstruct starts its walk there: :class:`EarlyWalk`). ``read_ahead``: the store
+        may read the likely window with the candidates (:meth:`Store.recall_window`). ``as_of``:
         only the memories visible then take part (the stores filter the candidates and the
         walks; the statistics stay the namespace's now)."""
-        lexical, conversation = self.policy.lexical, self.policy.conversation
+        lexical = self.policy.lexical
         stage = lexical.stage(get_stage(stage_name))
-        terms = query_terms(query)
-        # The query's encoding runs (without the GIL) while the lexical part does, and on Neo4j
-        # the search by meaning after it; the namespace's model comes back with the candidates,
-        # so both are skipped only for a namespace last found lexical (one store round trip
-        # fewer than asking for the model first).
-        nearest = (
-            self._nearest_soon(namespace, query) if self.dense.prefetch(query, namespace) else None
-        )
+        query = self.analyse(namespace, text)
+        terms = query.terms
+        # On Neo4j the search by meaning runs beside the lexical part too; the namespace's model
+        # comes back with the candidates, so both are skipped only for a namespace last found
+        # lexical (one store round trip fewer than asking for the model first).
+        nearest = self._nearest_soon(namespace, query) if query.codes is not None else None
         # The window's memories come back with the candidates where a read waits on a server:
         # the store ranks them as rank_columns will, and the window reads what it missed.
         guess = window_guess(stage, lexical.ranked_limit, lexical.bm25_b) if read_ahead else None
@@ -241,35 +267,19 @@ class RecallPipeline:
         )
         if early is not None:
             early(ranked)
-        ids = [r.id for r in ranked]
-        memories, pairs = self.store.window(namespace, ids, ahead, as_of)
+        memories, pairs = self.store.window(namespace, [r.id for r in ranked], ahead, as_of)
         direct = attach(ranked, memories)
-        scored = direct
-        seeds = answer_seeds(direct, conversation)
-        if seeds:
-            # One hop from the questions among the best hits: their answers (PRECEDES) join
-            # the ranking below them; supersessions among what the walk reached count too.
-            walk = self.store.walk(
-                namespace, [s.memory.id for s in seeds], 1, self.policy.walk.max_nodes, as_of
-            )
-            # A question that precedes nothing is followed by what was written after it.
-            unlinked = unlinked_seeds(seeds, walk.links, conversation)
-            after = self.store.next_recorded(namespace, unlinked) if unlinked else []
-            if after and as_of is not None:
-                seen = self.store.visible(namespace, [m.id for _, m in after], as_of)
-                after = [(asked, m) for asked, m in after if m.id in seen]
-            scored = expand_answers(direct, seeds, walk, terms, after, conversation)
-            pairs = list(pairs) + [
-                (lk.source, lk.target) for lk in walk.links if lk.kind is LinkKind.SUPERSEDES
-            ]
+        scored, pairs = self._with_answers(namespace, direct, terms, pairs, as_of)
         unattributed = max((item.evidence for item in scored), default=0.0)
-        scored = rank_order(attribute(scored, terms, conversation), direct)[: lexical.ranked_limit]
+        scored = rank_order(attribute(scored, terms, self.policy.conversation), direct)[
+            : lexical.ranked_limit
+        ]
         retrieval = LEXICAL
         model = LEXICAL_ANSWERABILITY
         if hybrid:
             retrieval = HYBRID
             fused, more, cosine = self._fuse(
-                namespace, query, scored, terms, stats.avg_length, nearest, ahead, as_of
+                namespace, query, scored, stats.avg_length, nearest, ahead, as_of
             )
             evidence = evidence_of(terms, stats, scored, unattributed, cosine)
             model = self.dense.answerability() or LEXICAL_ANSWERABILITY
@@ -283,16 +293,40 @@ class RecallPipeline:
         # the evidence of an empty ranking.
         top = probability(evidence, model) if scored else 0.0
         pending, note = self.dense.backlog(recalled.model, recalled.vectors, stats.n_docs)
-        return Ranking(
-            terms,
-            stats,
-            apply_supersessions(scored, pairs),
-            retrieval,
-            evidence,
-            top,
-            pending,
-            note,
+        ordered = apply_supersessions(scored, pairs)
+        return Ranking(query, stats, ordered, retrieval, evidence, top, pending, note)
+
+    def _with_answers(
+        self,
+        namespace: str,
+        direct: list[Scored],
+        terms: Sequence[str],
+        pairs: Sequence[tuple[UUID, UUID]],
+        as_of: AsOf | None,
+    ) -> tuple[list[Scored], list[tuple[UUID, UUID]]]:
+        """The direct hits with the answers to the questions among the best of them
+        (:func:`expand_answers`), and the supersession pairs with those among what the walk to
+        the answers reached; the hits and ``pairs`` as they are when no question leads."""
+        conversation = self.policy.conversation
+        seeds = answer_seeds(direct, conversation)
+        if not seeds:
+            return direct, list(pairs)
+        # One hop from the questions among the best hits: their answers (PRECEDES) join the
+        # ranking below them; supersessions among what the walk reached count too.
+        walk = self.store.walk(
+            namespace, [s.memory.id for s in seeds], 1, self.policy.walk.max_nodes, as_of
         )
+        # A question that precedes nothing is followed by what was written after it.
+        unlinked = unlinked_seeds(seeds, walk.links, conversation)
+        after = self.store.next_recorded(namespace, unlinked) if unlinked else []
+        if after and as_of is not None:
+            seen = self.store.visible(namespace, [m.id for _, m in after], as_of)
+            after = [(asked, m) for asked, m in after if m.id in seen]
+        scored = expand_answers(direct, seeds, walk, list(terms), after, conversation)
+        superseding = [
+            (lk.source, lk.target) for lk in walk.links if lk.kind is LinkKind.SUPERSEDES
+        ]
+        return scored, [*pairs, *superseding]
 
     def hits_and_walk(
         self, namespace: str, cue: str, k: int, depth: int, as_of: AsOf | None = None
@@ -326,9 +360,8 @@ class RecallPipeline:
     def _fuse(
         self,
         namespace: str,
-        query: str,
+        query: Query,
         scored: list[Scored],
-        terms: Sequence[str],
         avg_length: float,
         nearest: Future[list[tuple[UUID, float]]] | None = None,
         ahead: ReadAhead | None = None,
@@ -340,7 +373,9 @@ class RecallPipeline:
         lexical-graph scores (:func:`fuse`); the supersessions the memories found only by
         meaning take part in; and the calibrated cosines of them all."""
         fusion = self.policy.fusion
-        codes = self.dense.query_codes(query)
+        if query.codes is None:  # the namespace was last found lexical: not encoded yet
+            query = query.encoded(self.queries.soon(query.text))
+        codes = query.vector()
         present = {item.memory.id for item in scored}
         ranked_ids = [item.memory.id for item in scored]
         if nearest is None:
@@ -375,7 +410,7 @@ class RecallPipeline:
             cosine,
             extra,
             fusion.weight,
-            terms,
+            query.terms,
             mode,
             fusion.length_b,
             avg_length,
@@ -383,9 +418,12 @@ class RecallPipeline:
         )
         return fused[: self.policy.lexical.ranked_limit], pairs, cosine
 
-    def _nearest_soon(self, namespace: str, query: str) -> Future[list[tuple[UUID, float]]] | None:
+    def _nearest_soon(
+        self, namespace: str, query: Query
+    ) -> Future[list[tuple[UUID, float]]] | None:
         """On a store whose reads wait on a server (:attr:`Store.overlapped_reads`), start the
-        search for the ``k`` memories nearest ``query`` by meaning now, on a thread of its own,
+        search for the ``k`` memories nearest ``query`` by meaning now (with its codes as soon as
+        they are encoded), on a thread of its own,
         so that it runs while the bundle ranks lexically; :meth:`_fuse` collects it. None on
         other stores, or with ``k`` 0 (the search then runs in :meth:`_fuse`)."""
         k = self.policy.fusion.k
@@ -393,7 +431,7 @@ class RecallPipeline:
             return None
 
         def search() -> list[tuple[UUID, float]]:
-            return self.store.similar(namespace, self.dense.query_codes(query), k, [])
+            return self.store.similar(namespace, query.vector(), k, [])
 
         return self.pool.submit(search)
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from graphsvc.errors import BadInputError
 from graphsvc.model import Memory
-from graphsvc.store.base import Candidate, CandidateColumns, TermStats, WindowGuess, micros
+from graphsvc.store.candidates import Candidate, CandidateColumns, TermStats, WindowGuess, micros
 
 # BM25 parameters (Robertson/Sparck Jones defaults, as Lucene uses them).
 BM25_K1 = 1.2

@@ -56,7 +56,9 @@ from tqdm import tqdm
 
 from graphsvc.bootstrap import limit_blas_threads, make_store, store_label
 from graphsvc.cli.common import TEMPORARY_DATA_DIR_HELP, data_dir_flag, make_settings
-from graphsvc.embed import ModelUnavailableError, OnnxEmbedder
+from graphsvc.embedding.dense_recall import DenseRecall, settings_embedder
+from graphsvc.embedding.encoder import OnnxEmbedder
+from graphsvc.embedding.registry import ModelUnavailableError
 from graphsvc.errors import GraphsvcError
 from graphsvc.model import (
     AsOfMode,
@@ -66,7 +68,6 @@ from graphsvc.model import (
     LinkKind,
     MemoryInput,
 )
-from graphsvc.retrieval import DenseRecall, settings_embedder
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.text import analyse, query_terms

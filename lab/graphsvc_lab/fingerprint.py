@@ -90,8 +90,10 @@ def _sections(service: MemoryService, base: str, questions: int) -> Iterator[tup
     help="Prefix of the namespaces written.",
 )
 def fingerprint(out: Path | None, questions: int, namespace: str) -> None:
-    """Print a sha256 per section of many reads over fixed data (the demo, one LoCoMo conversation
-    with and without links; bundles at three stages, beliefs at three depths)."""
+    """Print a sha256 per section of many reads over fixed data, to compare stores or checkouts.
+
+    The data: the demo, one LoCoMo conversation with and without links; the reads: bundles at
+    three stages and two budgets, beliefs at three depths."""
     folder = Path(tempfile.mkdtemp(prefix="graphsvc-fingerprint-"))
     kept: dict[str, Any] = {}
     try:

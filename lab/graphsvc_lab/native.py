@@ -19,7 +19,7 @@ from neo4j import Driver, GraphDatabase
 
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
-from graphsvc.store.neo4j.store import TERMS_PER_QUERY
+from graphsvc.store.neo4j.candidates import TERMS_PER_QUERY
 
 # BM25 parameters of the plain baseline (Lucene's defaults).
 BM25_K1 = 1.2

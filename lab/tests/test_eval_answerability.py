@@ -11,7 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from graphsvc.embed import Answerability
+from graphsvc.embedding.registry import Answerability
 from graphsvc.model import AnswerEvidence
 from graphsvc.recall.answerability import probability
 from graphsvc_lab.eval.answerability import (

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphsvc import dense
+from graphsvc.embedding.codes import cosines, quantize
 from graphsvc.errors import BadInputError
 from graphsvc_lab.eval.vectors import CachedEmbedder, DenseIndex, cache_file, text_key
 
@@ -108,9 +108,9 @@ def test_dense_baseline_ranks_by_exact_code_cosine_then_position() -> None:
     hits = index.search("red apple pie", 3)
     # Positions 0 and 2 hold the same text: equal cosines, so the earlier position first.
     assert [p for p, _ in hits][:2] == [0, 2]
-    codes = dense.quantize(fake.embed(texts))
-    query = dense.quantize(fake.embed(["red apple pie"]))[0]
-    expected = dense.cosines(query, codes)
+    codes = quantize(fake.embed(texts))
+    query = quantize(fake.embed(["red apple pie"]))[0]
+    expected = cosines(query, codes)
     assert [s for _, s in hits] == sorted(expected.tolist(), reverse=True)[:3]
     assert [s for _, s in hits] == [expected[p] for p, _ in hits]
     assert len(index.search("red apple pie", 50)) == len(texts)  # every memory is a candidate

@@ -180,8 +180,10 @@ def test_a_bulk_import_gives_the_store_a_normal_import_gives(
                 assert all(i["state"] == "ONLINE" for i in indexes), indexes
                 assert all(i["populationPercent"] == 100.0 for i in indexes), indexes
                 theirs = (props(session, NODES, ns), props(session, RELATIONSHIPS, ns))
-            assert isinstance(shared.store, Neo4jStore) and shared.store._driver is not None
-            with shared.store._driver.session() as session:
+            assert (
+                isinstance(shared.store, Neo4jStore) and shared.store.boundary._driver is not None
+            )
+            with shared.store.boundary._driver.session() as session:
                 ours = (props(session, NODES, ns), props(session, RELATIONSHIPS, ns))
             assert len(theirs[0]) > 301 and len(theirs[1]) > 100
             same(theirs[0], ours[0], "nodes")

@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from lab_support import eval_data
 
-from graphsvc.embed import MINILM_INT8, ModelUnavailableError, OnnxEmbedder, Vectors
+from graphsvc.embedding.dense_recall import DenseRecall
+from graphsvc.embedding.encoder import OnnxEmbedder, Vectors
+from graphsvc.embedding.registry import MINILM_INT8, ModelUnavailableError
 from graphsvc.ingest import ingest, parse_jsonl
-from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc_lab.datasets import esc_rows, load_esc, load_locomo, locomo_rows
 from tests.parity import both_stores, canonical

@@ -26,15 +26,7 @@ from graphql import GraphQLError, GraphQLObjectType, build_schema, get_introspec
 from starlette.requests import Request
 from strawberry.types import ExecutionResult
 
-from graphsvc.api.app import (
-    AppState,
-    GraphQLView,
-    JsonFormatter,
-    RepeatLimit,
-    configure_logging,
-    create_app,
-    is_ide_request,
-)
+from graphsvc.api.app import create_app
 from graphsvc.api.auth import (
     ApiKeys,
     ForbiddenError,
@@ -45,12 +37,16 @@ from graphsvc.api.auth import (
 )
 from graphsvc.api.context import Limits
 from graphsvc.api.errors import classify
+from graphsvc.api.lifespan import AppState
 from graphsvc.api.limits import DocumentLimits, prepare
+from graphsvc.api.logs import JsonFormatter, RepeatLimit, configure_logging
 from graphsvc.api.loopback import is_loopback
+from graphsvc.api.middleware import is_ide_request
 from graphsvc.api.ratelimit import ClientAddresses, Rate, TokenBuckets, retry_after
 from graphsvc.api.schema import make_schema, schema
 from graphsvc.api.serve import serve
-from graphsvc.embed import DEFAULT_MODEL
+from graphsvc.api.view import GraphQLView
+from graphsvc.embedding.registry import DEFAULT_MODEL
 from graphsvc.errors import BadInputError, StoreUnavailableError
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings

@@ -32,11 +32,12 @@ from strawberry.http.parse_content_type import parse_content_type
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from graphsvc.api import execution
-from graphsvc.api.app import AppState, GraphQLView, media_type_of
 from graphsvc.api.context import Limits
 from graphsvc.api.execution import PlainExecutor
+from graphsvc.api.lifespan import AppState
 from graphsvc.api.middleware import BodyLimit
 from graphsvc.api.schema import make_schema, schema
+from graphsvc.api.view import GraphQLView, media_type_of
 from graphsvc.model import LinkInput, LinkKind, MemoryInput
 from graphsvc.service import MemoryService
 from tests.api_support import Outcome, context, run

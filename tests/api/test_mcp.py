@@ -44,10 +44,10 @@ from mcp.types import (
 from starlette.applications import Starlette
 
 from graphsvc.api.auth import ApiKeys, Principal, Role, hash_key
+from graphsvc.embedding.dense_recall import DenseRecall
 from graphsvc.errors import BadInputError
 from graphsvc.mcp.server import BELIEF_URI, INSTRUCTIONS, MEMORY_URI, GraphsvcMcp
 from graphsvc.mcp.stdio import configured_keys, stdio_principal
-from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
@@ -86,7 +86,8 @@ Json = dict[str, Any]
 def http_app() -> Starlette:
     """``create_app`` with the MCP endpoint mounted and its session manager in the lifespan,
     exactly as the lead wires it into ``create_app`` (uvicorn's ``--factory`` calls this)."""
-    from graphsvc.api.app import configure_logging, create_app
+    from graphsvc.api.app import create_app
+    from graphsvc.api.logs import configure_logging
     from graphsvc.mcp.http import McpHttp
 
     settings = Settings()

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from graphsvc.cli.commands import demo_lines
-from graphsvc.embed import OnnxEmbedder
+from graphsvc.embedding.dense_recall import DenseRecall
+from graphsvc.embedding.encoder import OnnxEmbedder
 from graphsvc.ingest import ingest, parse_jsonl
 from graphsvc.recall import STAGES
-from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.store.base import Store
 from graphsvc.text import query_terms

@@ -29,7 +29,8 @@ from graphsvc.model import (
 )
 from graphsvc.recall.answerability import LEXICAL, probability
 from graphsvc.service import MemoryService, content_id
-from graphsvc.store.base import Candidate, Store, TermStats
+from graphsvc.store.base import Store
+from graphsvc.store.candidates import Candidate, TermStats
 from graphsvc.text import analyse, estimate_tokens
 from tests.helpers import fixed_clock, make_settings
 

@@ -19,7 +19,7 @@ from graphsvc.errors import StoreUnavailableError
 from graphsvc.model import LinkInput, LinkKind, MemoryInput
 from graphsvc.recall.pipeline import EarlyWalk
 from graphsvc.service import MemoryService
-from graphsvc.store.base import Walk
+from graphsvc.store.graph import Walk
 
 CHAT = [
     ("Caroline", "Did you finally adopt the puppy from the shelter last month?"),

@@ -41,8 +41,10 @@ from graphsvc.model import (
 )
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
-from graphsvc.store.base import ERASED, Store, TermStats
+from graphsvc.store.base import Store
+from graphsvc.store.candidates import TermStats
 from graphsvc.store.mirror import MirrorStore
+from graphsvc.store.rules import ERASED
 from tests.api_support import context, in_process, run
 from tests.helpers import fixed_clock, make_settings
 from tests.neo4j_server import neo4j_store_factory

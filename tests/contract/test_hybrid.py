@@ -13,12 +13,13 @@ from uuid import UUID
 
 import pytest
 
-from graphsvc.embed import MINILM_INT8, PACKAGED_MODELS, ModelUnavailableError, OnnxEmbedder
+from graphsvc.embedding.dense_recall import DenseRecall
+from graphsvc.embedding.encoder import OnnxEmbedder
+from graphsvc.embedding.registry import MINILM_INT8, PACKAGED_MODELS, ModelUnavailableError
 from graphsvc.errors import BadInputError
 from graphsvc.model import ContextBundle, MemoryInput
 from graphsvc.recall import STAGES
 from graphsvc.recall.answerability import probability
-from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store

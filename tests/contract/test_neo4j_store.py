@@ -19,14 +19,17 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
 from graphsvc.recall import STAGES, plan_candidates, rank_columns, window_guess
 from graphsvc.store import cypher as named
-from graphsvc.store.base import EPOCH, Candidate, CandidateColumns, Store, micros
+from graphsvc.store.base import Store
+from graphsvc.store.candidates import EPOCH, Candidate, CandidateColumns, micros
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.neo4j import Neo4jStore
-from graphsvc.store.neo4j.store import RowsAhead
+from graphsvc.store.neo4j import counts as neo4j_counts
+from graphsvc.store.neo4j.boundary import tx_query
+from graphsvc.store.neo4j.candidates import RowsAhead
 from graphsvc.text import analyse, estimate_tokens, query_terms
 from tests.neo4j_server import cypher, neo4j_store_factory, profiled_rows
 
@@ -414,7 +417,7 @@ def test_a_write_that_a_concurrent_one_overtook_still_keeps_the_cap(
     a_batch = [memory(ns, 100 + n, f"apple cider {n}") for n in range(8)]
     b_batch = [memory(ns, 200 + n, f"banana bread {n}") for n in range(8)]
     a_counted, b_done = threading.Event(), threading.Event()
-    original = Neo4jStore._tx
+    original = tx_query
 
     def pausing(tx: Any, name: str, /, **params: Any) -> Any:
         rows = original(tx, name, **params)
@@ -424,7 +427,7 @@ def test_a_write_that_a_concurrent_one_overtook_still_keeps_the_cap(
             assert b_done.wait(30), "writer B did not finish"
         return rows
 
-    monkeypatch.setattr(Neo4jStore, "_tx", staticmethod(pausing))
+    monkeypatch.setattr(neo4j_counts, "tx_query", pausing)
     results: dict[str, Any] = {}
 
     def write_a() -> None:
@@ -461,13 +464,13 @@ def test_reading_ahead_scores_the_candidates_as_the_ranking_does(
         ],
     )
     reads: list[str] = []
-    real_read = neo._read
+    real_read = neo.boundary.read
 
     def counted(name: str, /, **params: Any) -> Any:
         reads.append(name)
         return real_read(name, **params)
 
-    monkeypatch.setattr(neo, "_read", counted)
+    monkeypatch.setattr(neo.boundary, "read", counted)
     checked = 0
     for text in ("kettle water", "kettle kettle steam", "spout lid handle cord", "rusts"):
         terms = query_terms(text)

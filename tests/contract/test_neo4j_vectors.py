@@ -4,11 +4,11 @@ of that dimension is first set, and again at open), vectors as float properties 
 asking again for more, and scanning the namespace when the index cannot vouch for the ``k`` best.
 
 The behaviour both stores share is tested once for both in ``test_vectors.py``. The index path is
-reached here on small namespaces by lowering the store's thresholds (``EXACT_BELOW`` and the
-fetch sizes), so the logic that guards large namespaces runs in seconds; every answer is compared
-with the exhaustive one (:func:`graphsvc.dense.cosines` and :func:`graphsvc.dense.top_k`). Each
-test uses a dimension of its own (no other suite uses these) and erases its namespaces at the end,
-so the index it looks at holds only its own vectors.
+reached here on small namespaces by lowering the store's thresholds (``EXACT_BELOW`` and the fetch
+sizes), so the logic that guards large namespaces runs in seconds; every answer is compared with the
+exhaustive one (:func:`graphsvc.embedding.codes.cosines` and
+:func:`graphsvc.embedding.codes.top_k`). Each test uses a dimension of its own (no other suite uses
+these) and erases its namespaces at the end, so the index it looks at holds only its own vectors.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from uuid import UUID, uuid4
 import numpy as np
 import pytest
 
-from graphsvc import dense
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel, cosines, quantize, to_bytes, top_k, with_given
 from graphsvc.model import EraseFilter, Memory
 from graphsvc.store.cypher import query
 from graphsvc.store.neo4j import Neo4jStore
-from graphsvc.store.neo4j import vectors as neo4j_vectors
+from graphsvc.store.neo4j import candidates as neo4j_candidates
+from graphsvc.store.neo4j import queue as neo4j_queue
 from graphsvc.text import analyse, estimate_tokens
 from tests.neo4j_server import cypher, neo4j_store_factory, profiled_rows
 
@@ -81,7 +81,7 @@ def memories(ns: str, count: int) -> list[Memory]:
 
 def codes_of(rows: np.ndarray[Any, Any]) -> list[bytes]:
     unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
-    return [dense.to_bytes(row) for row in dense.quantize(unit.astype(np.float32))]
+    return [to_bytes(row) for row in quantize(unit.astype(np.float32))]
 
 
 def random_codes(count: int, dimension: int, seed: int) -> list[bytes]:
@@ -91,14 +91,14 @@ def random_codes(count: int, dimension: int, seed: int) -> list[bytes]:
 def expected(
     query: bytes, stored: Mapping[UUID, bytes], k: int, ids: Sequence[UUID] = ()
 ) -> list[tuple[UUID, float]]:
-    """The exhaustive answer: dense.cosines over every stored vector, dense.top_k, plus the ids
+    """The exhaustive answer: cosines over every stored vector, top_k, plus the ids
     asked that have a vector."""
     order = list(stored)
     if not order:
         return []
     matrix = np.stack([np.frombuffer(stored[i], dtype=np.int8) for i in order])
-    scores = dense.cosines(np.frombuffer(query, dtype=np.int8), matrix)
-    found = dict(dense.top_k(order, scores, k))
+    scores = cosines(np.frombuffer(query, dtype=np.int8), matrix)
+    found = dict(top_k(order, scores, k))
     for mid in ids:
         if mid in stored:
             found.setdefault(mid, float(scores[order.index(mid)]))
@@ -121,7 +121,7 @@ class Trace:
 
     def __init__(self, store: Neo4jStore, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[tuple[str, str | None, int]] = []
-        original = store._read
+        original = store.boundary.read
 
         def traced(name: str, /, **params: Any) -> Any:
             rows = original(name, **params)
@@ -129,7 +129,7 @@ class Trace:
                 self.calls.append((params["mode"], rows[0]["mode"], params["fetch"]))
             return rows
 
-        monkeypatch.setattr(store, "_read", traced)
+        monkeypatch.setattr(store.boundary, "read", traced)
 
     def modes(self) -> list[str | None]:
         ran = [ran for _, ran, _ in self.calls]
@@ -147,7 +147,7 @@ def small_thresholds(monkeypatch: pytest.MonkeyPatch, **values: float) -> None:
     }
     settings |= values
     for name, value in settings.items():
-        monkeypatch.setattr(neo4j_vectors, name, value)
+        monkeypatch.setattr(neo4j_candidates, name, value)
 
 
 # -- schema ---------------------------------------------------------------------------------------
@@ -270,14 +270,14 @@ def test_the_index_path_gives_the_exhaustive_answer_in_one_round_trip(
         assert trace.modes() == ["index"]
         # What a bundle asks in two calls (the k nearest beside its lexical ranking, then its
         # ranked memories' cosines) comes to what one call answers.
-        two = dense.with_given(neo.similar(ns, query, 5, []), neo.similar(ns, query, 0, asked), 5)
+        two = with_given(neo.similar(ns, query, 5, []), neo.similar(ns, query, 0, asked), 5)
         assert two == expected(query, given, 5, asked)
         trace.modes()
     # k = 0: only the vectors of the ids asked are read.
     assert neo.similar(ns, query, 0, ids[:3]) == expected(query, given, 0, ids[:3])
     assert trace.modes() == ["given"]
     # Below the threshold the namespace is scanned exactly, also in one round trip.
-    monkeypatch.setattr(neo4j_vectors, "EXACT_BELOW", 1_000)
+    monkeypatch.setattr(neo4j_candidates, "EXACT_BELOW", 1_000)
     query = random_codes(1, 9, 9)[0]
     assert neo.similar(ns, query, 7, ids[:3]) == expected(query, given, 7, ids[:3])
     assert trace.modes() == ["scan"]
@@ -293,14 +293,14 @@ def test_only_a_scan_reads_the_namespace_s_vectors(
     small_thresholds(monkeypatch)
     given = fill(neo, ns, VectorModel("fourteen-d", 14), random_codes(150, 14, 14))
     asked: list[dict[str, Any]] = []
-    original = neo._read
+    original = neo.boundary.read
 
     def traced(name: str, /, **params: Any) -> Any:
         if name == "similar":
             asked.append(params)
         return original(name, **params)
 
-    monkeypatch.setattr(neo, "_read", traced)
+    monkeypatch.setattr(neo.boundary, "read", traced)
     ids = list(given)[:4]
     neo.similar(ns, random_codes(1, 14, 15)[0], 5, ids)
     neo.similar(ns, random_codes(1, 14, 16)[0], 0, ids)
@@ -315,7 +315,7 @@ def test_only_a_scan_reads_the_namespace_s_vectors(
         busiest = max(plan, key=lambda op: op[2])
         assert busiest[2] <= 40, (params["mode"], busiest)
     # A scan does read them all, and is still asked for when the index cannot vouch.
-    monkeypatch.setattr(neo4j_vectors, "EXACT_BELOW", 1_000)
+    monkeypatch.setattr(neo4j_candidates, "EXACT_BELOW", 1_000)
     asked.clear()
     neo.similar(ns, random_codes(1, 14, 17)[0], 5, ids)
     plan = profiled_rows(query("similar"), asked[0])
@@ -354,21 +354,21 @@ def test_ties_and_vectors_of_zeros_are_exact_on_the_index_path(
     same = np.zeros(dimension, dtype=np.int8)
     same[0], same[1] = 90, 40
     zero = np.zeros(dimension, dtype=np.int8)
-    axes = dense.quantize(np.eye(dimension, dtype=np.float32)[2:6])
+    axes = quantize(np.eye(dimension, dtype=np.float32)[2:6])
     rows = [same] * 30 + [zero] * 12 + list(axes)
-    given = fill(neo, ns, VectorModel("twelve-d", dimension), [dense.to_bytes(r) for r in rows])
+    given = fill(neo, ns, VectorModel("twelve-d", dimension), [to_bytes(r) for r in rows])
     trace = Trace(neo, monkeypatch)
-    query = dense.to_bytes(same)
+    query = to_bytes(same)
     for k in (1, 5, 29, 30, 31, 40):  # the k-th place inside the tie, at its end, past it
         assert neo.similar(ns, query, k, []) == expected(query, given, k)
     assert "scan" in trace.modes()  # ties at the boundary: the index cannot vouch for them
     # A query orthogonal to all but four: the k best run into the zeros the index does not hold.
     axis = np.zeros(dimension, dtype=np.int8)
     axis[2] = 127
-    assert neo.similar(ns, dense.to_bytes(axis), 8, []) == expected(dense.to_bytes(axis), given, 8)
+    assert neo.similar(ns, to_bytes(axis), 8, []) == expected(to_bytes(axis), given, 8)
     assert trace.modes()[-1] == "scan"
     # A query of zeros: every cosine is 0, the k smallest ids come out.
-    assert neo.similar(ns, dense.to_bytes(zero), 6, []) == expected(dense.to_bytes(zero), given, 6)
+    assert neo.similar(ns, to_bytes(zero), 6, []) == expected(to_bytes(zero), given, 6)
 
 
 @pytest.mark.neo4j
@@ -397,7 +397,7 @@ def test_vectors_leave_with_their_memories_and_the_count_stays_exact(
 
 # -- what to ask next (no server) ----------------------------------------------------------------
 
-FIRST = neo4j_vectors.Ask("index", 400)
+FIRST = neo4j_candidates.Ask("index", 400)
 
 
 def answer(
@@ -406,20 +406,20 @@ def answer(
     mine: int = 400,
     least: float = 0.1,
     vectors: int = 100_000,
-) -> neo4j_vectors.Answer:
-    return neo4j_vectors.Answer(mode, returned, mine, least, vectors)
+) -> neo4j_candidates.Answer:
+    return neo4j_candidates.Answer(mode, returned, mine, least, vectors)
 
 
 def test_the_index_is_trusted_when_its_lowest_row_is_clearly_below_the_kth() -> None:
-    ask = neo4j_vectors.next_ask
+    ask = neo4j_candidates.next_ask
     assert ask(FIRST, answer(least=0.2), k=10, kth=0.45, zero=False, first=400) is None
     # Within SLACK of the k-th: a left-out row could tie with it.
     again = ask(FIRST, answer(least=0.45 - 0.5e-4), k=10, kth=0.45, zero=False, first=400)
-    assert again == neo4j_vectors.Ask("index", 3200, None, 1)
+    assert again == neo4j_candidates.Ask("index", 3200, None, 1)
     # A flat neighbourhood (a query far from everything): clear is enough there too.
     assert ask(FIRST, answer(least=0.15), k=10, kth=0.2, zero=False, first=400) is None
     # Asked again, the answer is trusted once its lowest row is below the k-th.
-    again = neo4j_vectors.Ask("index", 3200, None, 1)
+    again = neo4j_candidates.Ask("index", 3200, None, 1)
     assert ask(again, answer(least=0.12), k=10, kth=0.2, zero=False, first=400) is None
     # The index held fewer vectors than asked: it answered with all of them.
     assert (
@@ -429,36 +429,36 @@ def test_the_index_is_trusted_when_its_lowest_row_is_clearly_below_the_kth() -> 
 
 
 def test_a_crowded_or_exhausted_index_leads_to_a_scan() -> None:
-    ask = neo4j_vectors.next_ask
+    ask = neo4j_candidates.next_ask
     # Few of the namespace among the rows: grow by what it takes to see 2k of them.
     few = ask(FIRST, answer(mine=2), k=10, kth=None, zero=False, first=400)
-    assert few == neo4j_vectors.Ask("index", 4000, None, 1)
+    assert few == neo4j_candidates.Ask("index", 4000, None, 1)
     none = ask(FIRST, answer(mine=0), k=10, kth=None, zero=False, first=400)
-    assert none == neo4j_vectors.Ask("index", 6400, None, 1)
+    assert none == neo4j_candidates.Ask("index", 6400, None, 1)
     most = ask(none, answer(mine=0), k=10, kth=None, zero=False, first=400)
-    assert most == neo4j_vectors.Ask("index", neo4j_vectors.MAX_FETCH, None, 2)
+    assert most == neo4j_candidates.Ask("index", neo4j_candidates.MAX_FETCH, None, 2)
     assert ask(most, answer(mine=0), k=10, kth=None, zero=False, first=400) == (
-        neo4j_vectors.Ask("scan", 400, None, 3)
+        neo4j_candidates.Ask("scan", 400, None, 3)
     )
     # Asking for as many rows as the namespace holds: a scan costs no more.
     small = answer(mine=1, vectors=3_000)
     assert ask(FIRST, small, k=10, kth=None, zero=False, first=400) == (
-        neo4j_vectors.Ask("scan", 400, None, 1)
+        neo4j_candidates.Ask("scan", 400, None, 1)
     )
     # The k-th is not clearly positive: vectors of zeros (not in the index) may belong.
     assert ask(FIRST, answer(least=-0.5), k=10, kth=0.0, zero=False, first=400) == (
-        neo4j_vectors.Ask("index", 3200, None, 1)
+        neo4j_candidates.Ask("index", 3200, None, 1)
     )
 
 
 def test_a_scan_is_complete_or_fetches_everything_that_can_reach_the_kth() -> None:
-    ask = neo4j_vectors.next_ask
-    scan = neo4j_vectors.Ask("scan", 400)
+    ask = neo4j_candidates.next_ask
+    scan = neo4j_candidates.Ask("scan", 400)
     assert ask(scan, answer("scan", returned=120), k=10, kth=0.3, zero=False, first=400) is None
     assert ask(scan, answer("scan", least=0.1), k=10, kth=0.3, zero=False, first=400) is None
     tied = ask(scan, answer("scan", least=0.3), k=10, kth=0.3, zero=False, first=400)
-    assert tied is not None and tied.mode == "scan" and tied.fetch == neo4j_vectors.NO_LIMIT
-    assert tied.floor == pytest.approx((1.0 + 0.3 - neo4j_vectors.SLACK) / 2.0)
+    assert tied is not None and tied.mode == "scan" and tied.fetch == neo4j_candidates.NO_LIMIT
+    assert tied.floor == pytest.approx((1.0 + 0.3 - neo4j_candidates.SLACK) / 2.0)
     assert ask(tied, answer("scan", least=0.3), k=10, kth=0.3, zero=False, first=400) is None
     assert ask(scan, answer("scan", least=0.0), k=10, kth=0.0, zero=True, first=400) is None
 
@@ -498,7 +498,7 @@ def test_a_database_written_before_the_vector_queue_gets_its_queue_at_open(
     cypher("MATCH (m:Memory {namespace: $ns}) REMOVE m.vectorQueuedUs", ns=ns)
     cypher("MATCH (s:NamespaceStat {namespace: $ns}) REMOVE s.vectorQueue", ns=ns)
     assert neo.pending_vectors(ns, 10) == []
-    monkeypatch.setattr(neo4j_vectors, "QUEUE_PAGE", 3)  # several pages
+    monkeypatch.setattr(neo4j_queue, "QUEUE_PAGE", 3)  # several pages
     again = neo4j_store_factory()()
     again.open()
     try:

@@ -17,7 +17,8 @@ from graphsvc.errors import BadInputError
 from graphsvc.model import Link, LinkInput, LinkKind, Memory, MemoryInput
 from graphsvc.overview import Facet, FacetCount, causal_components, overview
 from graphsvc.service import MemoryService
-from graphsvc.store.base import Store, facet_order, memory_facets
+from graphsvc.store.base import Store
+from graphsvc.store.facets import facet_order, memory_facets
 from tests.helpers import fixed_clock, make_settings
 
 

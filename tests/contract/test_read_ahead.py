@@ -20,7 +20,7 @@ import graphsvc.recall.pipeline as pipeline_module
 from graphsvc.model import LinkInput, LinkKind, MemoryInput
 from graphsvc.recall import Stage, window_guess
 from graphsvc.service import MemoryService
-from graphsvc.store.base import WindowGuess
+from graphsvc.store.candidates import WindowGuess
 
 TURNS = [
     ("Caroline", "Did you finally adopt the puppy from the shelter last month?"),

@@ -28,7 +28,8 @@ from neo4j import GraphDatabase
 from graphsvc.errors import BadInputError, ConflictError, GraphsvcError, NotFoundError
 from graphsvc.model import LinkInput, LinkKind, Memory, MemoryInput
 from graphsvc.service import MemoryService, content_id
-from graphsvc.store.base import Store, TermStats
+from graphsvc.store.base import Store
+from graphsvc.store.candidates import TermStats
 from graphsvc.text import analyse
 from tests.helpers import fixed_clock, make_settings
 from tests.neo4j_server import neo4j_store_factory

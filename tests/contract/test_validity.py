@@ -135,7 +135,7 @@ def test_capsules_and_memories_carry_the_effective_interval(
 def test_a_future_validity_is_not_yet_true_and_a_future_event_is_not_marked(
     service: MemoryService, ns: str
 ) -> None:
-    start = service._instant() + timedelta(days=30)
+    start = service.clock.instant() + timedelta(days=30)
     planned = service.remember(
         ns, MemoryInput(text="Dana will lead the search team", valid_from=start)
     )

@@ -19,16 +19,18 @@ from uuid import UUID, uuid4
 import numpy as np
 import pytest
 
-from graphsvc import dense
-from graphsvc.embed import MINILM_INT8, ModelUnavailableError, OnnxEmbedder, Vectors
+from graphsvc.embedding.codes import VectorModel, cosines, quantize, to_bytes
+from graphsvc.embedding.dense_recall import DenseRecall
+from graphsvc.embedding.encoder import OnnxEmbedder, Vectors
+from graphsvc.embedding.queue import VectorQueue
+from graphsvc.embedding.registry import MINILM_INT8, ModelUnavailableError
 from graphsvc.errors import BadInputError
 from graphsvc.model import MemoryInput
-from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
-from graphsvc.store.base import PendingVector, Store
+from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore
-from graphsvc.vector_queue import VectorQueue
+from graphsvc.store.vectors import PendingVector
 from tests.helpers import WrappedEncoder, fixed_clock, make_settings
 from tests.neo4j_server import neo4j_store_factory
 
@@ -74,7 +76,7 @@ def remember(service: MemoryService, ns: str, texts: list[str]) -> list[UUID]:
 
 
 def exact_codes(encoder: OnnxEmbedder, texts: list[str]) -> list[bytes]:
-    return [dense.to_bytes(row) for row in dense.quantize(encoder.embed(texts))]
+    return [to_bytes(row) for row in quantize(encoder.embed(texts))]
 
 
 def test_a_write_is_acknowledged_before_its_vectors_which_the_queue_brings(
@@ -132,7 +134,7 @@ def test_the_vectors_the_queue_stores_are_the_encoders_own(
     found = dict(store.similar(ns, query, 0, ids))
     expected = exact_codes(encoder, PETS + MORE)
     matrix = np.stack([np.frombuffer(c, dtype=np.int8) for c in expected])
-    scores = dense.cosines(np.frombuffer(query, dtype=np.int8), matrix)
+    scores = cosines(np.frombuffer(query, dtype=np.int8), matrix)
     assert [found[i] for i in ids] == pytest.approx([float(s) for s in scores], abs=0)
 
 
@@ -201,7 +203,7 @@ def test_a_drainer_never_stores_a_vector_twice_nor_onto_another_memory(
     (waiting,) = store.pending_vectors(ns, 10)
     assert (waiting.id, waiting.text) == (given, PETS[2])
     # Codes of another model (the namespace's changed meanwhile) are refused whole.
-    other = dense.VectorModel("another-encoder", mine.dimension)
+    other = VectorModel("another-encoder", mine.dimension)
     assert store.fill_vectors(ns, other, [(waiting, codes[0])]) == 0
     with pytest.raises(BadInputError, match="codes"):
         store.fill_vectors(ns, mine, [(waiting, codes[0][:10])])

@@ -1,9 +1,9 @@
 """The store's vectors (dense recall), on every store with one test body.
 
 Every answer of :meth:`Store.similar` is compared, float for float, with what
-:func:`graphsvc.dense.cosines` and :func:`graphsvc.dense.top_k` give for the vectors the test wrote:
-both stores must return those very bits. Vectors are realistic (the codes of random unit vectors of
-dimension 384, seeded) or made by hand where the exact cosine is known.
+:func:`graphsvc.embedding.codes.cosines` and :func:`graphsvc.embedding.codes.top_k` give for the
+vectors the test wrote: both stores must return those very bits. Vectors are realistic (the codes of
+random unit vectors of dimension 384, seeded) or made by hand where the exact cosine is known.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from uuid import UUID, uuid4
 import numpy as np
 import pytest
 
-from graphsvc import dense
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel, cosines, quantize, to_bytes, top_k
 from graphsvc.errors import BadInputError
 from graphsvc.model import EraseFilter, Memory
 from graphsvc.store.base import Store
@@ -52,7 +51,7 @@ def random_codes(count: int, seed: int, dimension: int = DIM) -> list[bytes]:
     rng = np.random.default_rng(seed)
     rows = rng.standard_normal((count, dimension)).astype(np.float32)
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    return [dense.to_bytes(row) for row in dense.quantize(rows)]
+    return [to_bytes(row) for row in quantize(rows)]
 
 
 def axis(*weights: tuple[int, int]) -> bytes:
@@ -60,19 +59,19 @@ def axis(*weights: tuple[int, int]) -> bytes:
     codes = np.zeros(DIM, dtype=np.int8)
     for component, value in weights:
         codes[component] = value
-    return dense.to_bytes(codes)
+    return to_bytes(codes)
 
 
 def expected(
     query: bytes, stored: Mapping[UUID, bytes], k: int, ids: Sequence[UUID] = ()
 ) -> list[tuple[UUID, float]]:
-    """What ``similar`` must answer, from dense.cosines and dense.top_k over what was stored."""
+    """What ``similar`` must answer, from cosines and top_k over what was stored."""
     if not stored:
         return []
     order = list(stored)
     matrix = np.stack([np.frombuffer(stored[i], dtype=np.int8) for i in order])
-    scores = dense.cosines(np.frombuffer(query, dtype=np.int8), matrix)
-    found = dict(dense.top_k(order, scores, k))
+    scores = cosines(np.frombuffer(query, dtype=np.int8), matrix)
+    found = dict(top_k(order, scores, k))
     for mid in ids:
         if mid in stored and mid not in found:
             found[mid] = float(scores[order.index(mid)])

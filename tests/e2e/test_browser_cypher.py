@@ -55,7 +55,7 @@ def test_browser_explorations_answer_over_graphsvc_data() -> None:
         }
 
         def run(name: str) -> list[dict[str, Any]]:
-            records = store._run(
+            records = store.boundary.run(
                 lambda d: d.execute_query(exploration(name), params, database_="neo4j").records
             )
             return [r.data() for r in records]

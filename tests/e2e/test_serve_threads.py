@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from graphsvc.api.app import create_app, store_threads
+from graphsvc.api.app import create_app
 from graphsvc.api.auth import ApiKeys
+from graphsvc.api.lifespan import store_threads
 from graphsvc.bootstrap import bootstrap
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from graphsvc.embed import PACKAGED_MODELS, Answerability
+from graphsvc.embedding.registry import PACKAGED_MODELS, Answerability
 from graphsvc.recall import Scored
 from graphsvc.recall.answerability import (
     LEXICAL,
@@ -22,7 +22,7 @@ from graphsvc.recall.answerability import (
     probability,
     unseen_share,
 )
-from graphsvc.store.base import TermStats
+from graphsvc.store.candidates import TermStats
 from tests.unit.test_recall import mem
 
 FAST = hsettings(max_examples=200, deadline=None)

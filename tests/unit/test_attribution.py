@@ -34,7 +34,8 @@ from graphsvc.recall import (
     speakers,
 )
 from graphsvc.recall.policy import ConversationPolicy
-from graphsvc.store.base import Candidate, TermStats, Walk
+from graphsvc.store.candidates import Candidate, TermStats
+from graphsvc.store.graph import Walk
 from graphsvc.text import analyse, query_terms
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)

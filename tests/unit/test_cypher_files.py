@@ -11,8 +11,8 @@ from graphsvc.store import cypher
 ROOT = Path(__file__).resolve().parents[2]
 # The Neo4j store is a package: every module of it is scanned.
 STORE = ROOT / "graphsvc" / "store" / "neo4j"
-# _read("name", ...) and self._tx(tx, "name", ...)
-USE = re.compile(r'(?:_read\(\s*|_tx\(\s*tx,\s*|\bquery\()"([a-z_]+)"')
+# read("name", ...) and tx_query(tx, "name", ...)
+USE = re.compile(r'(?:\bread\(\s*|\btx_query\(\s*tx,\s*|\bquery\()"([a-z_]+)"')
 
 
 def store_source() -> str:

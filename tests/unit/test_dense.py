@@ -1,7 +1,7 @@
-"""Properties of dense recall's arithmetic (graphsvc/dense.py): codes stay in bounds, cosines are
-symmetric, bounded, independent of the batch they are computed in, and the very bits an exact
-integer computation gives, whatever the dtype of the matrix; top_k is the head of one total
-order."""
+"""Properties of dense recall's arithmetic (graphsvc/embedding/codes.py): codes stay in bounds,
+cosines are symmetric, bounded, independent of the batch they are computed in, and the very bits
+an exact integer computation gives, whatever the dtype of the matrix; top_k is the head of one
+total order."""
 
 from __future__ import annotations
 
@@ -14,21 +14,34 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from graphsvc import dense
+from graphsvc.embedding.codes import (
+    CODE_MAX,
+    MAX_EXACT_DIMENSION,
+    PLACES,
+    Codes,
+    cosines,
+    from_bytes,
+    from_list,
+    quantize,
+    squared_norms,
+    to_bytes,
+    top_k,
+    with_given,
+)
 from graphsvc.errors import BadInputError
 
 FINITE = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False, width=32)
 
 
 @st.composite
-def code_matrices(draw: st.DrawFn, rows: int | None = None) -> dense.Codes:
+def code_matrices(draw: st.DrawFn, rows: int | None = None) -> Codes:
     """An int8 code matrix (1..12 rows unless ``rows``, dimension 1..64)."""
     count = draw(st.integers(1, 12)) if rows is None else rows
     dimension = draw(st.integers(1, 64))
-    return draw(hnp.arrays(np.int8, (count, dimension), elements=st.integers(-dense.CODE_MAX, 127)))
+    return draw(hnp.arrays(np.int8, (count, dimension), elements=st.integers(-CODE_MAX, 127)))
 
 
-def exact_cosine(a: dense.Codes, b: dense.Codes) -> float:
+def exact_cosine(a: Codes, b: Codes) -> float:
     """The cosine from Python integers: one correctly rounded square root and division."""
     dot = sum(int(x) * int(y) for x, y in zip(a, b, strict=True))
     norms = sum(int(x) ** 2 for x in a) * sum(int(y) ** 2 for y in b)
@@ -40,14 +53,14 @@ def exact_cosine(a: dense.Codes, b: dense.Codes) -> float:
 
 @given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=2, max_dims=2), elements=FINITE))
 def test_quantize_keeps_codes_in_bounds_signs_and_the_peak(rows: np.ndarray) -> None:
-    codes = dense.quantize(rows)
+    codes = quantize(rows)
     assert codes.dtype == np.int8 and codes.shape == rows.shape
-    assert int(np.max(np.abs(codes.astype(np.int16)), initial=0)) <= dense.CODE_MAX
+    assert int(np.max(np.abs(codes.astype(np.int16)), initial=0)) <= CODE_MAX
     assert np.all((codes == 0) | (np.sign(codes) == np.sign(rows)))
     for row, coded in zip(rows, codes, strict=True):
         peak = float(np.max(np.abs(row))) if row.size else 0.0
         if peak > 0.0:
-            assert int(np.max(np.abs(coded.astype(np.int16)))) == dense.CODE_MAX
+            assert int(np.max(np.abs(coded.astype(np.int16)))) == CODE_MAX
         else:
             assert not np.any(coded)
 
@@ -65,65 +78,65 @@ NORMAL = st.one_of(
 )
 def test_quantize_ignores_the_scale_of_a_row(rows: np.ndarray, factor: float) -> None:
     """A unit vector or any multiple of it has the same codes (exactly, for a power of two)."""
-    assert np.array_equal(dense.quantize(rows * np.float32(factor)), dense.quantize(rows))
+    assert np.array_equal(quantize(rows * np.float32(factor)), quantize(rows))
 
 
 def test_quantize_refuses_a_vector_that_is_not_a_matrix() -> None:
     with pytest.raises(ValueError, match="2-d"):
-        dense.quantize(np.ones(4, dtype=np.float32))
+        quantize(np.ones(4, dtype=np.float32))
 
 
 # -- cosines ---------------------------------------------------------------------------------------
 
 
 @given(code_matrices(rows=2))
-def test_cosines_are_symmetric_and_bounded(pair: dense.Codes) -> None:
+def test_cosines_are_symmetric_and_bounded(pair: Codes) -> None:
     a, b = pair[0], pair[1]
-    ab = dense.cosines(a, pair[1:])[0]
-    ba = dense.cosines(b, pair[:1])[0]
+    ab = cosines(a, pair[1:])[0]
+    ba = cosines(b, pair[:1])[0]
     assert ab == ba
     assert -1.0 <= ab <= 1.0
     if np.any(a):
-        assert dense.cosines(a, pair[:1])[0] == 1.0
-        assert dense.cosines(a, -pair[:1].astype(np.int16).astype(np.int8))[0] == -1.0
+        assert cosines(a, pair[:1])[0] == 1.0
+        assert cosines(a, -pair[:1].astype(np.int16).astype(np.int8))[0] == -1.0
     else:
         assert ab == 0.0
 
 
 @given(code_matrices(), st.data())
 def test_cosines_are_the_exact_integer_cosine_for_int8_and_float32_matrices(
-    matrix: dense.Codes, data: st.DataObject
+    matrix: Codes, data: st.DataObject
 ) -> None:
     query = data.draw(hnp.arrays(np.int8, matrix.shape[1], elements=st.integers(-127, 127)))
-    from_int8 = dense.cosines(query, matrix)
-    from_float32 = dense.cosines(query, matrix.astype(np.float32))
-    with_norms = dense.cosines(query, matrix.astype(np.float32), dense.squared_norms(matrix))
+    from_int8 = cosines(query, matrix)
+    from_float32 = cosines(query, matrix.astype(np.float32))
+    with_norms = cosines(query, matrix.astype(np.float32), squared_norms(matrix))
     assert from_int8.tobytes() == from_float32.tobytes() == with_norms.tobytes()
-    exact = np.round(np.array([exact_cosine(query, row) for row in matrix]), dense.PLACES)
+    exact = np.round(np.array([exact_cosine(query, row) for row in matrix]), PLACES)
     assert from_int8.tobytes() == exact.tobytes()
 
 
 @given(code_matrices(), st.data())
-def test_a_cosine_does_not_depend_on_the_batch(matrix: dense.Codes, data: st.DataObject) -> None:
+def test_a_cosine_does_not_depend_on_the_batch(matrix: Codes, data: st.DataObject) -> None:
     query = data.draw(hnp.arrays(np.int8, matrix.shape[1], elements=st.integers(-127, 127)))
-    whole = dense.cosines(query, matrix)
-    alone = np.concatenate([dense.cosines(query, matrix[i : i + 1]) for i in range(len(matrix))])
+    whole = cosines(query, matrix)
+    alone = np.concatenate([cosines(query, matrix[i : i + 1]) for i in range(len(matrix))])
     assert whole.tobytes() == alone.tobytes()
     order = data.draw(st.permutations(range(len(matrix))))
-    shuffled = dense.cosines(query, matrix[list(order)])
+    shuffled = cosines(query, matrix[list(order)])
     assert shuffled.tobytes() == whole[list(order)].tobytes()
 
 
 @settings(max_examples=20)
-@given(st.sampled_from([384, dense.MAX_EXACT_DIMENSION, dense.MAX_EXACT_DIMENSION + 1, 1536]))
+@given(st.sampled_from([384, MAX_EXACT_DIMENSION, MAX_EXACT_DIMENSION + 1, 1536]))
 def test_cosines_are_exact_at_real_dimensions(dimension: int) -> None:
     """384 (MiniLM) and past the float32 limit (the float64 path): extreme codes, exact."""
     rng = np.random.default_rng(dimension)
     matrix = rng.choice(np.array([-127, 127], dtype=np.int8), size=(6, dimension))
     matrix[1] = 127
     query = np.full(dimension, 127, dtype=np.int8)
-    got = dense.cosines(query, matrix.astype(np.float32))
-    exact = np.round(np.array([exact_cosine(query, row) for row in matrix]), dense.PLACES)
+    got = cosines(query, matrix.astype(np.float32))
+    exact = np.round(np.array([exact_cosine(query, row) for row in matrix]), PLACES)
     assert got.tobytes() == exact.tobytes()
     assert got[1] == 1.0
 
@@ -131,31 +144,31 @@ def test_cosines_are_exact_at_real_dimensions(dimension: int) -> None:
 def test_zero_vectors_have_cosine_zero_and_shapes_are_checked() -> None:
     zero = np.zeros(4, dtype=np.int8)
     rows = np.array([[1, 2, 3, 4], [0, 0, 0, 0]], dtype=np.int8)
-    assert dense.cosines(zero, rows).tolist() == [0.0, 0.0]
-    assert dense.cosines(rows[0], rows).tolist() == [1.0, 0.0]
-    assert dense.cosines(zero, np.zeros((0, 4), dtype=np.int8)).shape == (0,)
+    assert cosines(zero, rows).tolist() == [0.0, 0.0]
+    assert cosines(rows[0], rows).tolist() == [1.0, 0.0]
+    assert cosines(zero, np.zeros((0, 4), dtype=np.int8)).shape == (0,)
     with pytest.raises(ValueError, match="shape"):
-        dense.cosines(np.zeros(3, dtype=np.int8), rows)
+        cosines(np.zeros(3, dtype=np.int8), rows)
 
 
 # -- bytes -----------------------------------------------------------------------------------------
 
 
 @given(hnp.arrays(np.int8, st.integers(1, 64), elements=st.integers(-127, 127)))
-def test_codes_round_trip_through_bytes_and_lists(codes: dense.Codes) -> None:
-    data = dense.to_bytes(codes)
+def test_codes_round_trip_through_bytes_and_lists(codes: Codes) -> None:
+    data = to_bytes(codes)
     assert len(data) == len(codes)
-    assert np.array_equal(dense.from_bytes(data, len(codes)), codes)
-    assert np.array_equal(dense.from_list([float(c) for c in codes]), codes)
+    assert np.array_equal(from_bytes(data, len(codes)), codes)
+    assert np.array_equal(from_list([float(c) for c in codes]), codes)
     with pytest.raises(BadInputError, match=f"{len(codes) + 1} codes where the model has"):
-        dense.from_bytes(data + b"\x00", len(codes))
+        from_bytes(data + b"\x00", len(codes))
 
 
 def test_from_list_refuses_values_that_are_not_codes() -> None:
     with pytest.raises(ValueError, match="not int8 codes"):
-        dense.from_list([1.0, 0.5])
+        from_list([1.0, 0.5])
     with pytest.raises(ValueError, match="not int8 codes"):
-        dense.from_list([128])
+        from_list([128])
 
 
 # -- top_k -----------------------------------------------------------------------------------------
@@ -172,7 +185,7 @@ def test_top_k_is_the_head_of_score_descending_then_id(
 ) -> None:
     ids = [UUID(int=i) for i, _ in pairs]
     scores = np.array([s for _, s in pairs], dtype=np.float64)
-    best = dense.top_k(ids, scores, k)
+    best = top_k(ids, scores, k)
     ranked = sorted(zip(ids, scores.tolist(), strict=True), key=lambda p: (-p[1], str(p[0])))
     assert best == ranked[: max(k, 0)]
     assert all(type(score) is float for _, score in best)
@@ -206,4 +219,4 @@ def test_with_given_is_what_one_call_answers(
         key=lambda p: (-p[1], p[0]),
     )
     given_pairs = [(i, scores[i]) for i in asked]
-    assert dense.with_given(best(searched, k), given_pairs, k) == one_call
+    assert with_given(best(searched, k), given_pairs, k) == one_call

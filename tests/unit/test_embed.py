@@ -1,4 +1,5 @@
-"""The embedder seam (graphsvc/embed.py): the real model when it is installed, and its errors.
+"""The embedder seam (graphsvc/embedding/encoder.py, registry.py): the real model when it is
+installed, and its errors.
 
 The model tests need the weights (``bash scripts/install_model.sh``). Without them they are
 skipped with a loud reason, and under CI (``CI=true``) they fail instead: CI installs the weights.
@@ -14,17 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphsvc.embed import (
+from graphsvc.embedding.encoder import Embedder, OnnxEmbedder, mean_pool, open_embedder
+from graphsvc.embedding.registry import (
     DEFAULT_MODEL,
-    Embedder,
     ModelUnavailableError,
-    OnnxEmbedder,
     PackagedModel,
     PinnedFile,
     Wheel,
     locate,
-    mean_pool,
-    open_embedder,
     packaged_model,
 )
 from graphsvc.errors import BadInputError, GraphsvcError

@@ -1,4 +1,4 @@
-"""Installing a Maven model (graphsvc/embed_install.py), on jars the tests build.
+"""Installing a Maven model (graphsvc/embedding/install.py), on jars the tests build.
 
 A model's archive and each file in it are pinned by sha256: a jar or a file that does not match is
 refused and nothing is left installed; a host without Maven is told what else it can do.
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from graphsvc.embed import (
+from graphsvc.embedding.install import install, installed
+from graphsvc.embedding.registry import (
     MODEL_FILE,
     TOKENIZER_FILE,
     MavenJar,
@@ -22,7 +23,6 @@ from graphsvc.embed import (
     PinnedFile,
     locate,
 )
-from graphsvc.embed_install import install, installed
 
 MODEL = b"an onnx model, for the installer's sake"
 TOKENIZER = b'{"a": "tokenizer"}'

@@ -1,4 +1,5 @@
-"""Every encoder of the registry (graphsvc/embed.py: PACKAGED_MODELS), on its real weights.
+"""Every encoder of the registry (graphsvc/embedding/registry.py: PACKAGED_MODELS), on its real
+weights.
 
 Each model must be installed (``bash scripts/install_model.sh --all``, as CI does). A model that
 is not installed is skipped loudly, and under CI (``CI=true``) fails instead.
@@ -14,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphsvc.embed import (
+from graphsvc.embedding.encoder import OnnxEmbedder
+from graphsvc.embedding.registry import (
     BGE_SMALL_EN_V15_INT8,
     DEFAULT_MODEL,
     E5_SMALL_V2_INT8,
     MINILM_INT8,
     PACKAGED_MODELS,
     ModelUnavailableError,
-    OnnxEmbedder,
     PackagedModel,
     locate,
     unrelated_cosine,

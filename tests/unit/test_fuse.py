@@ -26,7 +26,8 @@ from graphsvc.recall import (
     unlinked_seeds,
 )
 from graphsvc.recall.policy import ConversationPolicy, FusionMode
-from graphsvc.store.base import TermStats, Walk
+from graphsvc.store.candidates import TermStats
+from graphsvc.store.graph import Walk
 from tests.unit.test_recall import BASE, mem
 
 FAST = hsettings(max_examples=200, deadline=None)

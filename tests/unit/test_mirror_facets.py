@@ -7,7 +7,7 @@ from pathlib import Path
 
 from graphsvc.model import MemoryInput
 from graphsvc.service import MemoryService
-from graphsvc.store.base import FACETS
+from graphsvc.store.facets import FACETS
 from graphsvc.store.mirror import MirrorStore
 from tests.helpers import fixed_clock, make_settings
 

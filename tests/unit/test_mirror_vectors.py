@@ -20,8 +20,7 @@ from uuid import UUID, uuid4
 import numpy as np
 import pytest
 
-from graphsvc import dense
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel, cosines, quantize, squared_norms, to_bytes, top_k
 from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Memory
 from graphsvc.store import datadir, journal
@@ -55,7 +54,7 @@ def random_codes(count: int, seed: int, dimension: int = DIM) -> list[bytes]:
     rng = np.random.default_rng(seed)
     rows = rng.standard_normal((count, dimension)).astype(np.float32)
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    return [dense.to_bytes(row) for row in dense.quantize(rows)]
+    return [to_bytes(row) for row in quantize(rows)]
 
 
 def open_store(path: Path, **kwargs: Any) -> MirrorStore:
@@ -352,7 +351,7 @@ def check_table(table: VectorTable, truth: dict[UUID, bytes]) -> None:
     codes = np.frombuffer(b"".join(truth[mid] for mid in table.ids), dtype=np.int8)
     codes = codes.reshape(len(truth), table.dimension)
     assert np.array_equal(table.matrix, codes.astype(np.float32))
-    assert np.array_equal(table.norms, dense.squared_norms(codes))
+    assert np.array_equal(table.norms, squared_norms(codes))
     capacity = table._matrix.shape[0]
     assert capacity >= len(truth)
     assert capacity == MIN_CAPACITY or len(truth) > capacity // 4
@@ -388,7 +387,7 @@ def test_the_table_stays_consistent_through_growth_deletes_and_shrinking() -> No
 
 
 def test_similar_is_one_product_over_the_namespace() -> None:
-    """The mirror answers from its table with dense.cosines' exact arithmetic, after any history
+    """The mirror answers from its table with cosines' exact arithmetic, after any history
     of writes and deletes (swapped rows)."""
     store = MirrorStore(None)
     store.open()
@@ -403,6 +402,6 @@ def test_similar_is_one_product_over_the_namespace() -> None:
     order = sorted(vectors, key=str)
     matrix = np.stack([np.frombuffer(vectors[i], dtype=np.int8) for i in order])
     query = np.frombuffer(codes[300], dtype=np.int8)
-    scores = dense.cosines(query, matrix)
-    assert store.similar("alpha", codes[300], 20, []) == dense.top_k(order, scores, 20)
+    scores = cosines(query, matrix)
+    assert store.similar("alpha", codes[300], 20, []) == top_k(order, scores, 20)
     store.close()

@@ -35,7 +35,8 @@ from graphsvc.recall import (
     spans_days,
 )
 from graphsvc.recall.scoring import matched_terms
-from graphsvc.store.base import Candidate, TermStats, Walk
+from graphsvc.store.candidates import Candidate, TermStats
+from graphsvc.store.graph import Walk
 from graphsvc.text import analyse, estimate_tokens, query_terms, query_words
 
 FAST = hsettings(max_examples=150, deadline=None)

@@ -25,7 +25,7 @@ from graphsvc.recall import STAGES, rank_columns, score_candidates
 from graphsvc.recall.bundle import _is_duplicate, _PackedTerms
 from graphsvc.service import CONTENT_ID_NAMESPACE, content_id, content_ids
 from graphsvc.store import journal
-from graphsvc.store.base import CandidateColumns
+from graphsvc.store.candidates import CandidateColumns
 from graphsvc.store.journal import isoformats
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.mirror.rows import log_memory_row, log_memory_rows, memory_fields

@@ -14,7 +14,8 @@ from graphsvc.api.schema import schema
 from graphsvc.cli import cli
 from graphsvc.client import _operations as ops
 from graphsvc.errors import BadInputError
-from graphsvc.mcp.tools import TOOLS, input_schema
+from graphsvc.mcp.tools import TOOLS
+from graphsvc.mcp.tools.schemas import input_schema
 from graphsvc.model import AsOf, AsOfMode
 from graphsvc.requests import BundleQuery, ReadRequest, ReconstructQuery
 

@@ -159,7 +159,7 @@ def test_uvicorns_protocols_have_what_the_deadline_protocols_use(
     )
 
 
-# -- what graphsvc/api/fanout.py and graphsvc/api/app.py read -------------------------------------
+# -- what graphsvc/api/fanout.py and graphsvc/api/view.py read ------------------------------------
 
 
 def test_strawberrys_info_holds_graphql_cores_and_uvicorn_names_its_stop() -> None:
@@ -168,10 +168,10 @@ def test_strawberrys_info_holds_graphql_cores_and_uvicorn_names_its_stop() -> No
         "strawberry's Info no longer holds graphql-core's resolve info as _raw_info; "
         + UPGRADE.format(user="graphsvc/api/types.py (Memory.links)")
     )
-    server = _upstream("uvicorn.server", "Server", "graphsvc/api/app.py")
-    from graphsvc.api.app import SHUTDOWN_CANCEL
+    server = _upstream("uvicorn.server", "Server", "graphsvc/api/view.py")
+    from graphsvc.api.view import SHUTDOWN_CANCEL
 
     assert SHUTDOWN_CANCEL in inspect.getsource(server.shutdown), (
         "uvicorn no longer cancels the requests left at shutdown with the message graphsvc "
-        "answers them by; " + UPGRADE.format(user="graphsvc/api/app.py (GraphQLView.__call__)")
+        "answers them by; " + UPGRADE.format(user="graphsvc/api/view.py (GraphQLView.__call__)")
     )

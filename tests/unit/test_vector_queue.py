@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from graphsvc.embed import MINILM_INT8, ModelUnavailableError, OnnxEmbedder, Vectors
+from graphsvc.embedding.dense_recall import DenseRecall
+from graphsvc.embedding.encoder import OnnxEmbedder, Vectors
+from graphsvc.embedding.queue import lower_priority, process_name
+from graphsvc.embedding.registry import MINILM_INT8, ModelUnavailableError
 from graphsvc.errors import GraphsvcError
 from graphsvc.model import MemoryInput
-from graphsvc.retrieval import DenseRecall
 from graphsvc.service import MemoryService
 from graphsvc.store.mirror import MirrorStore
-from graphsvc.vector_queue import lower_priority, process_name
 from tests.helpers import WrappedEncoder, fixed_clock, make_settings
 
 NS = "queue"

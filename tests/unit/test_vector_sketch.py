@@ -13,17 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from graphsvc.dense import (
-    SKETCH_MARGIN,
-    SearchPool,
-    Sketch,
-    cosines,
-    nearest_rows,
-    probe_rows,
-    quantize,
-    squared_norms,
-    top_k,
-)
+from graphsvc.embedding.codes import cosines, quantize, squared_norms, top_k
+from graphsvc.embedding.search import SKETCH_MARGIN, SearchPool, Sketch, nearest_rows, probe_rows
 from graphsvc.store.mirror.vectors import VectorTable
 
 DIMENSION = 160  # more than a sketch's 96 + 96 directions would take: bounds are bounds

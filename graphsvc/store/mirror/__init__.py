@@ -27,12 +27,12 @@ Persistence (the file format is :mod:`graphsvc.store.journal`):
 - Version-1 data directories (bare JSON lines, no checksums) still load; a writer migrates them
   at open: it takes a snapshot at once, which rewrites the state in the new format.
 
-Vectors (dense recall, :mod:`graphsvc.dense`) are part of the log like any write: an upsert's
-vectors travel in the record of its memories (one atomic write), and ``vectorModel``, ``vectors``
-(set) and ``clearVectors`` are records of their own; the snapshot holds each namespace's model and
-its vectors compactly (per chunk, the ids as 16 bytes and the int8 codes, base64). Data written
-before vectors existed loads with none. In memory, a namespace's vectors are one float32 matrix
-(:mod:`~graphsvc.store.mirror.vectors`), so that ``similar`` is one matrix-vector product.
+Vectors (dense recall, :mod:`graphsvc.embedding.codes`) are part of the log like any write: an
+upsert's vectors travel in the record of its memories (one atomic write), and ``vectorModel``,
+``vectors`` (set) and ``clearVectors`` are records of their own; the snapshot holds each namespace's
+model and its vectors compactly (per chunk, the ids as 16 bytes and the int8 codes, base64). Data
+written before vectors existed loads with none. In memory, a namespace's vectors are one float32
+matrix (:mod:`~graphsvc.store.mirror.vectors`), so that ``similar`` is one matrix-vector product.
 
 One process writes a data directory at a time (an exclusive ``flock`` on ``LOCK``); read-only opens
 take no lock, change no file, and see the state as of their open.

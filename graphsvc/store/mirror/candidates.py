@@ -11,19 +11,15 @@ from uuid import UUID
 import numpy as np
 from numpy.typing import NDArray
 
-from graphsvc.dense import SearchPool, with_given
+from graphsvc.embedding.codes import with_given
+from graphsvc.embedding.search import SearchPool
 from graphsvc.model import (
     AsOf,
 )
-from graphsvc.store.base import (
-    Candidate,
-    CandidateColumns,
-    TermStats,
-    plan_candidates,
-    wrong_length,
-)
+from graphsvc.store.candidates import Candidate, CandidateColumns, TermStats, plan_candidates
 from graphsvc.store.mirror.state import MirrorNamespace, MirrorState
 from graphsvc.store.mirror.table import NO_TIME
+from graphsvc.store.vectors import wrong_length
 
 
 class MirrorCandidates:

@@ -12,12 +12,10 @@ from graphsvc.model import (
     EraseFilter,
     EraseReceipt,
 )
-from graphsvc.store.base import (
-    erase_started,
-)
 from graphsvc.store.mirror.state import MirrorNamespace, MirrorState
 from graphsvc.store.mirror.table import MemoryTable, row_matcher
 from graphsvc.store.mirror.writer import LogWriter
+from graphsvc.store.rules import erase_started
 
 #: Most memories one slice of an erase examines before it lets go of the store's lock, matching
 #: or not (a filter that matches few of a million memories is erased in that many slices).

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from datetime import date, timedelta
 from typing import Any
 
-from graphsvc.store.base import FacetCounts, bad_facet, facet_order
+from graphsvc.store.facets import FacetCounts, bad_facet, facet_order
 from graphsvc.store.mirror.table import NO_TIME, MemoryTable
 
 _DAY_US = 86_400_000_000

@@ -9,7 +9,7 @@ from typing import Any
 from uuid import UUID
 
 from graphsvc.model import Link, LinkKind, construct
-from graphsvc.store.base import micros
+from graphsvc.store.candidates import micros
 from graphsvc.store.mirror.table import MemoryTable, from_micros, key_of
 
 _KINDS = {kind.value: kind for kind in LinkKind}

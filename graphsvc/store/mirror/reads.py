@@ -19,16 +19,9 @@ from graphsvc.model import (
     NamespaceStats,
     Successor,
 )
-from graphsvc.store.base import (
-    FACETS,
-    HISTORY_HOPS,
-    FacetCounts,
-    TermStats,
-    Walk,
-    bad_facet,
-    micros,
-    sort_links,
-)
+from graphsvc.store.candidates import TermStats, micros
+from graphsvc.store.facets import FACETS, FacetCounts, bad_facet
+from graphsvc.store.graph import HISTORY_HOPS, Walk, sort_links
 from graphsvc.store.mirror.links import LinkTuple, make_link
 from graphsvc.store.mirror.state import MirrorState
 from graphsvc.store.mirror.table import from_micros

@@ -12,7 +12,7 @@ from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.model import Belief, ContextEvent, Link, Memory
 from graphsvc.store.journal import orjson_writes_isoformat
 

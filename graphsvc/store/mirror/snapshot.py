@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.model import Belief, ContextEvent
 from graphsvc.store import journal
 from graphsvc.store.journal import FORMAT_VERSION, SnapshotHead

@@ -15,10 +15,9 @@ import numpy as np
 from numpy.typing import NDArray
 from sortedcontainers import SortedList
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
 from graphsvc.errors import StoreCorruptError
 from graphsvc.model import AsOf, Belief, ContextEvent, Link
-from graphsvc.store.base import redact, uuids_in
 from graphsvc.store.mirror.columns import gather_terms
 from graphsvc.store.mirror.facets import Facets
 from graphsvc.store.mirror.links import (
@@ -30,6 +29,7 @@ from graphsvc.store.mirror.links import (
 from graphsvc.store.mirror.rows import model_from_log_row
 from graphsvc.store.mirror.table import NO_TIME, MemoryTable, Posting
 from graphsvc.store.mirror.vectors import VectorTable
+from graphsvc.store.rules import redact, uuids_in
 
 #: Rows added at once from which their postings are built with numpy rather than row by row.
 BULK_ROWS = 64

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from graphsvc.dense import SearchPool
+from graphsvc.embedding.search import SearchPool
 from graphsvc.store.base import Store
 from graphsvc.store.journal import SNAPSHOT_VERSION
 from graphsvc.store.mirror.candidates import MirrorCandidates

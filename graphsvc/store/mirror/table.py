@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from graphsvc.model import EraseFilter, Memory, construct, uuid_of_int
-from graphsvc.store.base import EPOCH, micros
+from graphsvc.store.candidates import EPOCH, micros
 
 #: Stands for "no time" in a column of microseconds (before any datetime Python can hold).
 NO_TIME = -(2**63)

@@ -7,8 +7,14 @@ import time
 from collections.abc import Mapping, Sequence
 from uuid import UUID
 
-from graphsvc.dense import VectorModel
-from graphsvc.store.base import (
+from graphsvc.embedding.codes import VectorModel
+from graphsvc.store.mirror.rows import (
+    log_model_row,
+    log_vector_rows,
+)
+from graphsvc.store.mirror.state import KEY_BITS, KEY_MASK, MirrorNamespace, MirrorState
+from graphsvc.store.mirror.writer import LogWriter
+from graphsvc.store.vectors import (
     PendingVector,
     QueueLease,
     VectorBacklog,
@@ -17,12 +23,6 @@ from graphsvc.store.base import (
     vectors_in_the_way,
     wrong_length,
 )
-from graphsvc.store.mirror.rows import (
-    log_model_row,
-    log_vector_rows,
-)
-from graphsvc.store.mirror.state import KEY_BITS, KEY_MASK, MirrorNamespace, MirrorState
-from graphsvc.store.mirror.writer import LogWriter
 
 
 def check_vectors(namespace: str, space: MirrorNamespace, vectors: Mapping[UUID, bytes]) -> None:

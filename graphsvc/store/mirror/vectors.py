@@ -1,19 +1,19 @@
 """A namespace's vectors as the embedded store searches them: one int8 matrix of codes, and a
 sketch.
 
-Row ``r`` of :attr:`VectorTable.matrix` holds the codes (:mod:`graphsvc.dense`) of memory
+Row ``r`` of :attr:`VectorTable.matrix` holds the codes (:mod:`graphsvc.embedding.codes`) of memory
 ``ids[r]``, and ``norms[r]`` their exact squared norm. Rows ``0 .. count - 1`` are live, with no
 hole: a deleted row takes the last row's place. The arrays grow by doubling and shrink by half
 when a quarter is used.
 
-A search (:meth:`VectorTable.nearest`) of a small table computes every cosine. Once the table
-has :data:`SKETCH_FROM` rows it fits a :class:`~graphsvc.dense.Sketch` on them and keeps what
-the sketch needs of every row (:class:`~graphsvc.dense.Projected`: 96 float32 coordinates, 96
-int8 ones and four float32 lengths and scales, 496 bytes a row beside the 384 of the codes): a
-search then reads the coordinates, bounds every cosine from above, tightens the bounds of the
-rows that may still count with the int8 coordinates, and computes exactly only the rows that can
-reach the ``k`` best (:func:`graphsvc.dense.nearest_rows`). The answer is the full scan's, bit
-for bit; the sketch only decides how much is read.
+A search (:meth:`VectorTable.nearest`) of a small table computes every cosine. Once the table has
+:data:`SKETCH_FROM` rows it fits a :class:`~graphsvc.embedding.search.Sketch` on them and keeps what
+the sketch needs of every row (:class:`~graphsvc.embedding.search.Projected`: 96 float32
+coordinates, 96 int8 ones and four float32 lengths and scales, 496 bytes a row beside the 384 of the
+codes): a search then reads the coordinates, bounds every cosine from above, tightens the bounds of
+the rows that may still count with the int8 coordinates, and computes exactly only the rows that can
+reach the ``k`` best (:func:`graphsvc.embedding.search.nearest_rows`). The answer is the full
+scan's, bit for bit; the sketch only decides how much is read.
 
 A compaction writes the snapshot from a capture taken under the store's lock while writes go on
 (:mod:`graphsvc.store.mirror.writer`): :meth:`VectorTable.share` hands it the live rows by
@@ -31,17 +31,14 @@ from uuid import UUID
 import numpy as np
 from numpy.typing import NDArray
 
-from graphsvc.dense import (
+from graphsvc.embedding.codes import Codes, cosines, squared_norms, top_k
+from graphsvc.embedding.search import (
     BLOCK_ROWS,
     SKETCH_MIN_ENERGY,
-    Codes,
     Projected,
     SearchPool,
     Sketch,
-    cosines,
     nearest_rows,
-    squared_norms,
-    top_k,
 )
 
 T = TypeVar("T", bound=np.generic)
@@ -109,8 +106,8 @@ class VectorTable:
     def nearest(
         self, query: Codes, k: int, pool: SearchPool | None = None
     ) -> list[tuple[UUID, float]]:
-        """The ``k`` best ``(id, cosine)`` of ``query``, as :func:`graphsvc.dense.top_k` orders
-        them: exactly what a full scan gives, whatever ``pool`` splits the rows over."""
+        """The ``k`` best ``(id, cosine)`` of ``query``, as :func:`graphsvc.embedding.codes.top_k`
+        orders them: exactly what a full scan gives, whatever ``pool`` splits the rows over."""
         if k <= 0:
             return []
         live = len(self.ids)
@@ -165,7 +162,8 @@ class VectorTable:
 
     def _start_sketch(self) -> None:
         """Fit the sketch on the live rows and project them all; or, when the vectors have no
-        dominant directions (:data:`~graphsvc.dense.SKETCH_MIN_ENERGY`), keep scanning."""
+        dominant directions (:data:`~graphsvc.embedding.search.SKETCH_MIN_ENERGY`), keep
+        scanning."""
         live = len(self.ids)
         self._sketch_from = 2**62  # fitted once per table (a restart fits again)
         sketch = Sketch.fit(self._matrix[:live])

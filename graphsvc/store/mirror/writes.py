@@ -20,15 +20,7 @@ from graphsvc.model import (
     Memory,
     WriteResult,
 )
-from graphsvc.store.base import (
-    belief_memory_missing,
-    link_end_missing,
-    memory_missing,
-    no_assembled_event,
-    sort_links,
-    split_upsert,
-    supersedes_cycle,
-)
+from graphsvc.store.graph import sort_links
 from graphsvc.store.mirror.rows import (
     log_belief_row,
     log_event_row,
@@ -41,6 +33,14 @@ from graphsvc.store.mirror.state import MirrorNamespace, MirrorState
 from graphsvc.store.mirror.table import from_micros
 from graphsvc.store.mirror.vector_store import check_vectors
 from graphsvc.store.mirror.writer import LogWriter
+from graphsvc.store.rules import (
+    belief_memory_missing,
+    link_end_missing,
+    memory_missing,
+    no_assembled_event,
+    split_upsert,
+    supersedes_cycle,
+)
 
 _id_of = attrgetter("id")
 

@@ -34,8 +34,10 @@ before the budget (every attempt runs on a thread of its own, so the caller can 
 
 This package is the only code that imports ``neo4j``; driver errors become graphsvc errors at
 one boundary, :mod:`~graphsvc.store.neo4j.boundary` (the drivers, the retry loop, the
-translation). :mod:`~graphsvc.store.neo4j.rows` converts records to domain models and
-:mod:`~graphsvc.store.neo4j.store` holds :class:`Neo4jStore`, the store interface.
+translation). :mod:`~graphsvc.store.neo4j.store` holds :class:`Neo4jStore`, the store interface,
+answered by one part per capability around that boundary (writes, erasure, reads, candidates,
+vectors, queue; the counts every write keeps are :mod:`~graphsvc.store.neo4j.counts`), and
+:mod:`~graphsvc.store.neo4j.rows` converts records to domain models.
 """
 
 from graphsvc.store.neo4j.store import Neo4jStore

@@ -201,25 +201,62 @@ def _stale_connection(exc: Exception) -> bool:
     )
 
 
+def tx_query(
+    tx: Transaction, name: str, /, *, spliced: Mapping[str, int] | None = None, **params: Any
+) -> list[neo4j.Record]:
+    """Run a named query in ``tx`` (in a :meth:`Neo4jBoundary.write`). ``spliced``: integers
+    written into the text in place of ``{name}`` (only where Cypher takes no parameter, an
+    index's property name); anything else is a parameter."""
+    text = query(name)
+    for key, number in (spliced or {}).items():
+        text = text.replace(f"{{{key}}}", str(int(number)))
+    return list(tx.run(text, params))
+
+
 class Neo4jBoundary:
     """The drivers, the bounded retry loop and the translation of driver errors: every call of
-    the store goes through :meth:`_read`, :meth:`_write` or :meth:`_run`. A layer of
-    :class:`~graphsvc.store.neo4j.Neo4jStore` (whose constructor sets the attributes)."""
+    the store goes through :meth:`read`, :meth:`write` or :meth:`run`. The part of
+    :class:`~graphsvc.store.neo4j.Neo4jStore` that talks to the server; every other part runs
+    its queries through it.
 
-    uri: str
-    _user: str
-    _password: SecretStr
-    _database: str
-    _timeout: float
-    _ping_timeout: float
-    _driver: neo4j.Driver | None
-    _ping_driver: neo4j.Driver | None
-    # One per opened store: every read and write session of this process shares it, so a read
-    # waits for this process's latest write on whichever cluster member serves it (causal
-    # consistency; on a single server it costs nothing).
-    _bookmarks: neo4j.BookmarkManager | None = None
-    _ping_pool: ThreadPoolExecutor | None = None  # made by the first ping
-    _attempts: _Attempts | None = None  # made by open()
+    Args: as :class:`~graphsvc.store.neo4j.Neo4jStore`'s.
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        user: str,
+        password: SecretStr | None,
+        database: str,
+        timeout: float,
+        ping_timeout: float,
+    ) -> None:
+        if timeout <= 0 or ping_timeout <= 0:
+            raise BadInputError(
+                f"the Neo4j store timeouts must be positive, got {timeout} and {ping_timeout}: "
+                "check GRAPHSVC_STORE_TIMEOUT"
+            )
+        self.uri = uri
+        self._user = user
+        self._password = password or SecretStr("")
+        self._database = database
+        self._timeout = timeout
+        self._ping_timeout = min(ping_timeout, timeout)
+        self._driver: neo4j.Driver | None = None
+        # Pings get a driver of their own: one that checks a pooled connection before using it
+        # (a frozen server then times out instead of hanging) and never waits past its bound.
+        self._ping_driver: neo4j.Driver | None = None
+        # One per opened store: every read and write session of this process shares it, so a
+        # read waits for this process's latest write on whichever cluster member serves it
+        # (causal consistency; on a single server it costs nothing).
+        self._bookmarks: neo4j.BookmarkManager | None = None
+        self._ping_pool: ThreadPoolExecutor | None = None  # made by the first ping
+        self._attempts: _Attempts | None = None  # made by open()
+
+    @property
+    def is_open(self) -> bool:
+        return self._driver is not None
 
     # -- the boundary: driver errors become graphsvc errors --------------------------------------
 
@@ -327,7 +364,7 @@ class Neo4jBoundary:
             )
         return self._driver
 
-    def _run(self, action: Callable[[neo4j.Driver], T]) -> T:
+    def run(self, action: Callable[[neo4j.Driver], T]) -> T:
         """One attempt of ``action``, its errors translated (no retry)."""
         driver = self._require()
         try:
@@ -450,7 +487,7 @@ class Neo4jBoundary:
             return f"it closed the connection before a Bolt handshake ({host}:{port})"
         return None
 
-    def _read(self, name: str, /, **params: Any) -> list[neo4j.Record]:
+    def read(self, name: str, /, **params: Any) -> list[neo4j.Record]:
         text = query(name)
 
         def attempt(driver: neo4j.Driver, acquire: float) -> list[neo4j.Record]:
@@ -465,7 +502,7 @@ class Neo4jBoundary:
 
         return self._call(attempt, write=False)
 
-    def _write(self, work: Callable[[Transaction], T]) -> T:
+    def write(self, work: Callable[[Transaction], T]) -> T:
         def attempt(driver: neo4j.Driver, acquire: float) -> T:
             done: list[T] = []
             try:
@@ -490,18 +527,6 @@ class Neo4jBoundary:
             return done[0]
 
         return self._call(attempt, write=True)
-
-    @staticmethod
-    def _tx(
-        tx: Transaction, name: str, /, *, spliced: Mapping[str, int] | None = None, **params: Any
-    ) -> list[neo4j.Record]:
-        """Run a named query in ``tx``. ``spliced``: integers written into the text in place of
-        ``{name}`` (only where Cypher takes no parameter, an index's property name); anything
-        else is a parameter."""
-        text = query(name)
-        for key, number in (spliced or {}).items():
-            text = text.replace(f"{{{key}}}", str(int(number)))
-        return list(tx.run(text, params))
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -538,7 +563,7 @@ class Neo4jBoundary:
         self._ping_driver = ping_driver
         self._bookmarks = GraphDatabase.bookmark_manager()
         try:
-            self._read("ping")
+            self.read("ping")
             self._ensure_schema()
         except GraphsvcError:
             self.close()

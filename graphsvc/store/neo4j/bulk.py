@@ -44,7 +44,7 @@ from typing import IO, Any
 
 from graphsvc.errors import BadInputError, GraphsvcError
 from graphsvc.model import Link, Memory
-from graphsvc.store.base import micros
+from graphsvc.store.candidates import micros
 from graphsvc.store.cypher import query
 from graphsvc.store.neo4j.rows import memory_props, namespaced_key, term_deltas
 

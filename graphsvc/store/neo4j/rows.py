@@ -14,6 +14,7 @@ import numpy as np
 
 from graphsvc.errors import GraphsvcError, StoreCorruptError
 from graphsvc.model import (
+    AsOf,
     ContextEvent,
     ContextEventKind,
     Link,
@@ -23,7 +24,7 @@ from graphsvc.model import (
     as_utc,
     construct,
 )
-from graphsvc.store.base import EPOCH, Candidate, CandidateColumns, micros
+from graphsvc.store.candidates import EPOCH, Candidate, CandidateColumns, micros
 
 KEY_SEP = "\x1f"
 # What recall_columns.cypher returns for a missing occurredUs: below any time a datetime can hold
@@ -290,3 +291,8 @@ def lucene_query(namespace: str, terms: Sequence[str]) -> str:
     """A full-text query for memories of ``namespace`` containing any of ``terms``. Namespaces are
     ``[A-Za-z0-9_-]`` and analysed terms are letters and digits only, so nothing needs escaping."""
     return f'+namespace:"{namespace}" +termText:({" ".join(terms)})'
+
+
+def as_of_param(as_of: AsOf | None) -> dict[str, Any] | None:
+    """The ``$asOf`` of the queries that read as of an instant (null: now)."""
+    return None if as_of is None else {"us": as_of.at_us, "known": as_of.known}

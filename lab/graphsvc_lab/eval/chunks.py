@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from graphsvc.embed import OnnxEmbedder
+from graphsvc.embedding.encoder import OnnxEmbedder
 from graphsvc.settings import Settings
 from graphsvc_lab.datasets import eval_data_root
 from graphsvc_lab.eval.beam import beam_conversations

@@ -24,13 +24,15 @@ from uuid import UUID
 from tqdm import tqdm
 
 from graphsvc.bootstrap import make_store, store_label
-from graphsvc.embed import Embedder, ModelUnavailableError
+from graphsvc.embedding.dense_recall import DenseRecall, settings_embedder
+from graphsvc.embedding.encoder import Embedder
+from graphsvc.embedding.registry import ModelUnavailableError
 from graphsvc.ingest import ingest, parse_jsonl
 from graphsvc.recall.policy import FUSION_MODES, RecallPolicy
-from graphsvc.retrieval import DenseRecall, settings_embedder
 from graphsvc.service import MemoryService
 from graphsvc.settings import Settings
-from graphsvc.store.base import Store, micros
+from graphsvc.store.base import Store
+from graphsvc.store.candidates import micros
 from graphsvc.text import estimate_tokens
 from graphsvc_lab.eval.vectors import CachedEmbedder
 

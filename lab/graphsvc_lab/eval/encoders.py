@@ -17,8 +17,9 @@ from pathlib import Path
 
 import click
 
-from graphsvc.embed import PACKAGED_MODELS, OnnxEmbedder, locate
-from graphsvc.embed_install import installed
+from graphsvc.embedding.encoder import OnnxEmbedder
+from graphsvc.embedding.install import installed
+from graphsvc.embedding.registry import PACKAGED_MODELS, locate
 from graphsvc.settings import Settings
 from graphsvc_lab.datasets import eval_data_root
 from graphsvc_lab.eval.beam import beam_conversations

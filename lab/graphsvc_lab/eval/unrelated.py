@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from graphsvc import dense
+from graphsvc.embedding.codes import cosines, quantize, squared_norms
 from graphsvc.settings import Settings
 from graphsvc_lab.datasets import eval_data_root
 from graphsvc_lab.eval.beam import beam_conversations
@@ -61,10 +61,10 @@ def unrelated(pairs: int, vector_cache: Path) -> None:
     click.echo("| dataset | median | p90 |\n|---|---:|---:|")
     for name, conversations in datasets.items():
         questions, texts = sample(conversations, pairs)
-        query_codes = dense.quantize(embedder.embed(questions, query=True))
-        codes = dense.quantize(embedder.embed(texts))
-        norms = dense.squared_norms(codes)
-        values = np.concatenate([dense.cosines(q, codes, norms) for q in query_codes])
+        query_codes = quantize(embedder.embed(questions, query=True))
+        codes = quantize(embedder.embed(texts))
+        norms = squared_norms(codes)
+        values = np.concatenate([cosines(q, codes, norms) for q in query_codes])
         median = float(np.median(values))
         medians.append(median)
         click.echo(f"| {name} | {median:.3f} | {float(np.percentile(values, 90)):.3f} |")

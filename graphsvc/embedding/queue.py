@@ -46,13 +46,14 @@ from dataclasses import dataclass
 from typing import Literal
 from uuid import UUID
 
-from graphsvc.dense import VectorModel
+from graphsvc.embedding.codes import VectorModel
+from graphsvc.embedding.dense_recall import DenseRecall
 from graphsvc.errors import BadInputError, GraphsvcError
-from graphsvc.retrieval import DenseRecall
 from graphsvc.settings import Settings
-from graphsvc.store.base import PendingVector, Store, VectorBacklog
+from graphsvc.store.base import Store
+from graphsvc.store.vectors import PendingVector, VectorBacklog
 
-log = logging.getLogger("graphsvc.vector_queue")
+log = logging.getLogger("graphsvc.embedding.queue")
 
 #: How long a lease on a store's vector queue lasts unless renewed (seconds): how soon another
 #: process takes over from a drainer that was killed.

@@ -1,6 +1,8 @@
 """Queries are encoded on one thread, concurrent ones in one batch: what waits while the encoder is
 busy goes into its next call, a repeated text is encoded once, failures reach every caller, and
-the codes are the bits a direct call gives (checked with the real model when it is installed)."""
+the codes are the bits a direct call gives (checked with the real model when it is installed).
+The pipeline's :class:`QueryEncoder` answers repeated queries from its cache, and encodes nothing
+for a namespace last found lexical."""
 
 from __future__ import annotations
 
@@ -12,9 +14,11 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from graphsvc.dense import VectorModel
-from graphsvc.embed import ModelUnavailableError, OnnxEmbedder
-from graphsvc.retrieval import DenseRecall, QueryBatcher
+from graphsvc.embedding.codes import VectorModel
+from graphsvc.embedding.dense_recall import DenseRecall
+from graphsvc.embedding.encoder import OnnxEmbedder
+from graphsvc.embedding.registry import ModelUnavailableError
+from graphsvc.recall.query_encoder import QueryBatcher, QueryEncoder
 from graphsvc.settings import Settings
 from graphsvc.store.mirror import MirrorStore
 from tests.helpers import installed_model
@@ -92,12 +96,21 @@ def test_concurrent_queries_get_the_bits_of_a_direct_encoding() -> None:
     embedder = installed_model("batched encoding")
     dense = DenseRecall(embedder, required=True, cache_size=0)
     assert dense.model() is not None
+    encoder = QueryEncoder(dense)
     queries = [f"when did the {w} release ship after the outage?" for w in "abcdefghij"]
     queries += ["a", "a much longer question about the billing incident and its cause " * 5]
     with ThreadPoolExecutor(8) as pool:
-        batched = list(pool.map(dense.query_codes, queries * 2))
+        batched = list(pool.map(lambda q: codes_of(encoder, q), queries * 2))
     assert batched == [dense.codes([q], query=True)[0] for q in queries * 2]
+    encoder.close()
     dense.close()
+
+
+def codes_of(encoder: QueryEncoder, text: str, namespace: str | None = None) -> bytes:
+    """The codes :meth:`QueryEncoder.soon` promises for ``text``, which must be coming."""
+    future = encoder.soon(text, namespace)
+    assert future is not None
+    return future.result(10)
 
 
 class Counter:
@@ -109,28 +122,6 @@ class Counter:
     def __call__(self, texts: list[str]) -> list[bytes]:
         self.batches.append(list(texts))
         return [text.upper().encode() for text in texts]
-
-
-def test_a_prefetched_query_is_encoded_once_however_late_it_is_collected() -> None:
-    encode = Counter()
-    batcher = QueryBatcher(encode)
-    assert batcher.submit("a", collect=False).result(10) == b"A"
-    assert batcher.submit("a", collect=False).result(10) == b"A"  # prefetched twice: kept
-    assert batcher.submit("a").result(10) == b"A"  # the caller collects it
-    assert encode.batches == [["a"]]
-    assert batcher.submit("a").result(10) == b"A"  # collected, not a cache: encoded again
-    assert encode.batches == [["a"], ["a"]]
-    batcher.close()
-
-
-def test_uncollected_prefetches_are_kept_up_to_a_bound() -> None:
-    encode = Counter()
-    batcher = QueryBatcher(encode, kept=2)
-    for text in "xyz":
-        batcher.submit(text, collect=False).result(10)
-    assert [batcher.submit(text).result(10) for text in "xyz"] == [b"X", b"Y", b"Z"]
-    assert encode.batches == [["x"], ["y"], ["z"], ["x"]]  # the oldest was dropped
-    batcher.close()
 
 
 class CountingEmbedder:
@@ -150,33 +141,70 @@ class CountingEmbedder:
         return out
 
 
-def test_a_prefetch_by_namespace_skips_namespaces_last_found_lexical() -> None:
+def test_repeated_queries_come_from_the_cache_up_to_its_size() -> None:
+    embedder = CountingEmbedder()
+    dense = DenseRecall(embedder, required=True, cache_size=2)
+    encoder = QueryEncoder(dense)
+    try:
+        for text in ["x", "y", "x", "z", "y", "x"]:
+            assert codes_of(encoder, text) == dense.codes([text], query=True)[0]
+        # The second "x" is a hit (each dense.codes above adds its text once); "z" pushes out
+        # "y", the least recently asked, and "y" then pushes out "x": both are encoded again.
+        assert embedder.texts == ["x", "x", "y", "y", "x", "z", "z", "y", "y", "x", "x"]
+    finally:
+        encoder.close()
+
+
+def test_without_a_cache_every_query_is_encoded() -> None:
+    embedder = CountingEmbedder()
+    encoder = QueryEncoder(DenseRecall(embedder, required=True, cache_size=0))
+    try:
+        assert codes_of(encoder, "x") == codes_of(encoder, "x")
+        assert embedder.texts == ["x", "x"]
+    finally:
+        encoder.close()
+
+
+def test_a_failed_encoding_is_not_cached() -> None:
+    encoder = QueryEncoder(DenseRecall(BrokenTokenEmbedder(), required=True))
+    try:
+        for _ in range(2):  # asked again: encoded again, and fails again
+            future = encoder.soon("q")
+            assert future is not None
+            with pytest.raises(ModelUnavailableError):
+                future.result(10)
+    finally:
+        encoder.close()
+
+
+def test_no_query_is_encoded_for_a_namespace_last_found_lexical() -> None:
     embedder = CountingEmbedder()
     dense = DenseRecall(embedder, required=True, cache_size=0)
+    encoder = QueryEncoder(dense)
     store = MirrorStore(None)
     store.open()
     try:
         store.set_vector_model("other", VectorModel("another-model", 4))
-        assert dense.prefetch("first ask", "other")  # not yet known: encoded, in case
+        assert codes_of(encoder, "first ask", "other")  # not yet known: encoded, in case
         assert dense.for_namespace(store, "other", writing=False) is None
         assert dense.for_namespace(store, "mine", writing=True) == VectorModel("counting-4", 4)
-        # What prefetch says is whether codes are coming: what starts a search by meaning.
-        assert not dense.prefetch("lexical there", "other")
-        assert dense.prefetch("by meaning here", "mine")
+        # What soon answers is whether codes are coming: what starts a search by meaning.
+        assert encoder.soon("lexical there", "other") is None
         assert (
-            dense.query_codes("by meaning here") == dense.codes(["by meaning here"], query=True)[0]
+            codes_of(encoder, "by meaning here", "mine")
+            == (dense.codes(["by meaning here"], query=True)[0])
         )
-        assert dense.query_codes("first ask")
         assert "lexical there" not in embedder.texts
         assert embedder.texts.count("first ask") == 1
-        assert embedder.texts.count("by meaning here") == 2  # the prefetch, then codes() above
+        assert embedder.texts.count("by meaning here") == 2  # soon, then codes() above
     finally:
+        encoder.close()
         dense.close()
         store.close()
 
 
 def test_without_an_encoder_no_codes_are_coming() -> None:
-    assert not DenseRecall(None).prefetch("anything", "ns")
+    assert QueryEncoder(DenseRecall(None)).soon("anything", "ns") is None
 
 
 def test_the_encoder_workers_setting_reaches_the_encoder() -> None:
@@ -197,8 +225,7 @@ def test_prepare_runs_in_the_submitting_thread_and_encode_gets_what_it_returns()
     encode = Counter()
     batcher = QueryBatcher(encode, prepare=prepare)
     assert batcher.submit("a").result(10) == b"<A>"
-    assert batcher.submit("b", collect=False).result(10) == b"<B>"
-    assert batcher.submit("b").result(10) == b"<B>"  # the prefetch's answer: not prepared again
+    assert batcher.submit("b").result(10) == b"<B>"
     assert encode.batches == [["<a>"], ["<b>"]]
     assert prepared_in == [threading.current_thread().name] * 2
     batcher.close()
@@ -236,16 +263,16 @@ class TokenCountingEmbedder(CountingEmbedder):
 def test_a_splitting_embedder_tokenises_in_the_caller_and_encodes_on_the_encoder_thread() -> None:
     embedder = TokenCountingEmbedder()
     dense = DenseRecall(embedder, required=True, cache_size=0)
+    encoder = QueryEncoder(dense)
     try:
-        dense.prefetch("by meaning")
-        assert dense.query_codes("by meaning") == dense.codes(["by meaning"], query=True)[0]
-        assert dense.query_codes("again") == dense.codes(["again"], query=True)[0]
+        assert codes_of(encoder, "by meaning") == dense.codes(["by meaning"], query=True)[0]
+        assert codes_of(encoder, "again") == dense.codes(["again"], query=True)[0]
         assert embedder.threads == {
             "tokenize": {threading.current_thread().name},
             "embed_tokens": {"graphsvc-query-encoder"},
         }
     finally:
-        dense.close()
+        encoder.close()
 
 
 class BrokenTokenEmbedder(TokenCountingEmbedder):
@@ -256,10 +283,10 @@ class BrokenTokenEmbedder(TokenCountingEmbedder):
 
 
 def test_a_splitting_embedder_that_fails_gives_its_callers_its_own_error() -> None:
-    dense = DenseRecall(BrokenTokenEmbedder(), required=True, cache_size=0)
+    encoder = QueryEncoder(DenseRecall(BrokenTokenEmbedder(), required=True, cache_size=0))
     try:
         for query in ["first", "second"]:  # the encoder's thread lives on after a failure
             with pytest.raises(ModelUnavailableError, match="the model's file went away"):
-                dense.query_codes(query)
+                codes_of(encoder, query)
     finally:
-        dense.close()
+        encoder.close()
