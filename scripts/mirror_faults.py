@@ -51,7 +51,7 @@ from graphsvc.errors import StoreCorruptError, StoreUnavailableError  # noqa: E4
 from graphsvc.model import Memory, MemoryInput  # noqa: E402
 from graphsvc.service import MemoryService  # noqa: E402
 from graphsvc.settings import Settings  # noqa: E402
-from graphsvc.store import journal  # noqa: E402
+from graphsvc.store import datadir, journal  # noqa: E402
 from graphsvc.store.mirror import MirrorStore  # noqa: E402
 from graphsvc.store.repair import repair  # noqa: E402
 
@@ -259,7 +259,7 @@ def kill_loop(root: Path, kills: int, snapshot_bytes: int, rng: random.Random) -
         finally:
             store.close()
         if (data_dir / journal.SNAPSHOT_NAME).exists():
-            gen = journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.gen
+            gen = datadir.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.gen
             figures.compactions_seen = gen
     figures.acked = len(acked_ids)
     return figures
@@ -271,7 +271,7 @@ def _check_vectors(store: MirrorStore, expected: Callable[[list[str]], list[byte
     memories = [m for m in store.export(QUEUE_NS) if isinstance(m, Memory)]
     waiting = {p.id for p in store.pending_vectors(QUEUE_NS, len(memories) + 1)}
     # The stored codes themselves (what a search reads), from the store's own table.
-    space = store._spaces.get(QUEUE_NS)  # what is stored
+    space = store._state.spaces.get(QUEUE_NS)  # what is stored
     table = None if space is None else space.vectors
     with_vector = [m for m in memories if table is not None and m.id.int in table]
     for memory in memories:

@@ -1,8 +1,9 @@
-# Size earned: the whole on-disk format (frames, segments, snapshot, marker, chain) in one place.
-"""The embedded store's files: checksummed frames, log segments, the snapshot and the clean-close
-marker, and how a data directory's files fit together. No state of the store lives here: the
-mirror (:mod:`graphsvc.store.mirror`) applies what this module reads, and
-:mod:`graphsvc.store.repair` rewrites what it finds damaged.
+"""The embedded store's file format: checksummed frames, how a file of them is scanned, the headers
+of log segments and snapshots, and durable writes. How a data directory's files fit together
+(reading the snapshot, the marker and ``store.json``, the chain of segments to replay) is
+:mod:`graphsvc.store.datadir`. No state of the store lives here: the mirror
+(:mod:`graphsvc.store.mirror`) applies what is read, and :mod:`graphsvc.store.repair` rewrites
+what is found damaged.
 
 **Frames.** Every record is one line, ``LLLLLLLL CCCCCCCC PAYLOAD\\n``: the payload's length and
 its CRC-32 (``zlib.crc32``) as eight hex digits each, then the payload, a JSON object without a
@@ -44,9 +45,9 @@ newline. A reader tells three things apart:
 A missing ``log.jsonl`` where the directory says there was one (a snapshot, a marker,
 ``store.json``, ``log.old.jsonl`` or a lock file), an empty one (0 bytes: every segment this
 format writes starts with its header, so an empty log lost its header and whatever followed
-it), a log that is not the one the snapshot names, or a
-log that continues a snapshot that is missing, are refused (:attr:`Chain.refusal`); ``graphsvc
-repair`` accepts them explicitly. The one empty log that is not refused is beside a version-1
+it), a log that is not the one the snapshot names, or a log that continues a snapshot that is
+missing, are refused (:attr:`~graphsvc.store.datadir.Chain.refusal`); ``graphsvc repair``
+accepts them explicitly. The one empty log that is not refused is beside a version-1
 snapshot (graphsvc before checksums emptied its log after each snapshot).
 
 **Version 1** (graphsvc before checksums): ``log.jsonl`` held bare JSON lines with ``seq`` and
@@ -236,7 +237,8 @@ def _check_v2(data: bytes, start: int, stop: int) -> tuple[int, int] | None:
     return int(head[:8], 16), int(head[9:], 16)
 
 
-def _scan_v2(path: Path, data: bytes) -> Scan:
+def scan_frames(path: Path, data: bytes) -> Scan:
+    """Scan the bytes of a framed file (a version-2 log, a snapshot, a marker, ``store.json``)."""
     scan = Scan(path=path, version=FORMAT_VERSION, size=len(data))
     view = memoryview(data)
     size = len(data)
@@ -351,7 +353,7 @@ def scan_bytes(path: Path, data: bytes) -> Scan:
     """Scan a file's bytes (version detected: a version-1 file starts with ``{`` or is empty)."""
     if not data or data[:1] == b"{":
         return _scan_v1(path, data)
-    return _scan_v2(path, data)
+    return scan_frames(path, data)
 
 
 def scan_file(path: Path) -> Scan:
@@ -463,130 +465,6 @@ class SnapshotHead:
         return record
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """A snapshot read and verified: its head and the body frames (version 2) or the whole
-    document (version 1)."""
-
-    path: Path
-    head: SnapshotHead
-    frames: list[Frame]
-    legacy: dict[str, Any] | None = None
-
-
-def read_snapshot(path: Path) -> Snapshot:
-    """Read and verify a snapshot (either version).
-
-    Raises:
-        LogError: the file does not verify (a snapshot is renamed into place complete, so any
-            problem is damage).
-        OSError: the file cannot be read.
-    """
-    data = path.read_bytes()
-    if data[:1] == b"{":
-        try:
-            legacy = orjson.loads(data)
-        except ValueError as exc:
-            raise LogError(path, 1, 0, f"not valid JSON ({exc})") from exc
-        if not isinstance(legacy, dict) or legacy.get("version") != LEGACY_VERSION:
-            version = legacy.get("version") if isinstance(legacy, dict) else None
-            raise LogError(path, 1, 0, f"format {version!r} is not one this version reads")
-        if not isinstance(legacy.get("seq"), int):
-            raise LogError(path, 1, 0, "a version-1 snapshot without a seq")
-        head = SnapshotHead(version=LEGACY_VERSION, gen=0, seq=legacy["seq"], log=None)
-        return Snapshot(path, head, [], legacy)
-    scan = _scan_v2(path, data)
-    if scan.problem is not None:
-        raise scan.problem.error(path)
-    if len(scan.frames) < 2:
-        raise LogError(path, 1, 0, "the snapshot is incomplete")
-    try:
-        first = scan.frames[0].record()
-        last = scan.frames[-1].record()
-        if first["op"] != "snapshot" or first["version"] not in SNAPSHOT_VERSIONS:
-            raise ValueError("the first record is no snapshot header of a format this reads")
-        if last["op"] != "end" or last["frames"] != len(scan.frames):
-            raise ValueError("the snapshot does not end with its end record")
-        head = SnapshotHead(
-            first["version"],
-            int(first["gen"]),
-            int(first["seq"]),
-            first["log"],
-            first.get("store"),
-        )
-        if not (head.store is None or isinstance(head.store, str)):
-            raise ValueError("the snapshot's store id is no string")
-    except (KeyError, TypeError, ValueError) as exc:
-        raise LogError(path, 1, 0, str(exc)) from exc
-    return Snapshot(path, head, scan.frames[1:-1])
-
-
-@dataclass(frozen=True)
-class Marker:
-    """What a clean close left: the active log's id and its last ``seq``."""
-
-    log: str
-    seq: int
-
-
-def read_marker(path: Path) -> Marker | None:
-    """The clean-close marker, or None when there is none.
-
-    A marker is renamed into place whole (:func:`write_marker`), so one that does not verify is
-    damage, not "no marker": it is the only record of where a cleanly closed log ends, and
-    without it a log cut at a record boundary after the close would load as if whole.
-
-    Raises:
-        LogError: the file exists but does not verify.
-        OSError: the file exists but cannot be read.
-    """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    scan = _scan_v2(path, data)
-    problem = scan.problem.reason if scan.problem is not None else None
-    if problem is None and len(scan.frames) != 1:
-        problem = f"{len(scan.frames)} records where it holds one"
-    if problem is None:
-        try:
-            value = scan.frames[0].record()
-            return Marker(log=str(value["log"]), seq=int(value["seq"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            problem = f"not a marker record ({exc!r})"
-    raise LogError(
-        path,
-        1,
-        0,
-        f"the clean-close marker cannot be read ({problem}), so whether the log was cut after "
-        "the store was closed cannot be checked",
-    )
-
-
-def read_store_id(path: Path) -> str | None:
-    """The store's id from ``store.json``, or None when there is none (a store made before it).
-
-    Raises:
-        LogError: the file exists but does not verify (it is renamed into place whole).
-        OSError: the file exists but cannot be read.
-    """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    scan = _scan_v2(path, data)
-    if scan.problem is None and len(scan.frames) == 1:
-        try:
-            value = scan.frames[0].record()
-        except ValueError:
-            value = None
-        if isinstance(value, dict) and value.get("op") == "store":
-            store = value.get("store")
-            if isinstance(store, str) and store:
-                return store
-    raise LogError(path, 1, 0, "the store's identity cannot be read")
-
-
 # -- files -----------------------------------------------------------------------------------------
 
 
@@ -650,225 +528,6 @@ def write_file(path: Path, chunks: Iterator[bytes] | list[bytes], *, sync: bool 
     os.close(fd)
 
 
-def write_marker(root: Path, marker: Marker) -> None:
-    """Write the clean-close marker atomically.
-
-    Raises:
-        OSError: it cannot be written.
-    """
-    tmp = root / (CLEAN_NAME + ".tmp")
-    write_file(tmp, [encode({"op": "closed", "log": marker.log, "seq": marker.seq})])
-    os.replace(tmp, root / CLEAN_NAME)
-    fsync_dir(root)
-
-
-def write_store_id(root: Path, store: str) -> None:
-    """Write ``store.json`` atomically.
-
-    Raises:
-        OSError: it cannot be written.
-    """
-    tmp = root / (STORE_NAME + ".tmp")
-    write_file(tmp, [encode({"op": "store", "store": store})])
-    os.replace(tmp, root / STORE_NAME)
-    fsync_dir(root)
-
-
-# -- how the files of a data directory fit together ----------------------------------------------
-
-
-@dataclass
-class Segment:
-    """A log segment to replay."""
-
-    path: Path
-    scan: Scan
-    head: LogHead
-
-    def describe(self) -> str:
-        """What the segment is, for messages."""
-        return "an empty file" if self.scan.size == 0 else self.head.describe()
-
-
-@dataclass
-class Chain:
-    """What opening a data directory replays, and what it finds wrong.
-
-    Attributes:
-        root: the data directory.
-        snapshot: the verified snapshot, or None.
-        segments: the log segments to replay after the snapshot, oldest first (the last one is
-            the active log; empty when there is no log at all).
-        stale: segments the snapshot wholly covers (a writer deletes them).
-        roll_forward: ``log.new.jsonl`` to rename to ``log.jsonl`` (a crash between the two
-            renames of a segment switch), or None.
-        leftover_new: ``log.new.jsonl`` that was never switched in (a writer deletes it).
-        marker: the clean-close marker, or None.
-        store: the store's id from ``store.json``, or None (a store made before it, or a new one).
-        refusal: why the files cannot be opened as they are (a missing, foreign or orphaned log),
-            or None. Damage inside a segment is not a refusal: it is found while replaying.
-        refusal_kind: ``missing-log``, ``empty-log``, ``foreign-log`` or ``missing-snapshot``,
-            or None.
-    """
-
-    root: Path
-    snapshot: Snapshot | None = None
-    segments: list[Segment] = field(default_factory=list)
-    stale: list[Path] = field(default_factory=list)
-    roll_forward: Path | None = None
-    leftover_new: Path | None = None
-    marker: Marker | None = None
-    store: str | None = None
-    refusal: str | None = None
-    refusal_kind: str | None = None
-
-    @property
-    def active(self) -> Segment | None:
-        """The segment a writer appends to (the last one)."""
-        return self.segments[-1] if self.segments else None
-
-    @property
-    def start_seq(self) -> int:
-        """The sequence number the state has before the segments are replayed."""
-        return 0 if self.snapshot is None else self.snapshot.head.seq
-
-
-def _segment(path: Path) -> Segment:
-    scan = scan_file(path)
-    return Segment(path, scan, log_head(scan))
-
-
-def inspect(root: Path, *, lock_existed: bool) -> Chain:
-    """Read a data directory's snapshot and log segments and decide what to replay.
-
-    Args:
-        root: the data directory (it may not exist: a brand-new store).
-        lock_existed: whether ``LOCK`` held a writer's pid before this open (a writer has
-            used the directory, so it had a log).
-
-    Raises:
-        LogError: the snapshot, or a segment's header, does not verify.
-        OSError: a file cannot be read.
-    """
-    chain = Chain(root=root)
-    chain.marker = read_marker(root / CLEAN_NAME)
-    chain.store = store = read_store_id(root / STORE_NAME)
-    snapshot_path = root / SNAPSHOT_NAME
-    if snapshot_path.exists():
-        chain.snapshot = read_snapshot(snapshot_path)
-        theirs = chain.snapshot.head.store
-        if store is not None and theirs is not None and theirs != store:
-            raise LogError(
-                root / STORE_NAME,
-                1,
-                0,
-                f"{STORE_NAME} says this directory is store {store}, but {snapshot_path} is of "
-                f"store {theirs}: one of them was replaced by another store's",
-            )
-    log_path, old_path, new_path = root / LOG_NAME, root / OLD_LOG_NAME, root / NEW_LOG_NAME
-    active_path: Path | None = log_path if log_path.exists() else None
-    if new_path.exists():
-        if active_path is None:
-            # A crash between the two renames of a switch (or before the first log's rename):
-            # the new segment holds nothing acknowledged yet, and the checks below still apply.
-            chain.roll_forward = new_path
-            active_path = new_path
-        else:
-            chain.leftover_new = new_path
-    snap = chain.snapshot
-    if active_path is None:
-        evidence = []
-        if snap is not None:
-            evidence.append(f"{snapshot_path.name} (seq {snap.head.seq})")
-        if chain.marker is not None:
-            evidence.append(f"{CLEAN_NAME} (closed at seq {chain.marker.seq})")
-        if old_path.exists():
-            evidence.append(OLD_LOG_NAME)
-        if store is not None:
-            # Written only after the store's first log: a store that had a log.
-            evidence.append(f"{STORE_NAME} (store {store})")
-        if lock_existed and not evidence:
-            evidence.append(f"{LOCK_NAME} (a writer has used this directory)")
-        if evidence:
-            chain.refusal_kind = "missing-log"
-            chain.refusal = (
-                f"{log_path} is missing, but {' and '.join(evidence)} say(s) the store had a "
-                "log: it was deleted or moved. Put it back, or accept the loss"
-            )
-        return chain
-    active = _segment(active_path)
-    if active.scan.size == 0 and (snap is None or snap.head.version != LEGACY_VERSION):
-        fresh = snap is None and chain.marker is None and not old_path.exists()
-        if chain.roll_forward is not None and fresh:
-            # A crash of the first open before the first log had its header: nothing was ever
-            # acknowledged, the store is new.
-            chain.roll_forward = None
-            chain.leftover_new = new_path
-            return chain
-        chain.refusal_kind = "empty-log"
-        chain.refusal = (
-            f"{active.path} is empty (0 bytes): it lost its header, and every record after it "
-            "(a truncate, or a file system that lost the file's data in a crash); it is not "
-            "loaded as an empty store. Restore it from a backup, or accept the loss (a directory "
-            "of graphsvc before checksums that was never written loses nothing)"
-        )
-        return chain
-    if store is not None and active.head.store not in (None, store):
-        chain.refusal_kind = "foreign-log"
-        chain.refusal = (
-            f"{active.path} is a log of store {active.head.store}, but {root / STORE_NAME} says "
-            f"this directory is store {store}: the log was replaced by another store's"
-        )
-        return chain
-    old = None
-    if old_path.exists():
-        try:
-            old = _segment(old_path)
-        except LogError:
-            if snap is None or snap.head.log != active.head.log:
-                raise
-            chain.stale.append(old_path)  # wholly in the snapshot: its damage does not matter
-    if old is not None and active.head.prev != (old.head.log or LEGACY_PREV):
-        # The old segment is not the one before the active log: it cannot be the retired half
-        # of a compaction. Only a snapshot that names the active log makes it irrelevant.
-        if snap is not None and snap.head.log == active.head.log:
-            chain.stale.append(old.path)
-            old = None
-        else:
-            chain.refusal_kind = "foreign-log"
-            chain.refusal = (
-                f"{old.path} ({old.describe()}) is not the segment before {active.path} "
-                f"({active.describe()})"
-            )
-            return chain
-    if snap is not None and snap.head.log is not None:
-        if snap.head.log == active.head.log:
-            if old is not None:
-                chain.stale.append(old.path)
-            chain.segments = [active]
-        elif old is not None and snap.head.log == old.head.log:
-            chain.segments = [old, active]
-        else:
-            chain.refusal_kind = "foreign-log"
-            chain.refusal = (
-                f"{active.path} is {active.describe()}, but {snapshot_path} (generation "
-                f"{snap.head.gen}, seq {snap.head.seq}) continues into log {snap.head.log}: the "
-                "log was replaced by one from another store or generation"
-            )
-        return chain
-    chain.segments = [seg for seg in (old, active) if seg is not None]
-    first = chain.segments[0].head
-    start = chain.start_seq
-    if first.base > start:
-        chain.refusal_kind = "missing-snapshot"
-        have = f"{snapshot_path} stops at seq {start}" if snap else f"{snapshot_path} is missing"
-        chain.refusal = (
-            f"{chain.segments[0].path} continues from seq {first.base} (generation {first.gen}), "
-            f"but {have}: the records up to seq {first.base} are gone"
-        )
-    return chain
-
-
 __all__ = [
     "CLEAN_NAME",
     "FORMAT_VERSION",
@@ -883,33 +542,23 @@ __all__ = [
     "SNAPSHOT_VERSION",
     "SNAPSHOT_VERSIONS",
     "STORE_NAME",
-    "Chain",
     "Frame",
     "LogError",
     "LogHead",
-    "Marker",
     "Problem",
     "Scan",
-    "Segment",
-    "Snapshot",
     "SnapshotHead",
     "encode",
     "encode_parts",
     "encode_payload",
     "fsync_dir",
-    "inspect",
     "isoformats",
     "log_head",
     "new_log_id",
     "orjson_writes_isoformat",
-    "read_marker",
-    "read_snapshot",
-    "read_store_id",
     "scan_bytes",
     "scan_file",
     "write_all",
     "write_all_parts",
     "write_file",
-    "write_marker",
-    "write_store_id",
 ]

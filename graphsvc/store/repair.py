@@ -41,7 +41,8 @@ from typing import Any
 import click
 
 from graphsvc.errors import BadInputError, StoreCorruptError, StoreUnavailableError
-from graphsvc.store import journal
+from graphsvc.store import datadir, journal
+from graphsvc.store.datadir import Chain
 from graphsvc.store.journal import (
     CLEAN_NAME,
     LOG_NAME,
@@ -49,7 +50,6 @@ from graphsvc.store.journal import (
     OLD_LOG_NAME,
     SNAPSHOT_NAME,
     STORE_NAME,
-    Chain,
     Frame,
     LogError,
     LogHead,
@@ -315,7 +315,7 @@ class _Repair:
         )
 
     def arrange(self) -> Chain:
-        """Fix what keeps :func:`journal.inspect` from naming a chain to replay: a log whose
+        """Fix what keeps :func:`datadir.inspect` from naming a chain to replay: a log whose
         header does not verify, a missing or foreign log.
 
         Raises:
@@ -326,7 +326,7 @@ class _Repair:
         self.settle_store_id()
         for _ in range(4):
             try:
-                chain = journal.inspect(root, lock_existed=self.lock_existed)
+                chain = datadir.inspect(root, lock_existed=self.lock_existed)
             except LogError as exc:
                 if exc.path.name == SNAPSHOT_NAME:
                     raise StoreCorruptError(
@@ -387,7 +387,7 @@ class _Repair:
         verify is never set aside for it."""
         path = self.root / STORE_NAME
         try:
-            mine = journal.read_store_id(path)
+            mine = datadir.read_store_id(path)
         except LogError:
             return  # unreadable: inspect reports it and it is set aside as damaged
         if mine is None:
@@ -408,14 +408,14 @@ class _Repair:
         snapshot = self.root / SNAPSHOT_NAME
         if snapshot.exists():
             try:
-                snap = journal.read_snapshot(snapshot).head
+                snap = datadir.read_snapshot(snapshot).head
             except LogError:
                 return
             if snap.log not in logs:
                 return  # the snapshot and the log disagree: not a matter of store.json
             theirs.add(snap.store)
         try:
-            marker = journal.read_marker(self.root / CLEAN_NAME)
+            marker = datadir.read_marker(self.root / CLEAN_NAME)
         except LogError:
             marker = None
         if marker is not None and marker.log not in logs:
@@ -432,7 +432,7 @@ class _Repair:
             "the stranger instead, restore this store's log from a backup)"
         )
         self.set_aside(path, "foreign")
-        journal.write_store_id(self.root, store)
+        datadir.write_store_id(self.root, store)
         self.actions.append(f"wrote {STORE_NAME} for store {store}, the store of the log")
 
     def cut_if_continuing(self, log_path: Path) -> None:
@@ -447,14 +447,14 @@ class _Repair:
         snap_log = None
         if snapshot.exists():
             try:
-                snap_log = journal.read_snapshot(snapshot).head.log
+                snap_log = datadir.read_snapshot(snapshot).head.log
             except LogError:
                 return  # inspect will refuse the snapshot
         if head.prev is None or head.log == snap_log:
             return
         start = 0
         if snapshot.exists():
-            start = journal.read_snapshot(snapshot).head.seq
+            start = datadir.read_snapshot(snapshot).head.seq
         self.note_unreplayable(log_path, None, start)
         self.set_aside(log_path, "cut")
 
@@ -565,13 +565,13 @@ def _describe(path: Path) -> str:
     name = path.name
     try:
         if name == STORE_NAME:
-            return f"store {journal.read_store_id(path)}"
+            return f"store {datadir.read_store_id(path)}"
         if name == CLEAN_NAME:
-            marker = journal.read_marker(path)
+            marker = datadir.read_marker(path)
             assert marker is not None
             return f"closed cleanly at seq {marker.seq}, log {marker.log}"
         if name == SNAPSHOT_NAME:
-            head = journal.read_snapshot(path).head
+            head = datadir.read_snapshot(path).head
             store = f", store {head.store}" if head.store else ""
             follows = f", continued by log {head.log}" if head.log else ""
             return f"generation {head.gen}, the state at seq {head.seq}{follows}{store}"

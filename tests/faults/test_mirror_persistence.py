@@ -38,8 +38,9 @@ from click.testing import CliRunner
 from graphsvc.errors import StoreCorruptError, StoreUnavailableError
 from graphsvc.model import LinkInput, LinkKind, Memory, MemoryInput
 from graphsvc.service import MemoryService
-from graphsvc.store import journal
+from graphsvc.store import datadir, journal
 from graphsvc.store.mirror import MirrorStore
+from graphsvc.store.mirror.snapshot import snapshot_frames
 from graphsvc.store.repair import repair, repair_command
 from tests.helpers import fixed_clock, make_settings
 
@@ -212,8 +213,8 @@ def test_every_record_is_a_checksummed_frame_after_a_log_header(
         else:
             seqs.append(record["seq"])
     assert seqs == list(range(1, len(seqs) + 1))
-    marker = journal.read_marker(data_dir / journal.CLEAN_NAME)
-    assert marker == journal.Marker(log=orjson.loads(lines[0][18:])["log"], seq=seqs[-1])
+    marker = datadir.read_marker(data_dir / journal.CLEAN_NAME)
+    assert marker == datadir.Marker(log=orjson.loads(lines[0][18:])["log"], seq=seqs[-1])
 
 
 def test_snapshot_compaction_then_reopen_is_equal(data_dir: Path, tmp_path: Path) -> None:
@@ -223,7 +224,7 @@ def test_snapshot_compaction_then_reopen_is_equal(data_dir: Path, tmp_path: Path
     store.wait_for_compaction()
     expected = state(store, probe)
     store.close()
-    snapshot = journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME)
+    snapshot = datadir.read_snapshot(data_dir / journal.SNAPSHOT_NAME)
     head = journal.log_head(journal.scan_file(data_dir / journal.LOG_NAME))
     assert snapshot.head.gen >= 1  # compacted (how often depends on the thread's pace)
     assert snapshot.head.log == head.log and snapshot.head.seq >= head.base > 0
@@ -234,7 +235,7 @@ def test_snapshot_compaction_then_reopen_is_equal(data_dir: Path, tmp_path: Path
         journal.SNAPSHOT_NAME,
         journal.STORE_NAME,
     ]
-    store_id = journal.read_store_id(data_dir / journal.STORE_NAME)
+    store_id = datadir.read_store_id(data_dir / journal.STORE_NAME)
     assert store_id is not None and snapshot.head.store == head.store == store_id
 
     store = open_store(data_dir, snapshot_bytes=4_096)
@@ -882,14 +883,14 @@ def test_a_store_made_before_store_ids_loads_and_gains_one(data_dir: Path, tmp_p
     store = open_store(data_dir)
     try:
         assert store.stats("alpha").memories == 1
-        store_id = journal.read_store_id(data_dir / journal.STORE_NAME)
+        store_id = datadir.read_store_id(data_dir / journal.STORE_NAME)
         assert store_id is not None
         assert journal.log_head(journal.scan_file(log)).store is None  # not rewritten yet
         store.snapshot()  # the next rewrite carries the id
     finally:
         store.close()
     assert journal.log_head(journal.scan_file(log)).store == store_id
-    assert journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.store == store_id
+    assert datadir.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.store == store_id
     store = open_store(data_dir)
     try:
         assert store.stats("alpha").memories == 1
@@ -1027,7 +1028,7 @@ def to_version_1(data_dir: Path) -> None:
     log.write_bytes(b"".join(bytes(f.payload) + b"\n" for f in frames))
     snapshot_path = data_dir / journal.SNAPSHOT_NAME
     if snapshot_path.exists():
-        snapshot = journal.read_snapshot(snapshot_path)
+        snapshot = datadir.read_snapshot(snapshot_path)
         spaces: dict[str, dict[str, Any]] = {}
         for frame in snapshot.frames:
             value = frame.record()
@@ -1075,7 +1076,7 @@ def test_a_version_1_directory_loads_and_is_migrated_by_its_first_writer(
         writer.close()
     assert journal.scan_file(log).version == journal.FORMAT_VERSION
     assert (
-        journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.version
+        datadir.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.version
         == journal.SNAPSHOT_VERSION
     )
     assert not (data_dir / journal.OLD_LOG_NAME).exists()
@@ -1327,9 +1328,9 @@ def test_a_crash_at_any_point_of_a_compaction_reopens_to_the_same_state(
         service.remember("alpha", MemoryInput(text="a zebra in the log before the compaction"))
         before = state(store, probe)
         crashes = {"before": (_copy(data_dir, "before"), before)}
-        with store._lock:  # the compaction's steps, one at a time
-            store._rotate()
-            capture = store._capture()
+        with store._log.lock:  # the compaction's steps, one at a time
+            store._log.rotate()
+            capture = store._log.capture()
         switched = _copy(data_dir, "switched")
         crashes["switched"] = (switched, before)
         # Between writing the new segment and the first rename: the old files and the new one.
@@ -1344,12 +1345,12 @@ def test_a_crash_at_any_point_of_a_compaction_reopens_to_the_same_state(
         service.remember("beta", MemoryInput(text="a zebra written during the compaction"))
         during = state(store, probe)
         half = _copy(data_dir, "snapshot-half-written")
-        frames = b"".join(store._snapshot_frames(capture))
+        frames = b"".join(snapshot_frames(capture))
         (half / journal.SNAPSHOT_TMP_NAME).write_bytes(frames[: len(frames) // 2])
         crashes["snapshot-half-written"] = (half, during)
         retired = data_dir / journal.OLD_LOG_NAME
         old_segment = retired.read_bytes()
-        store._write_snapshot(capture, True)
+        store._log.write_snapshot(capture, True)
         assert not retired.exists()
         crashes["done"] = (_copy(data_dir, "done"), during)
         # Between the snapshot's rename and the retired segment's deletion.
@@ -1472,7 +1473,7 @@ def test_a_compaction_does_not_block_reads(tmp_path: Path) -> None:
     assert len(during) >= 2
     assert max(during) < 1.0
     assert write < 1.0
-    assert journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.seq == 11
+    assert datadir.read_snapshot(data_dir / journal.SNAPSHOT_NAME).head.seq == 11
 
 
 # -- kill -9 ------------------------------------------------------------------------------------

@@ -25,16 +25,16 @@ import pytest
 
 from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Link, LinkKind, Memory
-from graphsvc.store import journal
+from graphsvc.store import datadir, journal
 from graphsvc.store.mirror import MirrorStore, loader
-from graphsvc.store.mirror.rows import log_memory_row
-from graphsvc.store.mirror.table import (
+from graphsvc.store.mirror.links import (
     LinkGraph,
     LinkTuple,
-    MemoryTable,
     link_tuple_from_row,
     link_tuples_from_rows,
 )
+from graphsvc.store.mirror.rows import log_memory_row
+from graphsvc.store.mirror.table import MemoryTable
 from graphsvc.text import analyse, estimate_tokens
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
@@ -156,7 +156,7 @@ def test_a_reopened_store_answers_the_same(tmp_path: Path, version: int | None) 
     expected = state(store)
     store.close()
     if version is not None:
-        snapshot = journal.read_snapshot(tmp_path / journal.SNAPSHOT_NAME)
+        snapshot = datadir.read_snapshot(tmp_path / journal.SNAPSHOT_NAME)
         assert snapshot.head.version == version
     reopened = open_store(tmp_path)
     try:
@@ -186,7 +186,7 @@ def test_a_version_2_snapshot_is_read_and_the_next_one_is_version_3(tmp_path: Pa
         store.snapshot()
     finally:
         store.close()
-    assert journal.read_snapshot(tmp_path / journal.SNAPSHOT_NAME).head.version == 3
+    assert datadir.read_snapshot(tmp_path / journal.SNAPSHOT_NAME).head.version == 3
     store = open_store(tmp_path, read_only=True)
     try:
         assert state(store) == expected
@@ -259,18 +259,18 @@ def test_a_background_compaction_holds_the_state_of_its_start(tmp_path: Path) ->
     store = open_store(tmp_path, snapshot_bytes=1 << 40)
     memories = populate(store)
     before = state(store)
-    store._snapshot_bytes = 1  # the next write starts a background compaction
+    store._log.snapshot_bytes = 1  # the next write starts a background compaction
     extra = make_memory(NS, 5000, random.Random(1))
     store.upsert_memories(NS, [extra], max_memories=10_000)
     assert store.compacting or store.wait_for_compaction()
     # Writes while it runs: removals clear columns in place, additions grow them.
-    store._snapshot_bytes = 1 << 40
+    store._log.snapshot_bytes = 1 << 40
     store.forget(OTHER, memories[60].id, at=BASE)  # populate returns the memories of OTHER
     store.upsert_memories(NS, [make_memory(NS, 5001, random.Random(2))], max_memories=10_000)
     assert store.wait_for_compaction(60)
     expected = state(store)
     store.close()
-    snapshot = journal.read_snapshot(tmp_path / journal.SNAPSHOT_NAME)
+    snapshot = datadir.read_snapshot(tmp_path / journal.SNAPSHOT_NAME)
     assert snapshot.head.version == 3
     reopened = open_store(tmp_path)
     try:
@@ -287,13 +287,13 @@ def test_rows_are_keyed_by_id_and_a_removed_row_is_a_hole(tmp_path: Path) -> Non
         memories = [make_memory(NS, n, rng) for n in range(6)]
         store.upsert_memories(NS, memories, max_memories=100)
         store.forget(NS, memories[2].id, at=BASE)
-        table = store._spaces[NS].memories
+        table = store._state.spaces[NS].memories
         assert len(table) == 5 and memories[2].id.int not in table
         assert table.ids[2] is None and len(table.ids) == 6
         assert store.get_memories(NS, [memories[2].id, memories[3].id, UUID(int=1)]) == [
             memories[3]
         ]
-        for posting in store._spaces[NS].postings.values():
+        for posting in store._state.spaces[NS].postings.values():
             assert 2 not in posting.rows and list(posting.rows) == sorted(posting.rows)
     finally:
         store.close()
@@ -310,7 +310,7 @@ def test_postings_built_in_bulk_equal_those_built_row_by_row() -> None:
     bulk.upsert_memories(NS, memories, max_memories=10_000)
 
     def postings(store: MirrorStore) -> dict[str, tuple[list[int], list[int]]]:
-        found = store._spaces[NS].postings
+        found = store._state.spaces[NS].postings
         return {term: (list(p.rows), list(p.tfs)) for term, p in found.items()}
 
     assert postings(bulk) == postings(one_by_one)
@@ -400,7 +400,7 @@ def test_a_large_load_freezes_its_objects_and_a_dropped_store_is_still_freed(
         assert gc.get_freeze_count() > frozen + 100
         assert state(large) == expected
         large.close()
-        table = weakref.ref(large._spaces[NS].memories)
+        table = weakref.ref(large._state.spaces[NS].memories)
         del large
         assert table() is None  # freed without a collection
     finally:

@@ -23,7 +23,7 @@ import pytest
 from graphsvc.embedding.codes import VectorModel, cosines, quantize, squared_norms, to_bytes, top_k
 from graphsvc.errors import StoreCorruptError
 from graphsvc.model import EraseFilter, Memory
-from graphsvc.store import journal
+from graphsvc.store import datadir, journal
 from graphsvc.store.mirror import MirrorStore
 from graphsvc.store.mirror.vectors import MIN_CAPACITY, VectorTable
 from graphsvc.store.repair import repair
@@ -173,7 +173,7 @@ def test_the_snapshot_holds_the_vectors_compactly_and_the_log_continues_it(
     store = open_store(data_dir)
     populate(store)
     store.snapshot()
-    frames = [f.record() for f in journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).frames]
+    frames = [f.record() for f in datadir.read_snapshot(data_dir / journal.SNAPSHOT_NAME).frames]
     vectors = [f for f in frames if f["op"] == "vectors"]
     assert {f["ns"] for f in vectors} == {"alpha", "beta"}
     alpha = next(f for f in vectors if f["ns"] == "alpha")
@@ -224,7 +224,7 @@ def test_a_snapshot_of_many_vectors_comes_in_chunks(tmp_path: Path) -> None:
     before = store.similar("alpha", query, 50, [batch[2000].id])
     store.snapshot()
     store.close()
-    frames = [f.record() for f in journal.read_snapshot(data_dir / journal.SNAPSHOT_NAME).frames]
+    frames = [f.record() for f in datadir.read_snapshot(data_dir / journal.SNAPSHOT_NAME).frames]
     assert [len(base64.b64decode(f["ids"])) // 16 for f in frames if f["op"] == "vectors"] == [
         1000,
         1000,
@@ -319,8 +319,8 @@ def test_a_compaction_writes_the_vectors_as_they_were_when_it_started(tmp_path: 
     store.upsert_memories(
         "alpha", batch, max_memories=CAP, vectors={m.id: codes[i] for i, m in enumerate(batch)}
     )
-    with store._lock:
-        capture = store._capture()
+    with store._log.lock:
+        capture = store._log.capture()
     (share,) = [share for _, _, share in capture.vectors if share is not None]
     frozen = (list(share.ids), share.codes(0, len(share.ids)))
     assert frozen[1] == b"".join(codes[i] for i in range(40))
@@ -332,7 +332,7 @@ def test_a_compaction_writes_the_vectors_as_they_were_when_it_started(tmp_path: 
     assert (share.ids, share.codes(0, len(share.ids))) == frozen
     # Once the snapshot is written, rows change in place again (no more copies).
     capture.release()
-    table = store._spaces["alpha"].vectors
+    table = store._state.spaces["alpha"].vectors
     assert table is not None
     matrix = table._matrix
     store.forget("alpha", batch[10].id, at=BASE)

@@ -37,14 +37,20 @@ matrix (:mod:`~graphsvc.store.mirror.vectors`), so that ``similar`` is one matri
 One process writes a data directory at a time (an exclusive ``flock`` on ``LOCK``); read-only opens
 take no lock, change no file, and see the state as of their open.
 
-The package: :mod:`~graphsvc.store.mirror.table` (the compact forms),
+The package, by what each module holds: :mod:`~graphsvc.store.mirror.table` (memory columns and
+postings), :mod:`~graphsvc.store.mirror.links` (the link graph),
 :mod:`~graphsvc.store.mirror.columns` (the snapshot's binary columns),
-:mod:`~graphsvc.store.mirror.state` (the namespaces and their changes, no I/O),
-:mod:`~graphsvc.store.mirror.vectors` (a namespace's vectors as a search matrix) and
-:mod:`~graphsvc.store.mirror.rows` (the log's compact JSON forms), then three layers, each a
-subclass of the one before: :mod:`~graphsvc.store.mirror.writer` (appends, rollback,
-compaction), :mod:`~graphsvc.store.mirror.loader` (open, replay, close) and
-:mod:`~graphsvc.store.mirror.store` (:class:`MirrorStore`, the store interface).
+:mod:`~graphsvc.store.mirror.vectors` (a namespace's vectors as a search matrix),
+:mod:`~graphsvc.store.mirror.rows` (the log's compact JSON forms) and
+:mod:`~graphsvc.store.mirror.state` (the namespaces and their changes, no I/O). The store
+(:class:`MirrorStore`, :mod:`~graphsvc.store.mirror.store`) holds its parts and answers each
+method of the interface with one of them, all under its one lock:
+:mod:`~graphsvc.store.mirror.writer` (the log: appends, rollback, compaction, with
+:mod:`~graphsvc.store.mirror.snapshot`, what a compaction writes),
+:mod:`~graphsvc.store.mirror.loader` (open, replay, close), :mod:`~graphsvc.store.mirror.writes`,
+:mod:`~graphsvc.store.mirror.erase`, :mod:`~graphsvc.store.mirror.vector_store` (the vector model,
+vector writes and the vector queue), :mod:`~graphsvc.store.mirror.candidates` (recall's candidate
+reads) and :mod:`~graphsvc.store.mirror.reads`.
 """
 
 from graphsvc.store.mirror.loader import Replayed, lock_data_dir, lock_used, repair_hint

@@ -30,7 +30,8 @@ import pybase64
 from numpy.typing import NDArray
 
 from graphsvc.model import LinkKind
-from graphsvc.store.mirror.table import NO_TIME, LinkTuple, MemoryTable, uuids_of
+from graphsvc.store.mirror.links import LinkTuple
+from graphsvc.store.mirror.table import NO_TIME, MemoryTable, uuids_of
 
 #: Memories (or links) per ``columns`` (``linkColumns``) record.
 COLUMN_CHUNK = 20_000

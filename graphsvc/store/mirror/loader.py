@@ -21,7 +21,8 @@ import numpy as np
 
 from graphsvc.errors import StoreCorruptError, StoreUnavailableError
 from graphsvc.model import Belief, ContextEvent
-from graphsvc.store import journal
+from graphsvc.store import datadir, journal
+from graphsvc.store.datadir import Chain
 from graphsvc.store.journal import (
     CLEAN_NAME,
     LOCK_NAME,
@@ -30,17 +31,17 @@ from graphsvc.store.journal import (
     SNAPSHOT_NAME,
     SNAPSHOT_TMP_NAME,
     SNAPSHOT_VERSION,
-    Chain,
     LogError,
     LogHead,
     Problem,
 )
 from graphsvc.store.mirror import columns
+from graphsvc.store.mirror.links import link_tuples_from_rows
 from graphsvc.store.mirror.rows import model_from_log_row
-from graphsvc.store.mirror.state import MirrorNamespace
-from graphsvc.store.mirror.table import Posting, link_tuples_from_rows
+from graphsvc.store.mirror.state import MirrorNamespace, MirrorState
+from graphsvc.store.mirror.table import Posting
 from graphsvc.store.mirror.vectors import VectorTable
-from graphsvc.store.mirror.writer import FORMAT_VERSION, MirrorWriter
+from graphsvc.store.mirror.writer import FORMAT_VERSION, LogWriter
 
 logger = logging.getLogger("graphsvc.store")
 
@@ -158,13 +159,27 @@ def lock_used(root: Path) -> bool:
         return False
 
 
-class MirrorLoader(MirrorWriter):
+class MirrorLoader:
     """Opening a data directory (lock, snapshot, replay, checks, getting the log ready for
-    appends) and closing it. A layer of :class:`~graphsvc.store.mirror.MirrorStore` (whose
-    constructor sets the attributes)."""
+    appends) and closing it: the part of :class:`~graphsvc.store.mirror.MirrorStore` that
+    fills the state from the files and hands the active log to the writer.
 
-    _lock_file: IO[str] | None
-    _created_lock: bool
+    Args:
+        state: the namespaces to load into.
+        log: the log writer, which carries ``seq`` and the active segment on.
+        data_dir: the data directory, or None (an in-memory store: nothing to load).
+        read_only: take no lock, change no file.
+    """
+
+    def __init__(
+        self, state: MirrorState, log: LogWriter, data_dir: Path | None, *, read_only: bool
+    ) -> None:
+        self._state = state
+        self._log = log
+        self._dir = data_dir
+        self._read_only = read_only
+        self._lock_file: IO[str] | None = None
+        self._created_lock = False  # this open created LOCK (a brand-new directory)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -177,47 +192,25 @@ class MirrorLoader(MirrorWriter):
             StoreCorruptError: damage, or a missing or foreign log; the message names the file
                 and line and says how to recover.
         """
-        with self._lock:
-            if self._open:
+        with self._log.lock:
+            if self._log.is_open:
                 return
             if self._dir is not None:
                 self._load_dir(self._dir)
-            self._open = True
+            self._log.is_open = True
 
     def close(self) -> None:
         """Finish a running compaction, leave the clean-close marker, release the lock."""
-        with self._lock:
-            self.wait_for_compaction()
-            if self._log_fd is not None:
-                clean = self._open and self._broken is None and self._log_head is not None
-                try:
-                    if clean:
-                        os.fsync(self._log_fd)
-                except OSError as exc:
-                    clean = False
-                    logger.error("cannot sync %s at close (%s)", self._log_path(), exc.strerror)
-                finally:
-                    os.close(self._log_fd)
-                    self._log_fd = None
-                if clean and self._dir is not None and self._log_head is not None:
-                    marker = journal.Marker(log=str(self._log_head.log), seq=self._seq)
-                    try:
-                        journal.write_marker(self._dir, marker)
-                    except OSError as exc:
-                        logger.warning(
-                            "could not write %s in %s (%s): the next open cannot tell a torn "
-                            "write from damage at the end of the log",
-                            CLEAN_NAME,
-                            self._dir,
-                            exc.strerror,
-                        )
+        with self._log.lock:
+            self._log.wait_for_compaction()
+            self._log.close()
             if self._lock_file is not None:
                 self._lock_file.close()  # releases the flock
                 self._lock_file = None
-            self._open = False
+            self._log.is_open = False
 
     def ping(self) -> None:
-        if not self._open:
+        if not self._log.is_open:
             raise StoreUnavailableError("the embedded store is not open: call open() first")
 
     def _load_dir(self, root: Path) -> None:
@@ -291,11 +284,8 @@ class MirrorLoader(MirrorWriter):
                 (root / LOCK_NAME).unlink()
         self._created_lock = False
         self.close()
-        self._spaces = {}
-        self._seq = self._gen = self._log_end = 0
-        self._log_head = None
-        self._store_id = None
-        self._broken = self._broken_offset = None
+        self._state.clear()
+        self._log.reset()
 
     def _inspect(self, root: Path, lock_existed: bool) -> Chain:
         """What to load. A read-only open races the writer's compaction (a segment renamed, a
@@ -304,7 +294,7 @@ class MirrorLoader(MirrorWriter):
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                chain = journal.inspect(root, lock_existed=lock_existed)
+                chain = datadir.inspect(root, lock_existed=lock_existed)
             except (FileNotFoundError, LogError):
                 if last:
                     raise
@@ -319,14 +309,14 @@ class MirrorLoader(MirrorWriter):
 
     # -- loading ---------------------------------------------------------------------------------
 
-    def load_snapshot(self, snapshot: journal.Snapshot) -> None:
+    def load_snapshot(self, snapshot: datadir.Snapshot) -> None:
         """Load a verified snapshot into an empty store.
 
         Raises:
             LogError: a frame that verifies but holds no valid rows.
         """
-        self._seq = snapshot.head.seq
-        self._gen = snapshot.head.gen
+        self._log.seq = snapshot.head.seq
+        self._log.gen = snapshot.head.gen
         if snapshot.legacy is not None:
             try:
                 self._load_legacy_snapshot(snapshot.legacy)
@@ -339,7 +329,7 @@ class MirrorLoader(MirrorWriter):
             try:
                 value = frame.record()
                 op, ns = value["op"], value["ns"]
-                space = self._space(ns)
+                space = self._state.space(ns)
                 if op in _COLUMN_OPS and snapshot.head.version == SNAPSHOT_VERSION:
                     self._load_column_record(space, op, value, first_rows, order)
                     continue
@@ -351,12 +341,12 @@ class MirrorLoader(MirrorWriter):
                     continue
                 rows = value["rows"]
                 if op == "memories":
-                    self._add_rows(space, rows)
+                    space.add_rows(rows)
                 elif op == "links":
                     space.graph.add_many(link_tuples_from_rows(rows))
                 elif op == "beliefs":
                     for row in rows:
-                        self._add_belief(space, Belief.model_validate(row))
+                        space.add_belief(Belief.model_validate(row))
                 elif op == "events":
                     run = space.events.setdefault(value["run"], [])
                     run.extend(ContextEvent.model_validate(row) for row in rows)
@@ -370,7 +360,7 @@ class MirrorLoader(MirrorWriter):
                     f"not a valid snapshot record ({exc!r})",
                 ) from exc
         for ns, pending in order.items():
-            self._space(ns).order.update(pending)
+            self._state.space(ns).order.update(pending)
 
     @staticmethod
     def _load_column_record(
@@ -442,11 +432,11 @@ class MirrorLoader(MirrorWriter):
 
     def _load_legacy_snapshot(self, data: dict[str, Any]) -> None:
         for ns, body in data["namespaces"].items():
-            space = self._space(ns)
-            self._add_rows(space, body["memories"])
+            space = self._state.space(ns)
+            space.add_rows(body["memories"])
             space.graph.add_many(link_tuples_from_rows(body["links"]))
             for row in body["beliefs"]:
-                self._add_belief(space, Belief.model_validate(row))
+                space.add_belief(Belief.model_validate(row))
             for run_id, rows in body["events"].items():
                 space.events[run_id] = [ContextEvent.model_validate(r) for r in rows]
 
@@ -499,21 +489,19 @@ class MirrorLoader(MirrorWriter):
             seq = record["seq"]
             if not isinstance(seq, int):
                 return f"not a valid log record (seq {seq!r})"
-            if seq <= self._seq:
+            last = self._log.seq
+            if seq <= last:
                 if out.applied:
-                    return f"seq {seq} does not follow seq {self._seq}"
+                    return f"seq {seq} does not follow seq {last}"
                 return None  # already in the snapshot (a compaction was cut short)
-            if seq != self._seq + 1:
-                return (
-                    f"seq {seq} follows seq {self._seq}: records {self._seq + 1}..{seq - 1} are "
-                    "missing"
-                )
-            self._apply(record)
+            if seq != last + 1:
+                return f"seq {seq} follows seq {last}: records {last + 1}..{seq - 1} are missing"
+            self._state.apply(record)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
             return f"not a valid log record ({type(exc).__name__}: {exc})"
         except StoreCorruptError as exc:
             return str(exc)
-        self._seq = seq
+        self._log.seq = seq
         out.applied += 1
         if out.first_seq is None:
             out.first_seq = seq
@@ -528,8 +516,8 @@ class MirrorLoader(MirrorWriter):
             LogError: damage, or a log that does not match its clean-close marker.
         """
         if chain.segments:
-            self._log_head = chain.segments[-1].head
-            self._gen = max(self._gen, self._log_head.gen)
+            self._log.head = chain.segments[-1].head
+            self._log.gen = max(self._log.gen, self._log.head.gen)
         problem = replayed.problem
         marker = chain.marker
         if problem is not None and replayed.problem_segment is not None:
@@ -562,21 +550,20 @@ class MirrorLoader(MirrorWriter):
                     f"the store was closed cleanly with log {marker.log}, but this is "
                     f"{active.describe()}: the log was replaced",
                 )
-            if self._seq != marker.seq:
+            if self._log.seq != marker.seq:
                 scan = active.scan
                 raise LogError(
                     active.path,
                     len(scan.frames) + 1,
                     scan.end,
-                    f"the log ends at seq {self._seq} but the store was closed cleanly at seq "
+                    f"the log ends at seq {self._log.seq} but the store was closed cleanly at seq "
                     f"{marker.seq}: acknowledged records are missing (the file was cut)",
                 )
 
     def _prepare_writes(self, chain: Chain, replayed: Replayed) -> None:
-        """Make the directory ready for appends: give the store an id if it has none, drop the
-        clean-close marker, finish an interrupted segment switch, cut a torn tail (with a
-        warning), complete a missing final newline, open the active log, and finish an
-        interrupted compaction or migrate a version-1 log.
+        """Make the directory ready for appends: give the store an id if it has none, tidy what
+        a crash left (:meth:`_tidy`), open the active log (:meth:`_open_log`; a brand-new store
+        gets its first one), and finish an interrupted compaction or migrate a version-1 log.
 
         Raises:
             OSError: a file cannot be changed.
@@ -591,10 +578,39 @@ class MirrorLoader(MirrorWriter):
                 heads.append(chain.snapshot.head.store)
             store = next((s for s in heads if s is not None), None) or journal.new_log_id()
             if chain.segments or chain.snapshot is not None:
-                journal.write_store_id(root, store)
+                datadir.write_store_id(root, store)
             # A brand-new store writes it after its first log (below): store.json without a log
             # is then always a store whose log is gone.
-        self._store_id = store
+        self._log.store_id = store
+        self._tidy(chain)
+        if not chain.segments:  # a brand-new store
+            head = LogHead(journal.new_log_id(), gen=0, base=0, prev=None, store=store)
+            self._log.install_segment(head)
+            if chain.store is None and chain.snapshot is None:
+                datadir.write_store_id(root, store)
+            return
+        self._open_log(chain, replayed)
+        active = chain.segments[-1]
+        if active.head.log is None:
+            logger.warning(
+                "%s is a version-1 log (no checksums): migrating it by taking a snapshot now",
+                root / LOG_NAME,
+            )
+            self._log.compact(rotate=True, background=False, raise_errors=False)
+        elif len(chain.segments) > 1:
+            logger.warning("%s: finishing a compaction that was cut short", root)
+            self._log.compact(rotate=False, background=False, raise_errors=False)
+
+    @staticmethod
+    def _tidy(chain: Chain) -> None:
+        """Drop the clean-close marker (this writer will append), finish an interrupted segment
+        switch, and delete what a crash left that holds nothing needed: a segment never
+        switched in, segments the snapshot holds, a snapshot cut short.
+
+        Raises:
+            OSError: a file cannot be changed.
+        """
+        root = chain.root
         if chain.marker is not None:
             (root / CLEAN_NAME).unlink()
             journal.fsync_dir(root)
@@ -617,15 +633,16 @@ class MirrorLoader(MirrorWriter):
             (root / SNAPSHOT_TMP_NAME).unlink(missing_ok=True)  # a compaction cut short
         except OSError as exc:
             logger.warning("cannot delete %s (%s)", root / SNAPSHOT_TMP_NAME, exc.strerror)
-        log_path = root / LOG_NAME
-        if not chain.segments:  # a brand-new store
-            head = LogHead(journal.new_log_id(), gen=0, base=0, prev=None, store=store)
-            self._install_segment(head)
-            if chain.store is None and chain.snapshot is None:
-                journal.write_store_id(root, store)
-            return
-        active = chain.segments[-1]
-        scan = active.scan
+
+    def _open_log(self, chain: Chain, replayed: Replayed) -> None:
+        """Open the active log for appends: cut a torn tail (with a warning), complete a
+        missing final newline, and hand it to the writer.
+
+        Raises:
+            OSError: the log cannot be changed or opened.
+        """
+        log_path = chain.root / LOG_NAME
+        scan = chain.segments[-1].scan
         problem = replayed.problem
         end = scan.size
         if problem is not None:  # a torn tail after a crash: _check_replay refused the rest
@@ -642,7 +659,7 @@ class MirrorLoader(MirrorWriter):
                 replayed.applied,
             )
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
-        self._log_fd = fd
+        self._log.resume(fd, end)
         if problem is None and scan.missing_newline:
             journal.write_all(fd, b"\n")
             end += 1
@@ -650,15 +667,6 @@ class MirrorLoader(MirrorWriter):
                 "%s: the last record verifies but its final newline was missing; added it",
                 log_path,
             )
-        if self._fsync or problem is not None or scan.missing_newline:
+        if self._log.fsync or problem is not None or scan.missing_newline:
             os.fsync(fd)
-        self._log_end = end
-        if active.head.log is None:
-            logger.warning(
-                "%s is a version-1 log (no checksums): migrating it by taking a snapshot now",
-                log_path,
-            )
-            self._compact(rotate=True, background=False, raise_errors=False)
-        elif len(chain.segments) > 1:
-            logger.warning("%s: finishing a compaction that was cut short", root)
-            self._compact(rotate=False, background=False, raise_errors=False)
+        self._log.resume(fd, end)

@@ -5,22 +5,16 @@ switches to a new segment and writes the snapshot in the background. The file fo
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from graphsvc.embedding.codes import VectorModel
 from graphsvc.errors import StoreUnavailableError
-from graphsvc.model import Belief, ContextEvent
-from graphsvc.store import journal
+from graphsvc.store import datadir, journal
 from graphsvc.store.journal import (
     LEGACY_PREV,
     LOG_NAME,
@@ -32,66 +26,70 @@ from graphsvc.store.journal import (
     LogHead,
     SnapshotHead,
 )
-from graphsvc.store.mirror import columns
-from graphsvc.store.mirror.rows import log_belief_row, log_event_row, log_model_row
+from graphsvc.store.mirror.snapshot import Capture, capture, snapshot_frames, snapshot_frames_v2
 from graphsvc.store.mirror.state import MirrorState
-from graphsvc.store.mirror.table import LinkTuple, MemoryTable, link_row
-from graphsvc.store.mirror.vectors import VectorShare
 
 logger = logging.getLogger("graphsvc.store")
 
 FORMAT_VERSION = journal.FORMAT_VERSION
-#: Rows per snapshot frame: small frames keep the compaction thread's turns at the GIL short.
-SNAPSHOT_CHUNK = 1000
 
 
-@dataclass(frozen=True)
-class _Capture:
-    """The state at one ``seq``: copies of the containers (every item in them is immutable, and
-    the memory columns that only grow are shared): what a compaction writes while the store goes
-    on."""
+class LogWriter:
+    """Appending records to the log durably, rolling back an append that failed, and compaction:
+    the part of :class:`~graphsvc.store.mirror.MirrorStore` that owns the active log segment.
+    Every method but :meth:`write_snapshot` runs under the store's ``lock``.
 
-    head: SnapshotHead
-    # (namespace, memories, links, beliefs, events by run)
-    spaces: list[
-        tuple[str, MemoryTable, list[LinkTuple], list[Belief], dict[str, list[ContextEvent]]]
-    ]
-    # (namespace, vector model, vectors): every namespace with a model or a vector
-    vectors: list[tuple[str, VectorModel | None, VectorShare | None]]
+    Args:
+        state: the namespaces a record is applied to once it is durable.
+        lock: the store's lock.
+        data_dir: the data directory, or None (nothing is written: the store lives in memory).
+        fsync: make every append durable before it is acknowledged.
+        snapshot_bytes: the log's size past which a compaction starts.
+        read_only: refuse every write.
+    """
 
-    def release(self) -> None:
-        """The snapshot is written (or abandoned): the vector tables may change rows in place."""
-        for _, _, share in self.vectors:
-            if share is not None:
-                share.table.release(share)
+    def __init__(
+        self,
+        state: MirrorState,
+        lock: threading.RLock,
+        data_dir: Path | None,
+        *,
+        fsync: bool,
+        snapshot_bytes: int,
+        read_only: bool,
+    ) -> None:
+        self.state = state
+        self.lock = lock
+        self.dir = data_dir
+        self.fsync = fsync
+        self.snapshot_bytes = snapshot_bytes
+        self.read_only = read_only
+        self.is_open = False
+        #: The ``seq`` of the last record applied (loaded, replayed or written); 0 before any.
+        self.seq = 0
+        self.gen = 0
+        self.head: LogHead | None = None  # the active segment's header
+        self.store_id: str | None = None  # the store's id (store.json), once a writer opened
+        self._fd: int | None = None
+        self._end = 0  # bytes of the active log that hold acknowledged records
+        # Why writes are refused after a failure that could not be rolled back, or None; with
+        # the offset to cut back to when a retry may clear it.
+        self.broken: str | None = None
+        self._broken_offset: int | None = None
+        self._compactor: threading.Thread | None = None
+        self._compact_after = 0  # after a failed compaction: log size before the next attempt
 
+    @property
+    def appending(self) -> bool:
+        """Whether an active log is open for appends."""
+        return self._fd is not None
 
-def _chunks(items: Sequence[Any], size: int = SNAPSHOT_CHUNK) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-class MirrorWriter(MirrorState):
-    """Appending records to the log durably, rolling back an append that failed, and compaction.
-    A layer of :class:`~graphsvc.store.mirror.MirrorStore` (whose constructor sets the
-    attributes)."""
-
-    _dir: Path | None
-    _fsync: bool
-    _snapshot_bytes: int
-    _read_only: bool
-    _lock: threading.RLock
-    _seq: int
-    _gen: int
-    _log_fd: int | None
-    _log_end: int
-    _log_head: LogHead | None
-    _store_id: str | None
-    _broken: str | None
-    _broken_offset: int | None
-    _compactor: threading.Thread | None
-    _compact_after: int
-    _open: bool
+    def reset(self) -> None:
+        """Forget the log (after an open that failed: the next open starts afresh)."""
+        self.seq = self.gen = self._end = 0
+        self.head = None
+        self.store_id = None
+        self.broken = self._broken_offset = None
 
     def wait_for_compaction(self, timeout: float | None = None) -> bool:
         """Wait for a running background compaction; True when none is running any more."""
@@ -109,15 +107,9 @@ class MirrorWriter(MirrorState):
         thread = self._compactor
         return thread is not None and thread.is_alive()
 
-    @property
-    def seq(self) -> int:
-        """The ``seq`` of the last record applied (loaded from the snapshot, replayed or written);
-        0 before any."""
-        return self._seq
-
     # -- the log ---------------------------------------------------------------------------------
 
-    def _write(self, record: dict[str, Any], apply: Callable[[], None] | None = None) -> None:
+    def write(self, record: dict[str, Any], apply: Callable[[], None] | None = None) -> None:
         """Append a record and make it durable; then apply it (with ``apply``, which changes the
         state from the objects at hand, or by replaying the record).
 
@@ -125,24 +117,56 @@ class MirrorWriter(MirrorState):
             StoreUnavailableError: the store is read-only or closed, or the log cannot be
                 written; nothing was written or applied.
         """
-        if self._read_only:
+        if self.read_only:
             raise StoreUnavailableError("this store was opened read-only; writes are refused")
-        if not self._open:
+        if not self.is_open:
             raise StoreUnavailableError("the embedded store is not open: call open() first")
-        if self._broken is not None:
+        if self.broken is not None:
             self._retry_rollback()
-        record["seq"] = self._seq + 1
-        if self._log_fd is not None:
+        record["seq"] = self.seq + 1
+        if self._fd is not None:
             self._append(journal.encode_parts(record))
         if apply is None:
-            self._apply(record)
+            self.state.apply(record)
         else:
             apply()
-        self._seq = record["seq"]
-        if self._log_fd is not None and self._log_end > max(
-            self._snapshot_bytes, self._compact_after
-        ):
+        self.seq = record["seq"]
+        if self._fd is not None and self._end > max(self.snapshot_bytes, self._compact_after):
             self._start_compaction()
+
+    def resume(self, fd: int, end: int) -> None:
+        """Append to the active log from now on: ``fd`` opened for appends, ``end`` the bytes
+        that hold its acknowledged records."""
+        self._fd = fd
+        self._end = end
+
+    def close(self) -> None:
+        """Close the active log; after a clean run (open, nothing broken), sync it first and
+        leave the clean-close marker."""
+        if self._fd is None:
+            return
+        clean = self.is_open and self.broken is None and self.head is not None
+        try:
+            if clean:
+                os.fsync(self._fd)
+        except OSError as exc:
+            clean = False
+            logger.error("cannot sync %s at close (%s)", self.log_path(), exc.strerror)
+        finally:
+            os.close(self._fd)
+            self._fd = None
+        if clean and self.dir is not None and self.head is not None:
+            marker = datadir.Marker(log=str(self.head.log), seq=self.seq)
+            try:
+                datadir.write_marker(self.dir, marker)
+            except OSError as exc:
+                logger.warning(
+                    "could not write %s in %s (%s): the next open cannot tell a torn "
+                    "write from damage at the end of the log",
+                    journal.CLEAN_NAME,
+                    self.dir,
+                    exc.strerror,
+                )
 
     def _append(self, frame: Sequence[bytes]) -> None:
         """Append a frame (in parts, :func:`~graphsvc.store.journal.encode_parts`) at the end of
@@ -153,30 +177,30 @@ class MirrorWriter(MirrorState):
             StoreUnavailableError: the frame could not be written (nothing of it stays, or, if
                 even the cut failed, writes are refused until it succeeds).
         """
-        fd = self._log_fd
+        fd = self._fd
         assert fd is not None
-        start = self._log_end
+        start = self._end
         try:
             journal.write_all_parts(fd, frame)
-            if self._fsync:
+            if self.fsync:
                 os.fdatasync(fd)
         except OSError as exc:
             self._roll_back(start, exc)
-        self._log_end = start + sum(map(len, frame))
+        self._end = start + sum(map(len, frame))
 
-    def _log_path(self) -> Path:
-        assert self._dir is not None
-        return self._dir / LOG_NAME
+    def log_path(self) -> Path:
+        assert self.dir is not None
+        return self.dir / LOG_NAME
 
     def _roll_back(self, offset: int, exc: OSError) -> None:
-        fd = self._log_fd
+        fd = self._fd
         assert fd is not None
-        path = self._log_path()
+        path = self.log_path()
         try:
             os.ftruncate(fd, offset)
             os.fsync(fd)
         except OSError as again:
-            self._broken = (
+            self.broken = (
                 f"a write to {path} failed ({exc.strerror}) and the partial record could not be "
                 f"cut back ({again.strerror})"
             )
@@ -198,7 +222,7 @@ class MirrorWriter(MirrorState):
             StoreUnavailableError: the log still cannot be cut back, or the failure is one only
                 a reopen can clear.
         """
-        offset, fd = self._broken_offset, self._log_fd
+        offset, fd = self._broken_offset, self._fd
         if offset is not None and fd is not None:
             try:
                 os.ftruncate(fd, offset)
@@ -206,9 +230,9 @@ class MirrorWriter(MirrorState):
             except OSError:
                 pass
             else:
-                self._broken = self._broken_offset = None
+                self.broken = self._broken_offset = None
                 return
-        raise StoreUnavailableError(f"writes are refused: {self._broken}; reopen the store")
+        raise StoreUnavailableError(f"writes are refused: {self.broken}; reopen the store")
 
     # -- compaction ------------------------------------------------------------------------------
 
@@ -224,35 +248,35 @@ class MirrorWriter(MirrorState):
             StoreUnavailableError: the snapshot cannot be written (the log still holds every
                 record: nothing is lost).
         """
-        with self._lock:
-            if self._dir is None or self._log_fd is None:
+        with self.lock:
+            if self.dir is None or self._fd is None:
                 return
             self.wait_for_compaction()
             try:
-                self._compact(rotate=True, background=False, raise_errors=True, version=version)
+                self.compact(rotate=True, background=False, raise_errors=True, version=version)
             except OSError as exc:
                 raise StoreUnavailableError(
-                    f"cannot write a snapshot in {self._dir} ({exc.strerror}); the log still "
+                    f"cannot write a snapshot in {self.dir} ({exc.strerror}); the log still "
                     "holds every write"
                 ) from exc
 
     def _start_compaction(self) -> None:
         """Start a background compaction unless one runs (called by a write, lock held)."""
-        if self.compacting or self._broken is not None:
+        if self.compacting or self.broken is not None:
             return
         try:
-            self._compact(rotate=True, background=True, raise_errors=False)
+            self.compact(rotate=True, background=True, raise_errors=False)
         except OSError as exc:
-            self._compact_after = self._log_end + max(self._snapshot_bytes // 4, 1)
+            self._compact_after = self._end + max(self.snapshot_bytes // 4, 1)
             logger.error(
                 "could not start a compaction in %s (%s); the log keeps every write, next "
                 "attempt past %d bytes",
-                self._dir,
+                self.dir,
                 exc.strerror,
                 self._compact_after,
             )
 
-    def _compact(
+    def compact(
         self,
         *,
         rotate: bool,
@@ -267,31 +291,31 @@ class MirrorWriter(MirrorState):
             OSError: the switch failed; or the snapshot failed, with ``raise_errors`` (else
                 that is logged: the log keeps every write).
         """
-        assert self._dir is not None
-        if rotate and not (self._dir / OLD_LOG_NAME).exists():
-            self._rotate()
-        capture = self._capture(version)
+        assert self.dir is not None
+        if rotate and not (self.dir / OLD_LOG_NAME).exists():
+            self.rotate()
+        captured = self.capture(version)
         if background:
             thread = threading.Thread(
-                target=self._write_snapshot,
-                args=(capture, False),
+                target=self.write_snapshot,
+                args=(captured, False),
                 name="graphsvc-compaction",
                 daemon=True,
             )
             self._compactor = thread
             thread.start()
         else:
-            self._write_snapshot(capture, raise_errors)
+            self.write_snapshot(captured, raise_errors)
 
-    def _install_segment(self, head: LogHead) -> int:
+    def install_segment(self, head: LogHead) -> int:
         """Write ``log.new.jsonl`` with its header (fsynced) and rename it to ``log.jsonl``;
         the active log becomes it. Returns the new descriptor.
 
         Raises:
             OSError: it cannot be written (nothing changed then).
         """
-        assert self._dir is not None
-        new_path = self._dir / NEW_LOG_NAME
+        assert self.dir is not None
+        new_path = self.dir / NEW_LOG_NAME
         frame = journal.encode(head.record())
         fd = os.open(new_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         try:
@@ -301,32 +325,36 @@ class MirrorWriter(MirrorState):
             os.close(fd)
             new_path.unlink(missing_ok=True)
             raise
-        os.replace(new_path, self._dir / LOG_NAME)
-        journal.fsync_dir(self._dir)
-        if self._log_fd is not None:
-            os.close(self._log_fd)
-        self._log_fd = fd
-        self._log_end = len(frame)
-        self._log_head = head
-        self._gen = head.gen
+        os.replace(new_path, self.dir / LOG_NAME)
+        journal.fsync_dir(self.dir)
+        self._switch_to(fd, len(frame), head)
         return fd
 
-    def _rotate(self) -> None:
+    def _switch_to(self, fd: int, end: int, head: LogHead) -> None:
+        """Make ``fd`` (a new segment of ``end`` bytes with ``head``) the active log."""
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd = fd
+        self._end = end
+        self.head = head
+        self.gen = head.gen
+
+    def rotate(self) -> None:
         """Retire the active log as ``log.old.jsonl`` and continue in a new segment. Lock held.
 
         Raises:
             OSError: the switch failed; the active log is unchanged (or, if even undoing the
                 switch failed, writes are refused until a reopen finishes it).
         """
-        assert self._dir is not None and self._log_head is not None
-        root = self._dir
-        prev = self._log_head.log or LEGACY_PREV
+        assert self.dir is not None and self.head is not None
+        root = self.dir
+        prev = self.head.log or LEGACY_PREV
         head = LogHead(
             journal.new_log_id(),
-            gen=self._gen + 1,
-            base=self._seq,
+            gen=self.gen + 1,
+            base=self.seq,
             prev=prev,
-            store=self._store_id,
+            store=self.store_id,
         )
         new_path, log_path, old_path = root / NEW_LOG_NAME, root / LOG_NAME, root / OLD_LOG_NAME
         frame = journal.encode(head.record())
@@ -348,133 +376,20 @@ class MirrorWriter(MirrorState):
                 os.rename(old_path, log_path)
                 new_path.unlink(missing_ok=True)
             except OSError:
-                self._broken = f"a log switch in {root} failed half-way ({exc.strerror})"
+                self.broken = f"a log switch in {root} failed half-way ({exc.strerror})"
                 self._broken_offset = None
             raise
-        if self._log_fd is not None:
-            os.close(self._log_fd)
-        self._log_fd = fd
-        self._log_end = len(frame)
-        self._log_head = head
-        self._gen = head.gen
+        self._switch_to(fd, len(frame), head)
 
-    def _capture(self, version: int = SNAPSHOT_VERSION) -> _Capture:
-        """The state now: shallow copies of the containers (lock held)."""
-        assert self._log_head is not None
+    def capture(self, version: int = SNAPSHOT_VERSION) -> Capture:
+        """The state now, for a snapshot continued by the active log (lock held)."""
+        assert self.head is not None
         head = SnapshotHead(
-            version, gen=self._gen, seq=self._seq, log=self._log_head.log, store=self._store_id
+            version, gen=self.gen, seq=self.seq, log=self.head.log, store=self.store_id
         )
-        spaces = [
-            (
-                ns,
-                space.memories.copy(),
-                list(space.graph.links()),
-                list(space.beliefs.values()),
-                {run: list(events) for run, events in space.events.items()},
-            )
-            for ns, space in self._spaces.items()
-        ]
-        vectors = [
-            (ns, space.model, None if space.vectors is None else space.vectors.share())
-            for ns, space in self._spaces.items()
-            if space.model is not None or space.vectors is not None
-        ]
-        return _Capture(head, spaces, vectors)
+        return capture(self.state, head)
 
-    @staticmethod
-    def _snapshot_frames(capture: _Capture) -> Iterator[bytes]:
-        """The snapshot's frames (version 3: memories, postings and links as binary columns,
-        :mod:`~graphsvc.store.mirror.columns`). Each frame is serialised on its own and its
-        objects freed at once, so that writing a snapshot leaves no garbage for a full collection
-        of the cyclic garbage collector (which would stop every thread, readers included)."""
-
-        def body() -> Iterator[bytes]:
-            for ns, memories, links, beliefs, events in capture.spaces:
-                for record in columns.table_records(ns, memories):
-                    yield journal.encode(record)
-                for record in columns.link_records(ns, links):
-                    yield journal.encode(record)
-                yield from MirrorWriter._row_frames(ns, [], beliefs, events)
-
-        return MirrorWriter._counted(capture.head.record(), body(), capture)
-
-    @staticmethod
-    def _snapshot_frames_v2(capture: _Capture) -> Iterator[bytes]:
-        """The frames of a version-2 snapshot (memories and links as JSON rows): what graphsvc
-        wrote before version 3, kept so that tests can build such a directory."""
-        head = capture.head
-
-        def body() -> Iterator[bytes]:
-            for ns, memories, links, beliefs, events in capture.spaces:
-                rows = [memories.row_form(row) for row in memories.rows()]
-                yield from MirrorWriter._row_frames(ns, rows, beliefs, events, links)
-
-        record = SnapshotHead(FORMAT_VERSION, head.gen, head.seq, head.log, head.store).record()
-        return MirrorWriter._counted(record, body(), capture)
-
-    @staticmethod
-    def _counted(head: dict[str, Any], body: Iterator[bytes], capture: _Capture) -> Iterator[bytes]:
-        """A snapshot's frames: its head, ``body``, the vectors' frames, and the end frame that
-        counts them all."""
-        yield journal.encode(head)
-        count = 1
-        for frame in body:
-            yield frame
-            count += 1
-        for frame in MirrorWriter._vector_frames(capture):
-            yield frame
-            count += 1
-        yield journal.encode({"op": "end", "frames": count + 1})
-
-    @staticmethod
-    def _row_frames(
-        ns: str,
-        memory_rows: Sequence[list[Any]],
-        beliefs: Sequence[Belief],
-        events: dict[str, list[ContextEvent]],
-        links: Sequence[LinkTuple] = (),
-    ) -> Iterator[bytes]:
-        """Frames of JSON rows: memories and links (version 2 only), beliefs and events."""
-        dumps = orjson.dumps
-        parts: list[tuple[bytes, Sequence[Any], Callable[[Any], Any]]] = [
-            (b'"op":"memories","ns":%b' % dumps(ns), memory_rows, list),
-            (b'"op":"links","ns":%b' % dumps(ns), links, link_row),
-            (b'"op":"beliefs","ns":%b' % dumps(ns), beliefs, log_belief_row),
-        ]
-        parts += [
-            (b'"op":"events","ns":%b,"run":%b' % (dumps(ns), dumps(run)), rows, log_event_row)
-            for run, rows in events.items()
-        ]
-        for head, items, row in parts:
-            for chunk in _chunks(items):
-                rows = b",".join([dumps(row(item)) for item in chunk])
-                yield journal.encode_payload(b'{%b,"rows":[%b]}' % (head, rows))
-
-    @staticmethod
-    def _vector_frames(capture: _Capture) -> Iterator[bytes]:
-        """Frames of each namespace's vector model and vectors."""
-        for ns, model, share in capture.vectors:
-            if model is not None:
-                yield journal.encode({"op": "vectorModel", "ns": ns, "model": log_model_row(model)})
-            if share is None:
-                continue
-            # Compact and fast to load: per chunk of rows, the ids as 16 bytes each and the int8
-            # codes, both concatenated and base64-encoded.
-            for start in range(0, len(share.ids), SNAPSHOT_CHUNK):
-                stop = min(start + SNAPSHOT_CHUNK, len(share.ids))
-                ids = b"".join([mid.bytes for mid in share.ids[start:stop]])
-                yield journal.encode(
-                    {
-                        "op": "vectors",
-                        "ns": ns,
-                        "dimension": share.matrix.shape[1],
-                        "total": len(share.ids),
-                        "ids": base64.b64encode(ids).decode("ascii"),
-                        "codes": base64.b64encode(share.codes(start, stop)).decode("ascii"),
-                    }
-                )
-
-    def _write_snapshot(self, capture: _Capture, raise_errors: bool) -> None:
+    def write_snapshot(self, captured: Capture, raise_errors: bool) -> None:
         """Write the captured state to ``snapshot.json`` (temporary file, fsync, rename), then
         delete the retired segment. Runs without the store's lock.
 
@@ -482,18 +397,18 @@ class MirrorWriter(MirrorState):
             Exception: with ``raise_errors``, why the snapshot could not be written (the log and
                 the previous snapshot are untouched; without it, the failure is logged).
         """
-        assert self._dir is not None
-        root = self._dir
+        assert self.dir is not None
+        root = self.dir
         tmp = root / SNAPSHOT_TMP_NAME
         try:
             try:
-                if capture.head.version == SNAPSHOT_VERSION:
-                    frames = self._snapshot_frames(capture)
+                if captured.head.version == SNAPSHOT_VERSION:
+                    frames = snapshot_frames(captured)
                 else:
-                    frames = self._snapshot_frames_v2(capture)
+                    frames = snapshot_frames_v2(captured)
                 journal.write_file(tmp, frames)
             finally:
-                capture.release()
+                captured.release()
             os.replace(tmp, root / SNAPSHOT_NAME)
             journal.fsync_dir(root)
             old = root / OLD_LOG_NAME
@@ -503,7 +418,7 @@ class MirrorWriter(MirrorState):
         except Exception as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
-            self._compact_after = self._log_end + max(self._snapshot_bytes // 4, 1)
+            self._compact_after = self._end + max(self.snapshot_bytes // 4, 1)
             if raise_errors:
                 raise
             logger.error(
