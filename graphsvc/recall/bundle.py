@@ -340,9 +340,8 @@ def build_bundle(
 ) -> ContextBundle:
     """Abstain, de-duplicate, pack, measure coverage and render (docs/design.md, the bundle).
 
-    ``query`` is the request's query as analysed once (:class:`~graphsvc.recall.query.Query`: its
-    terms and the user's words for them). ``ranked`` is the ranked window (after
-    :func:`apply_supersessions`); each of its items ends in
+    ``query`` is the request's query analysed once (its terms and the user's words for them).
+    ``ranked`` is the ranked window (after :func:`apply_supersessions`); each of its items ends in
     ``capsules`` or in ``excluded`` with a reason. ``top_score`` is the probability that memory
     holds the answer (:mod:`graphsvc.recall.answerability`), made of ``evidence``: it alone
     decides abstention against ``minScore``. Capsules are floored relative to the best ranking

@@ -6,14 +6,11 @@ directory (:class:`~graphsvc.store.mirror.loader.MirrorLoader`), and one part pe
 
 from __future__ import annotations
 
-import functools
 import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from graphsvc.embedding.search import SearchPool
-from graphsvc.store.base import Store
+from graphsvc.store.base import Store, delegate
 from graphsvc.store.journal import SNAPSHOT_VERSION
 from graphsvc.store.mirror.candidates import MirrorCandidates
 from graphsvc.store.mirror.erase import MirrorErase
@@ -23,23 +20,6 @@ from graphsvc.store.mirror.state import MirrorState
 from graphsvc.store.mirror.vector_store import MirrorVectors
 from graphsvc.store.mirror.writer import LogWriter
 from graphsvc.store.mirror.writes import MirrorWrites
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def answered_by(
-    part: str, method: Callable[Concatenate[Any, P], R]
-) -> Callable[Concatenate[Any, P], R]:
-    """A method of the store that calls ``method`` of the part held in the attribute ``part``:
-    it has the method's signature (which mypy checks against the interface it implements), name
-    and docstring, and ``__wrapped__`` names where the work is done."""
-
-    def forward(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return method(getattr(self, part), *args, **kwargs)
-
-    functools.update_wrapper(forward, method)
-    return forward
 
 
 class MirrorStore(Store):
@@ -86,11 +66,11 @@ class MirrorStore(Store):
 
     # -- lifecycle and persistence: the loader and the log writer --------------------------------
 
-    open = answered_by("_loader", MirrorLoader.open)
-    ping = answered_by("_loader", MirrorLoader.ping)
-    load_snapshot = answered_by("_loader", MirrorLoader.load_snapshot)
-    replay = answered_by("_loader", MirrorLoader.replay)
-    wait_for_compaction = answered_by("_log", LogWriter.wait_for_compaction)
+    open = delegate("_loader", MirrorLoader.open)
+    ping = delegate("_loader", MirrorLoader.ping)
+    load_snapshot = delegate("_loader", MirrorLoader.load_snapshot)
+    replay = delegate("_loader", MirrorLoader.replay)
+    wait_for_compaction = delegate("_log", LogWriter.wait_for_compaction)
 
     def close(self) -> None:
         try:
@@ -115,50 +95,50 @@ class MirrorStore(Store):
 
     # -- writes ----------------------------------------------------------------------------------
 
-    upsert_memories = answered_by("_writes", MirrorWrites.upsert_memories)
-    add_links = answered_by("_writes", MirrorWrites.add_links)
-    forget = answered_by("_writes", MirrorWrites.forget)
-    save_belief = answered_by("_writes", MirrorWrites.save_belief)
-    append_event = answered_by("_writes", MirrorWrites.append_event)
-    set_reported_tokens = answered_by("_writes", MirrorWrites.set_reported_tokens)
-    erase = answered_by("_erase", MirrorErase.erase)
+    upsert_memories = delegate("_writes", MirrorWrites.upsert_memories)
+    add_links = delegate("_writes", MirrorWrites.add_links)
+    forget = delegate("_writes", MirrorWrites.forget)
+    save_belief = delegate("_writes", MirrorWrites.save_belief)
+    append_event = delegate("_writes", MirrorWrites.append_event)
+    set_reported_tokens = delegate("_writes", MirrorWrites.set_reported_tokens)
+    erase = delegate("_erase", MirrorErase.erase)
 
     # -- vectors and the vector queue ------------------------------------------------------------
 
-    vector_model = answered_by("_vectors", MirrorVectors.vector_model)
-    set_vector_model = answered_by("_vectors", MirrorVectors.set_vector_model)
-    clear_vectors = answered_by("_vectors", MirrorVectors.clear_vectors)
-    set_vectors = answered_by("_vectors", MirrorVectors.set_vectors)
-    vector_count = answered_by("_vectors", MirrorVectors.vector_count)
-    pending_vectors = answered_by("_vectors", MirrorVectors.pending_vectors)
-    fill_vectors = answered_by("_vectors", MirrorVectors.fill_vectors)
-    vector_backlogs = answered_by("_vectors", MirrorVectors.vector_backlogs)
-    take_vector_queue = answered_by("_vectors", MirrorVectors.take_vector_queue)
-    release_vector_queue = answered_by("_vectors", MirrorVectors.release_vector_queue)
-    vector_queue_lease = answered_by("_vectors", MirrorVectors.vector_queue_lease)
+    vector_model = delegate("_vectors", MirrorVectors.vector_model)
+    set_vector_model = delegate("_vectors", MirrorVectors.set_vector_model)
+    clear_vectors = delegate("_vectors", MirrorVectors.clear_vectors)
+    set_vectors = delegate("_vectors", MirrorVectors.set_vectors)
+    vector_count = delegate("_vectors", MirrorVectors.vector_count)
+    pending_vectors = delegate("_vectors", MirrorVectors.pending_vectors)
+    fill_vectors = delegate("_vectors", MirrorVectors.fill_vectors)
+    vector_backlogs = delegate("_vectors", MirrorVectors.vector_backlogs)
+    take_vector_queue = delegate("_vectors", MirrorVectors.take_vector_queue)
+    release_vector_queue = delegate("_vectors", MirrorVectors.release_vector_queue)
+    vector_queue_lease = delegate("_vectors", MirrorVectors.vector_queue_lease)
 
     # -- candidate reads (recall_candidates and recall_window are the interface's own) ------------
 
-    candidates = answered_by("_candidates", MirrorCandidates.candidates)
-    recent_candidates = answered_by("_candidates", MirrorCandidates.recent_candidates)
-    recall_columns = answered_by("_candidates", MirrorCandidates.recall_columns)
-    similar = answered_by("_candidates", MirrorCandidates.similar)
+    candidates = delegate("_candidates", MirrorCandidates.candidates)
+    recent_candidates = delegate("_candidates", MirrorCandidates.recent_candidates)
+    recall_columns = delegate("_candidates", MirrorCandidates.recall_columns)
+    similar = delegate("_candidates", MirrorCandidates.similar)
 
     # -- reads -----------------------------------------------------------------------------------
 
-    get_memories = answered_by("_reads", MirrorReads.get_memories)
-    term_stats = answered_by("_reads", MirrorReads.term_stats)
-    visible = answered_by("_reads", MirrorReads.visible)
-    successors = answered_by("_reads", MirrorReads.successors)
-    supersession_chain = answered_by("_reads", MirrorReads.supersession_chain)
-    supersessions = answered_by("_reads", MirrorReads.supersessions)
-    walk = answered_by("_reads", MirrorReads.walk)
-    next_recorded = answered_by("_reads", MirrorReads.next_recorded)
-    links_of = answered_by("_reads", MirrorReads.links_of)
-    get_belief = answered_by("_reads", MirrorReads.get_belief)
-    events = answered_by("_reads", MirrorReads.events)
-    stats = answered_by("_reads", MirrorReads.stats)
-    facet_counts = answered_by("_reads", MirrorReads.facet_counts)
-    list_memories = answered_by("_reads", MirrorReads.list_memories)
-    namespaces = answered_by("_reads", MirrorReads.namespaces)
-    export = answered_by("_reads", MirrorReads.export)
+    get_memories = delegate("_reads", MirrorReads.get_memories)
+    term_stats = delegate("_reads", MirrorReads.term_stats)
+    visible = delegate("_reads", MirrorReads.visible)
+    successors = delegate("_reads", MirrorReads.successors)
+    supersession_chain = delegate("_reads", MirrorReads.supersession_chain)
+    supersessions = delegate("_reads", MirrorReads.supersessions)
+    walk = delegate("_reads", MirrorReads.walk)
+    next_recorded = delegate("_reads", MirrorReads.next_recorded)
+    links_of = delegate("_reads", MirrorReads.links_of)
+    get_belief = delegate("_reads", MirrorReads.get_belief)
+    events = delegate("_reads", MirrorReads.events)
+    stats = delegate("_reads", MirrorReads.stats)
+    facet_counts = delegate("_reads", MirrorReads.facet_counts)
+    list_memories = delegate("_reads", MirrorReads.list_memories)
+    namespaces = delegate("_reads", MirrorReads.namespaces)
+    export = delegate("_reads", MirrorReads.export)
