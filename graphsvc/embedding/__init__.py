@@ -10,10 +10,10 @@ exact search over them (docs/design.md, dense recall).
 - :mod:`~graphsvc.embedding.search`: the exact nearest rows without reading every vector.
 - :mod:`~graphsvc.embedding.dense_recall`: a service's encoder, and whether a namespace is
   answered by meaning.
-- :mod:`~graphsvc.embedding.queue`: the vector queue, which encodes the memories written without
-  their vector.
 
 A query's side (its codes encoded once per request, batched with concurrent requests', cached) is
-recall's: :mod:`graphsvc.recall.query_encoder`. Import from the modules; the package holds none of
+recall's: :mod:`graphsvc.recall.query_encoder`; the vector queue, which encodes the memories
+written without their vector, drives a store and this encoder and so is the service's:
+:mod:`graphsvc.service.vector_queue`. Import from the modules; the package holds none of
 their names.
 """

@@ -160,7 +160,7 @@ class DenseRecall:
         """The stored codes of each memory's text, or of each query with ``query`` (the
         model's query instruction); the model must be loaded: see :meth:`model`. ``workers``:
         how many of the encoder's threads the call may use (1: the calling thread alone, for a
-        caller with threads of its own: :class:`~graphsvc.embedding.queue.VectorQueue`)."""
+        caller with threads of its own: :class:`~graphsvc.service.vector_queue.VectorQueue`)."""
         embedder = self._embedder
         if embedder is None or not texts:
             return []

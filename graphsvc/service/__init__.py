@@ -8,7 +8,8 @@ The service is built in rooms by capability, each a module of this package over 
 (:mod:`.core`: store, settings, recall policy and pipeline, vector queue, clock and checks):
 :mod:`.writes`, :mod:`.links` (links and erasure), :mod:`.reads`, :mod:`.recall`, :mod:`.prompt`
 (runs and prompt assembly) and :mod:`.admin`; :mod:`.checks`, :mod:`.ids` and :mod:`.clock` are
-what the rooms share. This module is the package's entrance: :class:`MemoryService` combines the
+what the rooms share; :mod:`.vector_queue` encodes in the background the memories written
+without their vector. This module is the package's entrance: :class:`MemoryService` combines the
 rooms, and the names other packages use are imported from here.
 """
 

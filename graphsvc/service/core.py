@@ -12,12 +12,12 @@ from collections.abc import Callable
 from datetime import datetime
 
 from graphsvc.embedding.dense_recall import DenseRecall
-from graphsvc.embedding.queue import VectorQueue
 from graphsvc.model import MemoryInput, utcnow
 from graphsvc.recall.pipeline import ReadAheadPool, RecallPipeline
 from graphsvc.recall.policy import RecallPolicy
 from graphsvc.service.checks import check_namespace, check_run_id, check_text
 from graphsvc.service.clock import ServiceClock
+from graphsvc.service.vector_queue import VectorQueue
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 
@@ -52,7 +52,7 @@ class ServiceCore:
         self._read_ahead = ReadAheadPool(2 * settings.api_threads)
         #: The ranking pipeline: every bundle and reconstruct ranks through it.
         self.recall = RecallPipeline(store, self.dense, self.policy, self._read_ahead)
-        #: The vector queue's drainer (:mod:`graphsvc.embedding.queue`): a server starts it
+        #: The vector queue's drainer (:mod:`graphsvc.service.vector_queue`): a server starts it
         #: (:meth:`VectorQueue.start`); :meth:`embed` drains with it offline.
         self.vector_queue = VectorQueue(store, self.dense, settings)
 

@@ -22,11 +22,11 @@ import pytest
 from graphsvc.embedding.codes import VectorModel, cosines, quantize, to_bytes
 from graphsvc.embedding.dense_recall import DenseRecall
 from graphsvc.embedding.encoder import OnnxEmbedder, Vectors
-from graphsvc.embedding.queue import VectorQueue
 from graphsvc.embedding.registry import MINILM_INT8, ModelUnavailableError
 from graphsvc.errors import BadInputError
 from graphsvc.model import MemoryInput
 from graphsvc.service import MemoryService
+from graphsvc.service.vector_queue import VectorQueue
 from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from graphsvc.store.mirror import MirrorStore

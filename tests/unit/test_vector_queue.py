@@ -18,11 +18,11 @@ import pytest
 
 from graphsvc.embedding.dense_recall import DenseRecall
 from graphsvc.embedding.encoder import OnnxEmbedder, Vectors
-from graphsvc.embedding.queue import lower_priority, process_name
 from graphsvc.embedding.registry import MINILM_INT8, ModelUnavailableError
 from graphsvc.errors import GraphsvcError
 from graphsvc.model import MemoryInput
 from graphsvc.service import MemoryService
+from graphsvc.service.vector_queue import lower_priority, process_name
 from graphsvc.store.mirror import MirrorStore
 from tests.helpers import WrappedEncoder, fixed_clock, make_settings
 

@@ -53,7 +53,7 @@ from graphsvc.settings import Settings
 from graphsvc.store.base import Store
 from graphsvc.store.vectors import PendingVector, VectorBacklog
 
-log = logging.getLogger("graphsvc.embedding.queue")
+log = logging.getLogger("graphsvc.service.vector_queue")
 
 #: How long a lease on a store's vector queue lasts unless renewed (seconds): how soon another
 #: process takes over from a drainer that was killed.
