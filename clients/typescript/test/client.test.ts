@@ -14,7 +14,10 @@ const DEPLOY = "00000000-0000-4000-8000-0000000000a1";
 const SLOW = "00000000-0000-4000-8000-0000000000a2";
 
 before(async () => {
-  server = await startServer();
+  // Each write stores its vectors before it answers: the test compares reads made one after the
+  // other (reconstruct, then reconstructAndStore), which the vector queue could otherwise answer
+  // before and after a memory's vector arrived, in another order.
+  server = await startServer({ GRAPHSVC_EMBED_WRITES: "inline" });
   client = new GraphsvcClient({ url: server.url, apiKey: server.writeKey });
 });
 
