@@ -57,8 +57,9 @@ def _load(service: MemoryService, ns: str, lines: list[str], name: str) -> None:
     vectors_after_write(service, ns, wait=True, show=False, quiet=True)
 
 
-def _locomo(links: bool, questions: int) -> tuple[list[str], list[str]]:
-    conversation = load_locomo(eval_data_root() / "locomo" / "locomo_dev.json")[0]
+def _locomo(
+    conversation: dict[str, Any], links: bool, questions: int
+) -> tuple[list[str], list[str]]:
     rows = [
         r
         for r in locomo_rows(conversation, conversation["sample_id"], "fp")
@@ -71,8 +72,9 @@ def _locomo(links: bool, questions: int) -> tuple[list[str], list[str]]:
 def _sections(service: MemoryService, base: str, questions: int) -> Iterator[tuple[str, Any]]:
     _load(service, f"{base}-demo", demo_lines(), "demo.jsonl")
     yield "demo", _reads(service, f"{base}-demo", list(DEMO_QUESTIONS))
+    conversation = load_locomo(eval_data_root() / "locomo" / "locomo_dev.json")[0]
     for links in (True, False):
-        lines, asked = _locomo(links, questions)
+        lines, asked = _locomo(conversation, links, questions)
         ns = f"{base}-locomo-{'links' if links else 'plain'}"
         _load(service, ns, lines, "locomo")
         yield f"locomo {'with' if links else 'without'} links", _reads(service, ns, asked)
