@@ -84,7 +84,13 @@ def _sections(service: MemoryService, base: str, questions: int) -> Iterator[tup
 @click.option(
     "--out", type=click.Path(dir_okay=False, path_type=Path), help="Keep the reads here as JSON."
 )
-@click.option("--questions", default=40, show_default=True, help="LoCoMo questions asked.")
+@click.option(
+    "--questions",
+    type=click.IntRange(min=1),
+    default=40,
+    show_default=True,
+    help="LoCoMo questions asked.",
+)
 @click.option(
     "--namespace",
     default="fingerprint",
